@@ -1,0 +1,81 @@
+"""Envelope encryption for memory content: the safe recipe callers use.
+
+Callers hand over a data key, the bytes and the context to bind; nonces, key
+derivation and the AEAD live here so no other module touches ``cryptography.hazmat``.
+
+Exceptions:
+- ``DecryptionFailed``: the ciphertext is not authentic under this key and context.
+  Deliberately opaque: it never says whether the key, the nonce, the AAD or the bytes
+  were wrong, and never carries content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+NONCE_BYTES = 12
+KEY_BYTES = 32
+_FORMAT = b"\x01"  # leading version byte so the scheme can evolve
+
+
+class DecryptionFailed(Exception):
+    """Ciphertext did not authenticate (wrong key, wrong context or tampered bytes)."""
+
+
+def new_data_key() -> bytes:
+    """A fresh random 256-bit key."""
+    return os.urandom(KEY_BYTES)
+
+
+def encrypt_for_subject(data_key: bytes, plaintext: bytes, context: bytes) -> bytes:
+    """AES-256-GCM with a random 96-bit nonce; ``context`` is bound as AAD."""
+    nonce = os.urandom(NONCE_BYTES)
+    return _FORMAT + nonce + AESGCM(data_key).encrypt(nonce, plaintext, context)
+
+
+def decrypt_for_subject(data_key: bytes, sealed: bytes, context: bytes) -> bytes:
+    """Inverse of ``encrypt_for_subject``; raises ``DecryptionFailed`` on any mismatch."""
+    if len(sealed) < 1 + NONCE_BYTES + 16 or sealed[:1] != _FORMAT or len(data_key) != KEY_BYTES:
+        raise DecryptionFailed("ciphertext did not authenticate")
+    nonce, body = sealed[1 : 1 + NONCE_BYTES], sealed[1 + NONCE_BYTES :]
+    try:
+        return AESGCM(data_key).decrypt(nonce, body, context)
+    except InvalidTag:
+        raise DecryptionFailed("ciphertext did not authenticate") from None
+
+
+def derive_key(data_key: bytes, purpose: bytes) -> bytes:
+    """A sub-key for one purpose, so the AEAD key is never reused as a MAC key."""
+    return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None, info=purpose).derive(data_key)
+
+
+def content_commitment(data_key: bytes, content: bytes) -> str:
+    """HMAC-SHA256 of the content under a key derived from the subject's data key.
+
+    Once the data key is destroyed this is an unlinkable commitment: nobody can run a
+    dictionary of likely contents against it.
+    """
+    mac_key = derive_key(data_key, b"lethe content-hmac v1")
+    return hmac.new(mac_key, content, hashlib.sha256).hexdigest()
+
+
+def keyed_digest(key: bytes, value: bytes) -> str:
+    """HMAC-SHA256 as hex: pseudonymous references (subject refs, term hashes)."""
+    return hmac.new(key, value, hashlib.sha256).hexdigest()
+
+
+def aead_wrap(kek: bytes, secret: bytes, context: bytes) -> bytes:
+    """Wrap a key under a key-encryption key (used by the local KMS)."""
+    return encrypt_for_subject(kek, secret, context)
+
+
+def aead_unwrap(kek: bytes, wrapped: bytes, context: bytes) -> bytes:
+    """Unwrap a key; raises ``DecryptionFailed`` if it does not authenticate."""
+    return decrypt_for_subject(kek, wrapped, context)

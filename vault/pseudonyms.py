@@ -1,0 +1,55 @@
+"""Pseudonymous references: subject refs and search-term hashes.
+
+Both are keyed HMACs under a secret that lives with the keys, not in the database,
+so a stolen database cannot be dictionary-attacked for subject ids (emails, phone
+numbers) or for the words of a memory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from keys.envelope import keyed_digest
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def create_pepper(path: Path) -> bool:
+    """Create the 0600 pepper file once; False if it already exists."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(os.urandom(32))
+    return True
+
+
+class Pseudonymizer:
+    def __init__(self, secret: bytes) -> None:
+        if len(secret) < 32:
+            raise ValueError("pepper must be at least 32 bytes")
+        self._secret = secret
+        self._tenant_keys: dict[tuple[str, str], bytes] = {}
+
+    @classmethod
+    def from_file(cls, path: Path) -> Pseudonymizer:
+        return cls(Path(path).read_bytes())
+
+    def _tenant_key(self, tenant_id: str, use: str) -> bytes:
+        k = (tenant_id, use)
+        if k not in self._tenant_keys:
+            self._tenant_keys[k] = bytes.fromhex(keyed_digest(self._secret, f"{use}|{tenant_id}".encode()))
+        return self._tenant_keys[k]
+
+    def subject_ref(self, tenant_id: str, subject_id: str) -> str:
+        """HMAC-SHA256(tenant pepper, subject_id), hex."""
+        return keyed_digest(self._tenant_key(tenant_id, "subject"), subject_id.encode())
+
+    def term_hashes(self, tenant_id: str, text: str) -> set[str]:
+        """Blind-index terms: truncated keyed hashes of the lower-cased words."""
+        key = self._tenant_key(tenant_id, "terms")
+        return {keyed_digest(key, w.encode())[:16] for w in _WORD.findall(text.lower()) if len(w) > 1}

@@ -1,0 +1,122 @@
+"""Scoped retrieval: hard filters in SQL first, ranking second, a token budget last.
+
+Tenant, agent and purpose come from the caller's credential and are WHERE clauses,
+as are status, expiry, subject and kinds, so ranking only ever sees rows the caller
+may read, and the cost follows the size of the scope, not of the store. Only the
+items that make the cut are decrypted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import datetime
+
+import sqlalchemy as sa
+
+from vault.clock import from_db, to_db, utcnow
+from vault.db import UnitOfWork
+from vault.errors import InvalidCommand, OutOfScope
+from vault.keyring import SubjectKeyring
+from vault.model import Caller, Kind, Role, SearchQuery, SearchResult, Status
+from vault.pseudonyms import Pseudonymizer
+from vault.sealing import open_rows, to_item
+from vault.tables import memories, search_index
+
+WEIGHTS = {"lexical": 0.6, "confidence": 0.25, "recency": 0.15}
+RECENCY_HALF_LIFE_DAYS = 30.0
+MAX_LIMIT = 100
+
+
+class SearchService:
+    def __init__(
+        self,
+        uow: UnitOfWork,
+        keyring: SubjectKeyring,
+        pseudonyms: Pseudonymizer,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.uow = uow
+        self.keyring = keyring
+        self.pseudonyms = pseudonyms
+        self.clock = clock
+
+    def search(self, caller: Caller, q: SearchQuery) -> SearchResult:
+        if caller.role is not Role.AGENT or not caller.agent_id:
+            raise OutOfScope("search is for agent credentials")
+        if not caller.may_use(q.purpose):
+            raise OutOfScope("the credential does not cover this purpose")
+        if not 1 <= q.limit <= MAX_LIMIT:
+            raise InvalidCommand(f"limit must be between 1 and {MAX_LIMIT}")
+        if q.token_budget < 1:
+            raise InvalidCommand("token_budget must be positive")
+        for k in q.kinds:
+            if k not in Kind.__members__.values():
+                raise InvalidCommand(f"unknown kind {k!r}")
+        now = self.clock()
+        filters = [
+            memories.c.tenant_id == caller.tenant_id,
+            memories.c.agent_id == caller.agent_id,
+            memories.c.purpose == q.purpose,
+            memories.c.status == Status.ACTIVE.value,
+            memories.c.expires_at > to_db(now),
+        ]
+        if q.subject_id is not None:
+            filters.append(
+                memories.c.subject_ref == self.pseudonyms.subject_ref(caller.tenant_id, q.subject_id)
+            )
+        if q.kinds:
+            filters.append(memories.c.kind.in_(list(q.kinds)))
+        query_terms = self.pseudonyms.term_hashes(caller.tenant_id, q.query)
+        with self.uow.read() as conn:
+            candidates = conn.execute(
+                sa.select(
+                    memories.c.id,
+                    memories.c.confidence,
+                    memories.c.created_at,
+                    memories.c.token_estimate,
+                    search_index.c.terms,
+                )
+                .select_from(memories.outerjoin(search_index, search_index.c.memory_id == memories.c.id))
+                .where(*filters)
+            ).all()
+            ranked = sorted(
+                (
+                    (_score(query_terms, c.terms, c.confidence, from_db(c.created_at), now), c)
+                    for c in candidates
+                ),
+                key=lambda sc: (-sc[0]["total"], sc[1].id),
+            )
+            chosen, used, skipped = [], 0, 0
+            for score, c in ranked:
+                if len(chosen) == q.limit:
+                    break
+                if used + c.token_estimate > q.token_budget:
+                    skipped += 1
+                    continue
+                chosen.append((c.id, score))
+                used += c.token_estimate
+            rows = {}
+            if chosen:
+                ids = [cid for cid, _ in chosen]
+                rows = {r.id: r for r in conn.execute(sa.select(memories).where(memories.c.id.in_(ids)))}
+            opened = open_rows(conn, self.keyring, list(rows.values()))
+        items = [to_item(rows[cid], *opened[cid], score=score) for cid, score in chosen if cid in opened]
+        used = sum(rows[i.id].token_estimate for i in items)
+        return SearchResult(items=items, used_tokens=used, skipped_over_budget=skipped)
+
+
+def _score(
+    query_terms: set[str], terms: str | None, confidence: float, created_at: datetime, now: datetime
+) -> dict[str, float]:
+    doc = set(terms.split()) if terms else set()
+    lexical = len(query_terms & doc) / len(query_terms) if query_terms else 0.0
+    age_days = max(0.0, (now - created_at).total_seconds() / 86400)
+    recency = math.exp(-math.log(2) * age_days / RECENCY_HALF_LIFE_DAYS)
+    total = WEIGHTS["lexical"] * lexical + WEIGHTS["confidence"] * confidence + WEIGHTS["recency"] * recency
+    return {
+        "lexical": round(lexical, 6),
+        "confidence": round(confidence, 6),
+        "recency": round(recency, 6),
+        "total": round(total, 6),
+    }

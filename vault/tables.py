@@ -1,0 +1,109 @@
+"""The relational schema (SQLAlchemy Core). Alembic migrations create and evolve it.
+
+``events`` is the source of truth and append-only; ``memories``, ``search_index``,
+``idempotency_keys`` and ``forgotten_subjects`` are projections that ``replay``
+rebuilds from it. ``subject_keys`` holds only *wrapped* data keys.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+events = sa.Table(
+    "events",
+    metadata,
+    sa.Column(
+        "seq", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True, autoincrement=False
+    ),
+    sa.Column("event_id", sa.String(36), nullable=False, unique=True),
+    sa.Column("type", sa.String(40), nullable=False),
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("memory_id", sa.String(36)),
+    sa.Column("subject_ref", sa.String(64)),
+    sa.Column("occurred_at", sa.String(32), nullable=False),
+    sa.Column("payload", sa.Text, nullable=False),
+    sa.Column("ciphertext", sa.LargeBinary),
+    sa.Column("ciphertext_digest", sa.String(64)),
+    sa.Column("leaf_hash", sa.LargeBinary(32), nullable=False),
+    sa.Index("ix_events_subject", "tenant_id", "subject_ref"),
+    sa.Index("ix_events_memory", "memory_id"),
+)
+
+memories = sa.Table(
+    "memories",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("agent_id", sa.String(128), nullable=False),
+    sa.Column("subject_ref", sa.String(64), nullable=False),
+    sa.Column("purpose", sa.String(64), nullable=False),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("ciphertext", sa.LargeBinary),
+    sa.Column("sealed_version", sa.Integer, nullable=False),
+    sa.Column("key_generation", sa.Integer, nullable=False),
+    sa.Column("content_hmac", sa.String(64), nullable=False),
+    sa.Column("token_estimate", sa.Integer, nullable=False),
+    sa.Column("provenance", sa.Text, nullable=False),
+    sa.Column("authority", sa.String(16), nullable=False),
+    sa.Column("trust", sa.String(16), nullable=False),
+    sa.Column("confidence", sa.Float, nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=False),
+    sa.Column("expires_at", sa.DateTime, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("supersedes_id", sa.String(36)),
+    sa.Column("superseded_by", sa.String(36)),
+    sa.Column("idempotency_key", sa.String(128)),
+    sa.Index("ix_memories_scope", "tenant_id", "agent_id", "purpose", "status", "expires_at"),
+    sa.Index("ix_memories_subject", "tenant_id", "subject_ref"),
+)
+
+search_index = sa.Table(
+    "search_index",
+    metadata,
+    sa.Column("memory_id", sa.String(36), primary_key=True),
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("subject_ref", sa.String(64), nullable=False),
+    sa.Column("terms", sa.Text, nullable=False),
+    sa.Index("ix_search_index_subject", "tenant_id", "subject_ref"),
+)
+
+idempotency_keys = sa.Table(
+    "idempotency_keys",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), primary_key=True),
+    sa.Column("agent_id", sa.String(128), primary_key=True),
+    sa.Column("key", sa.String(128), primary_key=True),
+    sa.Column("request_hash", sa.String(64), nullable=False),
+    sa.Column("memory_id", sa.String(36), nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+)
+
+forgotten_subjects = sa.Table(
+    "forgotten_subjects",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), primary_key=True),
+    sa.Column("subject_ref", sa.String(64), primary_key=True),
+    sa.Column("forgotten_at", sa.String(32), nullable=False),
+    sa.Column("generation", sa.Integer, nullable=False),
+    sa.Column("request_id", sa.String(36)),
+)
+
+subject_keys = sa.Table(
+    "subject_keys",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), primary_key=True),
+    sa.Column("subject_ref", sa.String(64), primary_key=True),
+    sa.Column("generation", sa.Integer, primary_key=True),
+    sa.Column("key_name", sa.String(200), nullable=False, unique=True),
+    sa.Column("backend", sa.String(16), nullable=False),
+    sa.Column("wrapped_dek", sa.LargeBinary, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("destroyed_at", sa.DateTime),
+)
+
+PROJECTION_TABLES = (memories, search_index, idempotency_keys, forgotten_subjects)

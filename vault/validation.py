@@ -1,0 +1,92 @@
+"""Checks a write command before anything is encrypted or stored.
+
+Each failure is its own exception type with a message that names the field and the
+rule, never the content.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from vault.errors import (
+    ContentTooLarge,
+    InvalidCommand,
+    InvalidConfidence,
+    InvalidPurpose,
+    InvalidTtl,
+    MissingProvenance,
+    UnknownKind,
+)
+from vault.model import Kind, SourceType, WriteCommand
+from vault.policy import Limits
+
+_PURPOSE = re.compile(r"^[a-z0-9][a-z0-9_.:-]*$")
+
+
+@dataclass(frozen=True)
+class ValidWrite:
+    kind: Kind
+    source_type: SourceType
+    expires_at: datetime
+
+
+def validate_write(cmd: WriteCommand, limits: Limits, now: datetime) -> ValidWrite:
+    try:
+        kind = Kind(cmd.kind)
+    except ValueError:
+        raise UnknownKind(f"unknown kind {cmd.kind!r}; expected one of {[k.value for k in Kind]}") from None
+    prov = cmd.provenance
+    if prov is None or not prov.source_ref or not str(prov.source_ref).strip():
+        raise MissingProvenance("provenance with source_type and source_ref is required")
+    try:
+        source_type = SourceType(prov.source_type)
+    except ValueError:
+        raise MissingProvenance(
+            f"unknown provenance source_type; expected one of {[s.value for s in SourceType]}"
+        ) from None
+    if len(prov.source_ref) > limits.max_ref_len:
+        raise InvalidCommand(f"provenance.source_ref exceeds {limits.max_ref_len} characters")
+    if source_type is SourceType.SUMMARY and not prov.sources:
+        raise MissingProvenance("a summary must list the memory ids it was built from in provenance.sources")
+    if not cmd.purpose or len(cmd.purpose) > limits.max_purpose_len or not _PURPOSE.match(cmd.purpose):
+        raise InvalidPurpose("purpose must be 1-64 characters of a-z, 0-9, '_', '.', ':' or '-'")
+    if not cmd.subject_id or len(cmd.subject_id) > 256:
+        raise InvalidCommand("subject_id is required (at most 256 characters)")
+    if not cmd.idempotency_key or len(cmd.idempotency_key) > 128:
+        raise InvalidCommand("an idempotency key (1-128 characters) is required")
+    conf = cmd.confidence
+    if (
+        isinstance(conf, bool)
+        or not isinstance(conf, int | float)
+        or not math.isfinite(conf)
+        or not 0 <= conf <= 1
+    ):
+        raise InvalidConfidence("confidence must be a number between 0 and 1")
+    if not isinstance(cmd.content, str) or not cmd.content:
+        raise InvalidCommand("content must be a non-empty string")
+    size = len(cmd.content.encode())
+    if size > limits.max_content_bytes:
+        raise ContentTooLarge(f"content is {size} bytes; the limit is {limits.max_content_bytes}")
+    if cmd.expected_version < 0:
+        raise InvalidCommand("expected_version must be 0 or more")
+    default_ttl, max_ttl = limits.ttl_for(kind)
+    if cmd.expires_at is not None and cmd.ttl_seconds is not None:
+        raise InvalidTtl("give expires_at or ttl_seconds, not both")
+    if cmd.ttl_seconds is not None:
+        if cmd.ttl_seconds <= 0:
+            raise InvalidTtl("ttl_seconds must be positive")
+        ttl = timedelta(seconds=cmd.ttl_seconds)
+    elif cmd.expires_at is not None:
+        if cmd.expires_at.tzinfo is None:
+            raise InvalidTtl("expires_at must carry a time zone")
+        ttl = cmd.expires_at - now
+        if ttl <= timedelta(0):
+            raise InvalidTtl("expires_at is in the past")
+    else:
+        ttl = default_ttl
+    if ttl > max_ttl:
+        raise InvalidTtl(f"expiry exceeds the maximum for kind {kind.value} ({max_ttl.days} days)")
+    return ValidWrite(kind, source_type, now + ttl)
