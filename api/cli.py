@@ -9,10 +9,10 @@ from contextlib import contextmanager
 
 import typer
 from rich.console import Console
-from vault.errors import VaultError
 
 from api.bootstrap import Container, build
 from api.settings import Settings
+from vault.errors import VaultError
 
 app = typer.Typer(help="Lethe: a crypto-shredding privacy vault for AI agents' memory.", no_args_is_help=True)
 console = Console()
@@ -58,8 +58,11 @@ def replay(
     with container() as c:
         report = replay_mod.check(c.uow.engine) if check else replay_mod.rebuild(c.uow.engine)
     if as_json:
-        console.print_json(json.dumps({"events": report.events, "identical": report.identical,
-                                       "differences": report.differences}))
+        console.print_json(
+            json.dumps(
+                {"events": report.events, "identical": report.identical, "differences": report.differences}
+            )
+        )
     elif check:
         console.print(f"replayed {report.events} events into a scratch copy")
         for d in report.differences:

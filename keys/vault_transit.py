@@ -104,9 +104,7 @@ class VaultTransitKms:
         self.addr = addr
         self.mount = mount.strip("/")
         self.timeout = timeout
-        self._client = client or hvac.Client(
-            url=addr, token=token, timeout=timeout, verify=verify
-        )
+        self._client = client or hvac.Client(url=addr, token=token, timeout=timeout, verify=verify)
         self._transit = self._client.secrets.transit
 
     def close(self) -> None:
@@ -128,7 +126,7 @@ class VaultTransitKms:
         created = data is None
         if data is None:
             with self._edge("create key", name):
-                self._transit.create_key(
+                resp = self._transit.create_key(
                     name,
                     key_type=KEY_TYPE,
                     exportable=False,
@@ -139,7 +137,11 @@ class VaultTransitKms:
                 # A destroy ran between our check and the create: undo the create.
                 self._hard_delete(name)
                 raise KeyDestroyed(f"key {name} was destroyed; it is never re-created")
-            data = self._read(name)
+            # OpenBao answers with the key's configuration; older Vaults with 204.
+            if isinstance(resp, Mapping) and isinstance(resp.get("data"), dict):
+                data = resp["data"]
+            else:
+                data = self._read(name)
             if data is None:
                 raise KmsError(f"key {name} is missing right after its creation")
         if data.get("soft_deleted"):
@@ -330,9 +332,7 @@ class VaultTransitKms:
     def _hard_delete(self, name: str) -> None:
         try:
             with self._edge("allow deletion", name):
-                self._transit.update_key_configuration(
-                    name, deletion_allowed=True, mount_point=self.mount
-                )
+                self._transit.update_key_configuration(name, deletion_allowed=True, mount_point=self.mount)
             with self._edge("delete key", name):
                 self._transit.delete_key(name, mount_point=self.mount)
         except KeyDestroyed:

@@ -62,9 +62,7 @@ class KeyManagerContract:
         assert info.exportable is False
         assert info.plaintext_backup_allowed is False
 
-    def test_creating_an_existing_key_is_idempotent(
-        self, kms: KeyManager, new_name: NameFactory
-    ) -> None:
+    def test_creating_an_existing_key_is_idempotent(self, kms: KeyManager, new_name: NameFactory) -> None:
         name = new_name()
         kms.create_key(name)
         wrapped = kms.generate_data_key(name).wrapped
@@ -74,9 +72,7 @@ class KeyManagerContract:
         assert again.plaintext_backup_allowed is False
         kms.unwrap_data_key(name, wrapped)  # the same key, not a replacement
 
-    def test_a_data_key_unwraps_to_the_same_256_bits(
-        self, kms: KeyManager, new_name: NameFactory
-    ) -> None:
+    def test_a_data_key_unwraps_to_the_same_256_bits(self, kms: KeyManager, new_name: NameFactory) -> None:
         name = new_name()
         kms.create_key(name)
         dek = kms.generate_data_key(name)
@@ -91,9 +87,7 @@ class KeyManagerContract:
         assert first.plaintext != second.plaintext
         assert first.wrapped != second.wrapped
 
-    def test_data_key_repr_does_not_show_the_plaintext(
-        self, kms: KeyManager, new_name: NameFactory
-    ) -> None:
+    def test_data_key_repr_does_not_show_the_plaintext(self, kms: KeyManager, new_name: NameFactory) -> None:
         name = new_name()
         kms.create_key(name)
         dek = kms.generate_data_key(name)
@@ -136,9 +130,7 @@ class KeyManagerContract:
             assert secret not in message
         assert dek.plaintext.hex() not in message
 
-    def test_an_unknown_key_is_reported_destroyed(
-        self, kms: KeyManager, new_name: NameFactory
-    ) -> None:
+    def test_an_unknown_key_is_reported_destroyed(self, kms: KeyManager, new_name: NameFactory) -> None:
         name, never_created = new_name(), new_name()
         kms.create_key(name)
         wrapped = kms.generate_data_key(name).wrapped
@@ -158,9 +150,7 @@ class KeyManagerContract:
             with pytest.raises(KeyDestroyed):
                 kms.unwrap_data_key(name, each)
 
-    def test_destroyed_key_generates_no_new_data_keys(
-        self, kms: KeyManager, new_name: NameFactory
-    ) -> None:
+    def test_destroyed_key_generates_no_new_data_keys(self, kms: KeyManager, new_name: NameFactory) -> None:
         name = new_name()
         kms.create_key(name)
         kms.destroy_key(name)
@@ -182,9 +172,7 @@ class KeyManagerContract:
         assert receipt.material_destroyed is True
         assert isinstance(receipt.details, dict)
 
-    def test_destroying_twice_reports_already_destroyed(
-        self, kms: KeyManager, new_name: NameFactory
-    ) -> None:
+    def test_destroying_twice_reports_already_destroyed(self, kms: KeyManager, new_name: NameFactory) -> None:
         name = new_name()
         kms.create_key(name)
         kms.destroy_key(name)
@@ -192,9 +180,7 @@ class KeyManagerContract:
         assert second.already_destroyed is True
         assert second.key_unusable is True
 
-    def test_a_destroyed_name_is_never_created_again(
-        self, kms: KeyManager, new_name: NameFactory
-    ) -> None:
+    def test_a_destroyed_name_is_never_created_again(self, kms: KeyManager, new_name: NameFactory) -> None:
         name = new_name()
         kms.create_key(name)
         kms.destroy_key(name)

@@ -74,7 +74,6 @@ class OpenBaoDevServer:
         self.port = port or free_port_pair()
         self.token = token or secrets.token_hex(16)
         self.startup_timeout = startup_timeout
-        self.unseal_key: str | None = None
         self._workdir = Path(tempfile.mkdtemp(prefix="lethe-openbao-"))
         self.log_path = self._workdir / "bao.log"
         self._proc: subprocess.Popen[bytes] | None = None
@@ -116,7 +115,6 @@ class OpenBaoDevServer:
             )
         self._paused = False
         self._wait_healthy()
-        self.unseal_key = self._read_unseal_key()
         root = self.client()
         try:
             root.sys.enable_secrets_engine("transit", path=TRANSIT_MOUNT)
@@ -130,9 +128,7 @@ class OpenBaoDevServer:
         while time.monotonic() < deadline:
             assert self._proc is not None
             if self._proc.poll() is not None:
-                raise RuntimeError(
-                    f"bao exited with {self._proc.returncode}; log:\n{self._log_tail()}"
-                )
+                raise RuntimeError(f"bao exited with {self._proc.returncode}; log:\n{self._log_tail()}")
             try:
                 with urllib.request.urlopen(url, timeout=1) as resp:
                     if resp.status == 200:
@@ -143,9 +139,17 @@ class OpenBaoDevServer:
         self.stop()
         raise RuntimeError(f"bao did not become healthy; log:\n{self._log_tail()}")
 
-    def _read_unseal_key(self) -> str | None:
-        found = re.findall(r"Unseal Key: (\S+)", self.log_path.read_text(errors="replace"))
-        return found[-1] if found else None
+    @property
+    def unseal_key(self) -> str:
+        """The dev server's single unseal key, as printed in its log after startup."""
+        deadline = time.monotonic() + 10
+        while True:
+            found = re.findall(r"Unseal Key: (\S+)", self.log_path.read_text(errors="replace"))
+            if found:
+                return found[-1]
+            if time.monotonic() > deadline:
+                raise RuntimeError("the dev server printed no unseal key")
+            time.sleep(0.05)
 
     def _log_tail(self, lines: int = 40) -> str:
         try:

@@ -325,7 +325,9 @@ def verify_inclusion(
 ) -> bool:
     """True if ``proof`` shows leaf ``leaf_hash`` at ``index`` in the tree ``root``.
 
-    RFC 9162 section 2.1.3.2, step by step. Malformed input gives False.
+    RFC 9162 section 2.1.3.2, step by step. Malformed input gives False. The proof
+    binds the leaf to ``root``; take (``tree_size``, ``root``) together from a verified
+    checkpoint, since a path along the tree's left edge can also fit a smaller size.
     """
     leaf = _hash_arg(leaf_hash)
     expected = _hash_arg(root)

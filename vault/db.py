@@ -49,6 +49,16 @@ def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
 
+_OUTAGE_HINTS = ("locked", "unable to open", "could not connect", "connection", "server closed", "disk i/o")
+
+
+def _is_outage(exc: DBAPIError) -> bool:
+    """Outages (retry later) versus bugs (re-raised): only the former become 503s."""
+    if exc.connection_invalidated:
+        return True
+    return isinstance(exc, OperationalError) and any(h in str(exc.orig).lower() for h in _OUTAGE_HINTS)
+
+
 class UnitOfWork:
     """Opens read and write transactions; translates driver outages to ``StoreUnavailable``."""
 
@@ -66,11 +76,9 @@ class UnitOfWork:
                     if self.engine.dialect.name == "postgresql":
                         conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _EVENT_LOG_LOCK})
                     yield conn
-        except OperationalError as exc:
-            raise StoreUnavailable("database unavailable") from exc
         except DBAPIError as exc:
-            if exc.connection_invalidated:
-                raise StoreUnavailable("database connection lost") from exc
+            if _is_outage(exc):
+                raise StoreUnavailable("database unavailable") from exc
             raise
 
     @contextmanager
@@ -78,8 +86,10 @@ class UnitOfWork:
         try:
             with self.engine.connect() as conn, conn.begin():
                 yield conn
-        except OperationalError as exc:
-            raise StoreUnavailable("database unavailable") from exc
+        except DBAPIError as exc:
+            if _is_outage(exc):
+                raise StoreUnavailable("database unavailable") from exc
+            raise
 
     def ping(self) -> None:
         with self.read() as conn:

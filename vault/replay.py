@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection, Engine
 from vault.db import UnitOfWork, make_engine
 from vault.events import SqlEventLog
 from vault.projection import apply
-from vault.tables import forgotten_subjects, idempotency_keys, memories, metadata
+from vault.tables import forgotten_subjects, idempotency_keys, memories, metadata, search_index
 
 COMPARED = (memories, idempotency_keys, forgotten_subjects)
 Progress = Callable[[int], None]
@@ -55,7 +55,7 @@ def _rows(conn: Connection, table: sa.Table) -> dict[tuple, tuple]:
 def check(engine: Engine, progress: Progress | None = None) -> ReplayReport:
     """Replay into a scratch in-memory database and diff it against the live projection."""
     scratch = make_engine("sqlite://")
-    metadata.create_all(scratch, tables=list(COMPARED))
+    metadata.create_all(scratch, tables=[*COMPARED, search_index])
     with UnitOfWork(engine).read() as src, scratch.begin() as dst:
         n = _apply_all(src, dst, progress)
         report = ReplayReport(events=n)

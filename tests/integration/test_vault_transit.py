@@ -89,9 +89,7 @@ class TestVaultTransitKms(KeyManagerContract):
         kms.create_key(name)
         assert kms.generate_data_key(name).wrapped.startswith(b"vault:v1:")
 
-    def test_destroyed_key_cannot_be_restored(
-        self, kms: VaultTransitKms, root: hvac.Client
-    ) -> None:
+    def test_destroyed_key_cannot_be_restored(self, kms: VaultTransitKms, root: hvac.Client) -> None:
         name = subject_key_name()
         kms.create_key(name)
         wrapped = kms.generate_data_key(name).wrapped
@@ -186,7 +184,7 @@ class TestVaultTransitKms(KeyManagerContract):
         name = subject_key_name()
         kms.create_key(name)
         dek = kms.generate_data_key(name)
-        assert openbao.unseal_key
+        unseal_key = openbao.unseal_key
         root.sys.seal()
         try:
             with pytest.raises(KmsUnavailable):
@@ -196,7 +194,7 @@ class TestVaultTransitKms(KeyManagerContract):
             with pytest.raises(KmsUnavailable):
                 kms.probe(name, dek.wrapped)
         finally:
-            root.sys.submit_unseal_key(openbao.unseal_key)
+            root.sys.submit_unseal_key(unseal_key)
         kms.health()
         assert kms.unwrap_data_key(name, dek.wrapped) == dek.plaintext
 
@@ -268,7 +266,7 @@ class TestVaultTransitKms(KeyManagerContract):
             kms.create_key(name)
         kms.close()
 
-    def test_minimal_policy_grants_no_export_backup_listing_or_restore(
+    def test_minimal_policy_allows_no_exportable_keys_export_backup_listing_or_restore(
         self, openbao: OpenBaoDevServer, policy_token: str, kms: VaultTransitKms
     ) -> None:
         name = subject_key_name()
@@ -283,6 +281,11 @@ class TestVaultTransitKms(KeyManagerContract):
             lambda: transit.rotate_key(name),
             lambda: transit.encrypt_data(name, plaintext="AAAA"),
             lambda: transit.update_key_configuration(name, exportable=True),
+            lambda: transit.update_key_configuration(name, allow_plaintext_backup=True),
+            lambda: transit.create_key(subject_key_name(), exportable=True),
+            lambda: transit.create_key(subject_key_name(), allow_plaintext_backup=True),
+            lambda: transit.create_key(subject_key_name(), key_type="chacha20-poly1305"),
+            lambda: transit.create_key(subject_key_name(), derived=True),
             lambda: client.adapter.post(f"/v1/transit/keys/{name}/soft-delete-restore"),
             lambda: client.sys.list_mounted_secrets_engines(),
         ):

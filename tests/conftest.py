@@ -1,0 +1,106 @@
+"""Shared fixtures: a Lethe container over real SQLite and real PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from api.bootstrap import Container, build
+from api.settings import Settings
+from vault.model import Caller, Provenance, Role, SourceType, WriteCommand
+
+pytest_plugins = ["tests.conftest_openbao"]
+
+PG_ADMIN_URL = os.environ.get("LETHE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+
+
+class PostgresDatabases:
+    """Creates a throwaway database per test on the real server, and drops it after."""
+
+    def __init__(self, admin_url: str) -> None:
+        self.admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+        self.base = sa.engine.make_url(admin_url)
+
+    def create(self) -> str:
+        name = f"lethe_t_{uuid.uuid4().hex[:12]}"
+        with self.admin.connect() as conn:
+            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        return self.base.set(database=name).render_as_string(hide_password=False)
+
+    def drop(self, url: str) -> None:
+        name = sa.engine.make_url(url).database
+        with self.admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresDatabases]:
+    dbs = PostgresDatabases(PG_ADMIN_URL)
+    try:
+        with dbs.admin.connect() as conn:
+            conn.execute(sa.text("SELECT 1"))
+    except sa.exc.OperationalError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL is not reachable at {PG_ADMIN_URL}: {exc}")
+        pytest.skip("PostgreSQL is not reachable")
+    yield dbs
+    dbs.admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def settings(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Settings]:
+    url = None
+    if backend == "postgres":
+        pg: PostgresDatabases = request.getfixturevalue("postgres")
+        url = pg.create()
+    yield Settings(data_dir=tmp_path / "data", database_url=url)
+    if url is not None:
+        pg.drop(url)
+
+
+@pytest.fixture
+def lethe(settings: Settings) -> Iterator[Container]:
+    c = build(settings)
+    yield c
+    c.close()
+
+
+def agent(tenant: str = "t1", agent_id: str = "a1", purposes: tuple[str, ...] = ("support",)) -> Caller:
+    return Caller(tenant, Role.AGENT, agent_id, frozenset(purposes), principal=f"tok-{agent_id}")
+
+
+def reviewer(tenant: str = "t1") -> Caller:
+    return Caller(tenant, Role.REVIEWER, None, frozenset(), principal="reviewer-1")
+
+
+def write_cmd(
+    content: str = "Alice prefers tea over coffee",
+    subject: str = "alice@example.com",
+    source: SourceType = SourceType.USER_STATEMENT,
+    key: str | None = None,
+    provenance: Provenance | None = None,
+    **kw,
+) -> WriteCommand:
+    fields = {"purpose": "support", "kind": "preference", "confidence": 0.9, **kw}
+    return WriteCommand(
+        subject_id=subject,
+        content=content,
+        provenance=provenance or Provenance(source, "session-1/turn-1"),
+        idempotency_key=key or uuid.uuid4().hex,
+        **fields,
+    )
+
+
+def event_count(c: Container) -> int:
+    with c.uow.read() as conn:
+        return conn.execute(sa.text("SELECT count(*) FROM events")).scalar_one()
