@@ -107,3 +107,93 @@ subject_keys = sa.Table(
 )
 
 PROJECTION_TABLES = (memories, search_index, idempotency_keys, forgotten_subjects)
+
+api_tokens = sa.Table(
+    "api_tokens",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("role", sa.String(32), nullable=False),
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("agent_id", sa.String(128)),
+    sa.Column("purposes", sa.Text, nullable=False),
+    sa.Column("description", sa.String(200)),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("expires_at", sa.DateTime),
+    sa.Column("revoked_at", sa.DateTime),
+)
+
+erasure_jobs = sa.Table(
+    "erasure_jobs",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("subject_ref", sa.String(64), nullable=False),
+    sa.Column("subject_commitment", sa.String(64), nullable=False),
+    sa.Column("commitment_salt", sa.String(64), nullable=False),
+    sa.Column("legal_basis", sa.String(64), nullable=False),
+    sa.Column("reference", sa.String(200)),
+    sa.Column("requested_by", sa.String(200), nullable=False),
+    sa.Column("status", sa.String(32), nullable=False),
+    sa.Column("received_at", sa.DateTime, nullable=False),
+    sa.Column("due_at", sa.DateTime, nullable=False),
+    sa.Column("updated_at", sa.DateTime, nullable=False),
+    sa.Column("completed_at", sa.DateTime),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("last_error", sa.String(500)),
+    sa.Column("report_id", sa.String(36)),
+    sa.Index("ix_erasure_jobs_status", "status"),
+    sa.Index("ix_erasure_jobs_subject", "tenant_id", "subject_ref"),
+)
+
+erasure_steps = sa.Table(
+    "erasure_steps",
+    metadata,
+    sa.Column("job_id", sa.String(36), primary_key=True),
+    sa.Column("step", sa.String(32), primary_key=True),
+    sa.Column("completed_at", sa.String(32), nullable=False),
+    sa.Column("event_seq", sa.Integer, nullable=False),
+    sa.Column("evidence", sa.Text, nullable=False),
+)
+
+legal_holds = sa.Table(
+    "legal_holds",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("subject_ref", sa.String(64), nullable=False),
+    sa.Column("reason", sa.String(500), nullable=False),
+    sa.Column("reference", sa.String(200)),
+    sa.Column("placed_by", sa.String(200), nullable=False),
+    sa.Column("placed_at", sa.DateTime, nullable=False),
+    sa.Column("lifted_at", sa.DateTime),
+    sa.Index("ix_legal_holds_subject", "tenant_id", "subject_ref"),
+)
+
+checkpoints = sa.Table(
+    "checkpoints",
+    metadata,
+    sa.Column("tree_size", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("root", sa.LargeBinary(32), nullable=False),
+    sa.Column("note", sa.Text, nullable=False),
+    sa.Column("signed_at", sa.String(32), nullable=False),
+)
+
+erasure_reports = sa.Table(
+    "erasure_reports",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("job_id", sa.String(36), nullable=False, unique=True),
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("issued_at", sa.String(32), nullable=False),
+    sa.Column("document", sa.Text, nullable=False),
+)
+
+backups = sa.Table(
+    "backups",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("created_at", sa.String(32), nullable=False),
+    sa.Column("tree_size", sa.Integer, nullable=False),
+    sa.Column("location", sa.String(500), nullable=False),
+)
