@@ -21,7 +21,6 @@ from keys.vault_transit import TOMBSTONE_SUFFIX, VaultTransitKms
 from tests.kms_contract import KeyManagerContract, subject_key_name
 from tests.openbao import OpenBaoDevServer, free_port_pair
 
-pytest_plugins = ["tests.conftest_openbao"]
 pytestmark = pytest.mark.openbao
 
 POLICY_FILE = Path(__file__).resolve().parents[2] / "keys" / "vault_policy.hcl"
