@@ -13,6 +13,7 @@ from api.settings import Settings
 from keys.factory import build_kms
 from keys.protocol import KeyManager
 from vault.db import UnitOfWork, make_engine
+from vault.erasure import ErasureService
 from vault.keyring import DekCache, SubjectKeyring
 from vault.memories import MemoryService
 from vault.policy import Limits
@@ -30,6 +31,7 @@ class Container:
     pseudonyms: Pseudonymizer
     memories: MemoryService
     search: SearchService
+    erasure: ErasureService
     created: list[str] = field(default_factory=list)
 
     def close(self) -> None:
@@ -79,5 +81,6 @@ def build(settings: Settings, *, migrate: bool = True) -> Container:
         pseudonyms=pseudonyms,
         memories=MemoryService(uow, keyring, pseudonyms, limits),
         search=SearchService(uow, keyring, pseudonyms),
+        erasure=ErasureService(uow, kms, keyring, pseudonyms),
         created=created,
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from pydantic import SecretStr
 
 from api.bootstrap import Container, build
 from api.settings import Settings
@@ -104,3 +105,31 @@ def write_cmd(
 def event_count(c: Container) -> int:
     with c.uow.read() as conn:
         return conn.execute(sa.text("SELECT count(*) FROM events")).scalar_one()
+
+
+@pytest.fixture(params=["local", "vault"])
+def kms_kind(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def shred_settings(settings: Settings, kms_kind: str, request: pytest.FixtureRequest) -> Settings:
+    """Settings on the chosen KMS: the local keystore, or a real OpenBao dev server."""
+    if kms_kind == "local":
+        return settings
+    server = request.getfixturevalue("openbao")
+    return settings.model_copy(update={
+        "kms": "vault", "vault_addr": server.addr, "vault_token": SecretStr(server.token),
+        "kms_timeout_seconds": 2.0,
+    })
+
+
+@pytest.fixture
+def shredder(shred_settings: Settings) -> Iterator[Container]:
+    c = build(shred_settings)
+    yield c
+    c.close()
+
+
+def officer(tenant: str = "t1") -> Caller:
+    return Caller(tenant, Role.PRIVACY_OFFICER, None, frozenset(), principal="officer-1")

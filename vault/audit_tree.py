@@ -161,9 +161,7 @@ class MerkleTree:
         with self._lock:
             self._prepare(tree_size)
             if not _is_count(index) or index >= tree_size:
-                raise InvalidTreeRequest(
-                    f"leaf index {index!r} is not below the tree size {tree_size}"
-                )
+                raise InvalidTreeRequest(f"leaf index {index!r} is not below the tree size {tree_size}")
             top_down: list[bytes] = []
             start, end = 0, tree_size
             while end - start > 1:
@@ -185,9 +183,7 @@ class MerkleTree:
         with self._lock:
             self._prepare(second)
             if not _is_count(first) or first > second:
-                raise InvalidTreeRequest(
-                    f"first size {first!r} must be between 0 and second size {second}"
-                )
+                raise InvalidTreeRequest(f"first size {first!r} must be between 0 and second size {second}")
             if first == 0 or first == second:
                 return []
             top_down: list[bytes] = []
@@ -249,9 +245,7 @@ class MerkleTree:
         raw = self._source.leaf_hashes(start, end)
         leaves = [h if type(h) is bytes else _as_bytes(h) for h in raw]
         if len(leaves) != end - start:
-            raise LeafSourceError(
-                f"asked for leaves [{start}, {end}), got {len(leaves)} hashes"
-            )
+            raise LeafSourceError(f"asked for leaves [{start}, {end}), got {len(leaves)} hashes")
         for h in leaves:
             if len(h) != HASH_SIZE:
                 raise LeafSourceError("leaf source returned a hash that is not 32 bytes")

@@ -44,5 +44,8 @@ def canonical_json(obj: Any) -> bytes:
         return rfc8785.dumps(obj)
     except rfc8785.CanonicalizationError as exc:
         raise CanonicalJsonError(str(exc)) from exc
+    except UnicodeError as exc:
+        # rfc8785 lets this escape for an object key holding a lone surrogate.
+        raise CanonicalJsonError("a string is not valid Unicode") from exc
     except RecursionError as exc:
         raise CanonicalJsonError("value is nested too deeply") from exc

@@ -104,10 +104,7 @@ def _valid_line(line: object) -> bool:
 def _valid_name(name: object) -> bool:
     """A signed-note key name: non-empty, no Unicode space, no plus, no controls."""
     return (
-        _valid_line(name)
-        and isinstance(name, str)
-        and "+" not in name
-        and not any(c.isspace() for c in name)
+        _valid_line(name) and isinstance(name, str) and "+" not in name and not any(c.isspace() for c in name)
     )
 
 
@@ -153,9 +150,7 @@ class Checkpoint:
             raise CheckpointError("size must be an integer between 0 and 2**64 - 1")
         if not isinstance(self.root, bytes) or len(self.root) != _HASH_SIZE:
             raise CheckpointError("root must be 32 bytes")
-        if not isinstance(self.extensions, tuple) or not all(
-            _valid_line(e) for e in self.extensions
-        ):
+        if not isinstance(self.extensions, tuple) or not all(_valid_line(e) for e in self.extensions):
             raise CheckpointError("extension lines must be non-empty single lines")
 
     def body(self) -> str:

@@ -3,6 +3,8 @@
 - ``InvalidCommand`` (422) and its subclasses ``InvalidTtl``, ``MissingProvenance``,
   ``UnknownKind``, ``InvalidConfidence``, ``InvalidPurpose``: the command is malformed;
   nothing was written.
+- ``Unauthenticated`` (401): no credential, or one that is unknown, expired or revoked
+  (one error for all, so a caller learns nothing about which).
 - ``ContentTooLarge`` (413): content exceeds the configured limit.
 - ``PolicyRefused`` (403): the policy table has no rule for this role and source.
 - ``OutOfScope`` (403): the caller's credential does not cover the purpose or action.
@@ -51,6 +53,11 @@ class InvalidConfidence(InvalidCommand):
 
 class InvalidPurpose(InvalidCommand):
     title = "Invalid purpose"
+
+
+class Unauthenticated(VaultError):
+    status = 401
+    title = "Unauthenticated"
 
 
 class ContentTooLarge(VaultError):

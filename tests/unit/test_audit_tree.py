@@ -242,9 +242,7 @@ def test_empty_leaf_hash_differs_from_the_empty_root() -> None:
 
 
 def test_leaf_hash_prefixes_0x00_as_in_rfc6962() -> None:
-    assert leaf_hash(b"L123456") == h(
-        "395aa064aa4c29f7010acfe3f25db9485bbd4b91897b6ad7ad547639252b4d56"
-    )
+    assert leaf_hash(b"L123456") == h("395aa064aa4c29f7010acfe3f25db9485bbd4b91897b6ad7ad547639252b4d56")
 
 
 def test_node_hash_prefixes_0x01_as_in_rfc6962() -> None:
@@ -299,9 +297,7 @@ def test_consistency_proof_matches_published_vector(
 
 
 @pytest.mark.parametrize(("first", "second", "proof"), CONSISTENCY_VECTORS)
-def test_published_consistency_proof_verifies(
-    first: int, second: int, proof: list[bytes]
-) -> None:
+def test_published_consistency_proof_verifies(first: int, second: int, proof: list[bytes]) -> None:
     assert verify_consistency(first, second, ROOTS[first], ROOTS[second], proof)
 
 
@@ -368,17 +364,13 @@ def consistency_corruptions(
 
 
 @pytest.mark.parametrize(("index", "size", "proof"), INCLUSION_VECTORS)
-def test_corrupted_published_inclusion_proof_is_rejected(
-    index: int, size: int, proof: list[bytes]
-) -> None:
+def test_corrupted_published_inclusion_proof_is_rejected(index: int, size: int, proof: list[bytes]) -> None:
     probes = inclusion_corruptions(LEAF_HASHES[index], index, size, proof, ROOTS[size])
     accepted = [name for name, args in probes if verify_inclusion(*args)]  # type: ignore[arg-type]
     assert accepted == []
 
 
-@pytest.mark.parametrize(
-    ("first", "second", "proof"), [v for v in CONSISTENCY_VECTORS if v[2]]
-)
+@pytest.mark.parametrize(("first", "second", "proof"), [v for v in CONSISTENCY_VECTORS if v[2]])
 def test_corrupted_published_consistency_proof_is_rejected(
     first: int, second: int, proof: list[bytes]
 ) -> None:
@@ -525,9 +517,7 @@ def test_every_generated_consistency_proof_verifies_and_matches_the_rfc(
 def test_every_corruption_of_a_consistency_proof_fails(data: st.DataObject, second: int) -> None:
     first = data.draw(st.integers(1, second - 1), label="first")
     proof = naive_subproof(first, ALL_LEAVES[:second], True)
-    probes = consistency_corruptions(
-        first, second, NAIVE_ROOTS[first], NAIVE_ROOTS[second], proof
-    )
+    probes = consistency_corruptions(first, second, NAIVE_ROOTS[first], NAIVE_ROOTS[second], proof)
     accepted = [name for name, args in probes if verify_consistency(*args)]  # type: ignore[arg-type]
     assert accepted == []
 
@@ -554,9 +544,7 @@ def test_chunk_cache_gives_the_naive_proofs_around_chunk_boundaries() -> None:
                 assert tree.inclusion_proof(index, size) == naive_path(index, leaves[:size])
         for first in (1, 255, 256, 257, 511, 512):
             if first < size:
-                assert tree.consistency_proof(first, size) == naive_subproof(
-                    first, leaves[:size], True
-                )
+                assert tree.consistency_proof(first, size) == naive_subproof(first, leaves[:size], True)
 
 
 def test_repeated_root_reads_only_the_partial_tail_chunk() -> None:

@@ -75,18 +75,14 @@ VECTORS = [
 
 
 @pytest.mark.parametrize(("name", "source", "expected"), VECTORS, ids=[v[0] for v in VECTORS])
-def test_canonical_json_matches_the_jcs_reference_vectors(
-    name: str, source: str, expected: str
-) -> None:
+def test_canonical_json_matches_the_jcs_reference_vectors(name: str, source: str, expected: str) -> None:
     assert canonical_json(json.loads(source)) == expected.encode("utf-8")
 
 
 def test_simple_string_matches_the_published_byte_dump() -> None:
     # testdata/input/simpleString.json and testdata/outhex/simpleString.txt
     value = json.loads('    "this is a test string 1235"')
-    outhex = (
-        "22 74 68 69 73 20 69 73 20 61 20 74 65 73 74 20 73 74 72 69 6E 67 20 31 32 33 35 22"
-    )
+    outhex = "22 74 68 69 73 20 69 73 20 61 20 74 65 73 74 20 73 74 72 69 6E 67 20 31 32 33 35 22"
     assert canonical_json(value) == bytes.fromhex(outhex.replace(" ", ""))
 
 
@@ -101,9 +97,7 @@ def test_output_is_utf8_without_escaping_non_ascii() -> None:
 
 
 def test_only_controls_quote_and_backslash_are_escaped() -> None:
-    assert canonical_json("\b\t\n\f\r\x00\x1f\"\\/\x7f") == (
-        b'"\\b\\t\\n\\f\\r\\u0000\\u001f\\"\\\\/\x7f"'
-    )
+    assert canonical_json('\b\t\n\f\r\x00\x1f"\\/\x7f') == (b'"\\b\\t\\n\\f\\r\\u0000\\u001f\\"\\\\/\x7f"')
 
 
 def test_nested_objects_are_sorted_at_every_level_without_whitespace() -> None:

@@ -1,0 +1,298 @@
+"""Crypto-shredding claims, against the local KMS and a real OpenBao, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import sqlalchemy as sa
+
+from keys.envelope import DecryptionFailed, decrypt_for_subject
+from keys.protocol import KeyDestroyed
+from tests.conftest import agent, event_count, officer, write_cmd
+from vault import errors
+from vault.erasure import KEY_PENDING, VERIFIED
+from vault.model import Provenance, SearchQuery, SourceType
+from vault.sealing import aad
+from vault.tables import events, subject_keys
+
+ALICE, BOB = "alice@example.com", "bob@example.com"
+
+
+def forget(c, subject=ALICE, tenant="t1"):
+    job = c.erasure.request(officer(tenant), subject, "gdpr-art17-1a", "ticket-1")
+    c.erasure.run_pending()
+    return c.erasure.get(officer(tenant), job.id)
+
+
+def seed(c):
+    alice = [
+        c.memories.write(agent(), write_cmd(f"alice likes tea {i}", subject=ALICE)).item for i in range(3)
+    ]
+    bob = c.memories.write(agent(), write_cmd("bob likes tea", subject=BOB)).item
+    other = c.memories.write(agent("t2"), write_cmd("alice likes tea in t2", subject=ALICE)).item
+    return alice, bob, other
+
+
+def key_rows(c, subject, tenant="t1"):
+    ref = c.pseudonyms.subject_ref(tenant, subject)
+    with c.uow.read() as conn:
+        return conn.execute(
+            sa.select(subject_keys).where(
+                subject_keys.c.subject_ref == ref, subject_keys.c.tenant_id == tenant
+            )
+        ).all()
+
+
+def test_forgotten_subject_is_unreadable_everywhere_and_its_key_is_gone(shredder):
+    c = shredder
+    alice, bob, other = seed(c)
+    job = forget(c)
+    assert job.status == VERIFIED and job.completed_at is not None
+    assert [s.step for s in job.steps] == [
+        "received",
+        "tombstoned",
+        "derived_purged",
+        "key_destroyed",
+        "verified",
+    ]
+    # The wrapped data key no longer unwraps.
+    (key,) = key_rows(c, ALICE)
+    assert key.state == "destroyed"
+    with pytest.raises(KeyDestroyed):
+        c.kms.unwrap_data_key(key.key_name, key.wrapped_dek)
+    # No read or search returns the subject.
+    for item in alice:
+        with pytest.raises(errors.NotFound):
+            c.memories.get(agent(), item.id)
+    assert c.search.search(agent(), SearchQuery("tea", "support", subject_id=ALICE)).items == []
+    assert [i.id for i in c.search.search(agent(), SearchQuery("tea", "support")).items] == [bob.id]
+    # The ciphertext still in the event log opens under no key the system holds.
+    with c.uow.read() as conn:
+        dead = conn.execute(
+            sa.select(events).where(
+                events.c.memory_id.in_([i.id for i in alice]), events.c.ciphertext.is_not(None)
+            )
+        ).all()
+        live_keys = conn.execute(sa.select(subject_keys).where(subject_keys.c.state == "active")).all()
+    assert len(dead) == 3
+    deks = [c.kms.unwrap_data_key(k.key_name, k.wrapped_dek) for k in live_keys]
+    assert len(deks) == 2  # bob's and tenant t2's alice
+    for row in dead:
+        for dek in deks:
+            with pytest.raises(DecryptionFailed):
+                decrypt_for_subject(
+                    dek, row.ciphertext, aad(row.tenant_id, row.subject_ref, row.memory_id, 1)
+                )
+    # Other subjects and tenants are untouched.
+    assert c.memories.get(agent(), bob.id).content == "bob likes tea"
+    assert c.memories.get(agent("t2"), other.id).content == "alice likes tea in t2"
+    # The evidence says what the KMS did, separately for usability and material.
+    receipt = next(s for s in job.steps if s.step == "key_destroyed").evidence["receipts"][0]
+    assert receipt["key_unusable"] is True and receipt["backend"] == c.kms.backend
+    verified = next(s for s in job.steps if s.step == "verified").evidence
+    assert verified["key_probes"][0]["destroyed"] and verified["retrievable_memories"] == 0
+
+
+def test_erasure_fence_refuses_writes_until_reinstatement_starts_a_new_generation(shredder):
+    c = shredder
+    old = c.memories.write(agent(), write_cmd("old secret", subject=ALICE)).item
+    forget(c)
+    with pytest.raises(errors.SubjectForgotten):
+        c.memories.write(agent(), write_cmd("new secret", subject=ALICE))
+    r = c.erasure.reinstate(officer(), ALICE, "subject returned as a customer")
+    assert r.generation == 2
+    new = c.memories.write(agent(), write_cmd("new secret", subject=ALICE)).item
+    assert c.memories.get(agent(), new.id).content == "new secret"
+    with pytest.raises(errors.NotFound):
+        c.memories.get(agent(), old.id)
+    assert sorted((k.generation, k.state) for k in key_rows(c, ALICE)) == [(1, "destroyed"), (2, "active")]
+    with pytest.raises(errors.VersionConflict):
+        c.erasure.reinstate(officer(), ALICE, "again")
+
+
+def test_summaries_built_from_a_forgotten_memory_are_tombstoned_too(lethe):
+    c = lethe
+    a = c.memories.write(agent(), write_cmd("alice drinks tea", subject=ALICE)).item
+    b = c.memories.write(agent(), write_cmd("bob drinks tea", subject=BOB)).item
+    summary_cmd = write_cmd(
+        "household drinks tea",
+        subject=BOB,
+        provenance=Provenance(SourceType.SUMMARY, "summariser", (a.id, b.id)),
+    )
+    summary = c.memories.write(agent(), summary_cmd).item
+    meta = c.memories.write(
+        agent(),
+        write_cmd(
+            "summary of summaries",
+            subject="carol",
+            provenance=Provenance(SourceType.SUMMARY, "summariser", (summary.id,)),
+        ),
+    ).item
+    unrelated = c.memories.write(
+        agent(),
+        write_cmd(
+            "bob summary", subject=BOB, provenance=Provenance(SourceType.SUMMARY, "summariser", (b.id,))
+        ),
+    ).item
+    job = forget(c)
+    purge = next(s for s in job.steps if s.step == "derived_purged").evidence
+    assert purge["derived_tombstoned"] == 2 and set(purge["derived_ids"]) == {summary.id, meta.id}
+    assert purge["index_entries_after"] == 0
+    with c.uow.read() as conn:
+        status = dict(conn.execute(sa.text("SELECT id, status FROM memories")).all())
+    assert status[summary.id] == status[meta.id] == "forgotten"
+    assert status[unrelated.id] == "quarantined" and status[b.id] == "active"
+
+
+def test_legal_hold_blocks_the_forget_until_it_is_lifted(lethe):
+    c = lethe
+    c.memories.write(agent(), write_cmd(subject=ALICE))
+    hold = c.erasure.place_hold(officer(), ALICE, "litigation hold, case 42")
+    before = event_count(c)
+    with pytest.raises(errors.LegalHoldActive) as info:
+        c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
+    assert hold.id in info.value.detail and info.value.status == 409
+    assert event_count(c) == before
+    # A hold placed after the request blocks the job before anything is destroyed.
+    c.erasure.lift_hold(officer(), hold.id)
+    job = c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
+    hold2 = c.erasure.place_hold(officer(), ALICE, "regulator inquiry")
+    c.erasure.run_pending()
+    blocked = c.erasure.get(officer(), job.id)
+    assert blocked.status == "blocked" and hold2.id in blocked.last_error
+    assert key_rows(c, ALICE)[0].state == "active"
+    c.erasure.lift_hold(officer(), hold2.id)
+    c.erasure.run_pending()
+    assert c.erasure.get(officer(), job.id).status == VERIFIED
+    with pytest.raises(errors.NotFound):
+        c.erasure.lift_hold(officer("t2"), hold2.id)
+
+
+def test_jobs_are_due_in_30_days_and_overdue_ones_are_listed(lethe):
+    from freezegun import freeze_time
+
+    c = lethe
+    with freeze_time("2026-01-01T00:00:00Z"):
+        c.erasure.place_hold(officer(), ALICE, "hold")
+        job = c.erasure.request(officer(), BOB, "gdpr-art17-1a", None)
+        assert (job.due_at - job.received_at).days == 30
+        hold = c.erasure.place_hold(officer(), BOB, "late hold")
+        c.erasure.run_pending()
+        assert c.erasure.list(officer(), overdue=True) == []
+    with freeze_time("2026-02-05T00:00:00Z"):
+        overdue = c.erasure.list(officer(), overdue=True)
+        assert [j.id for j in overdue] == [job.id] and overdue[0].overdue
+        c.erasure.lift_hold(officer(), hold.id)
+        c.erasure.run_pending()
+        assert c.erasure.list(officer(), overdue=True) == []
+    assert c.erasure.list(officer("t2")) == []
+    with pytest.raises(errors.OutOfScope):
+        c.erasure.request(agent(), ALICE, "gdpr-art17-1a", None)
+
+
+@pytest.mark.openbao
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("kms_kind", ["vault"], indirect=True)
+def test_kms_outage_parks_the_job_until_openbao_is_back(shredder, openbao):
+    c = shredder
+    c.memories.write(agent(), write_cmd(subject=ALICE))
+    job = c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
+    openbao.pause()
+    try:
+        c.erasure.run_pending()
+        parked = c.erasure.get(officer(), job.id)
+        assert parked.status == KEY_PENDING and "KMS unavailable" in parked.last_error
+        assert [s.step for s in parked.steps] == ["received", "tombstoned", "derived_purged"]
+        # Tombstoning already took the subject out of retrieval while the key waits.
+        assert c.search.search(agent(), SearchQuery("tea", "support", subject_id=ALICE)).items == []
+        c.erasure.run_pending()
+        assert c.erasure.get(officer(), job.id).status == KEY_PENDING
+    finally:
+        openbao.resume()
+    c.erasure.run_pending()
+    done = c.erasure.get(officer(), job.id)
+    assert done.status == VERIFIED and done.last_error is None
+
+
+def test_a_write_racing_the_forget_is_shredded_or_refused(lethe):
+    c = lethe
+    c.memories.write(agent(), write_cmd("first", subject=ALICE))
+    accepted, refused, stop = [], [], threading.Event()
+
+    def writer():
+        i = 0
+        while not stop.is_set() and i < 400:
+            i += 1
+            try:
+                accepted.append(c.memories.write(agent(), write_cmd(f"racing {i}", subject=ALICE)).item.id)
+            except errors.SubjectForgotten:
+                refused.append(i)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    while len(accepted) < 5:
+        pass
+    job = forget(c)
+    stop.set()
+    t.join()
+    assert job.status == VERIFIED
+    for memory_id in accepted:
+        with pytest.raises(errors.NotFound):
+            c.memories.get(agent(), memory_id)
+    with c.uow.read() as conn:
+        readable = conn.execute(
+            sa.text("SELECT count(*) FROM memories WHERE ciphertext IS NOT NULL")
+        ).scalar_one()
+    assert readable == 0
+    assert refused or len(accepted) == 400
+
+
+def test_a_read_racing_the_forget_cannot_leave_the_old_key_in_the_cache(lethe):
+    c = lethe
+    item = c.memories.write(agent(), write_cmd("cached secret", subject=ALICE)).item
+    (key,) = key_rows(c, ALICE)
+    cache_key = ("t1", key.subject_ref, key.generation)
+    c.keyring.cache._data.clear()  # force the read to unwrap through the KMS
+    in_unwrap, release = threading.Event(), threading.Event()
+    real_unwrap = c.kms.unwrap_data_key
+
+    def slow_unwrap(name, wrapped):
+        dek = real_unwrap(name, wrapped)
+        in_unwrap.set()
+        release.wait(10)
+        return dek
+
+    c.kms.unwrap_data_key = slow_unwrap
+    result = {}
+    reader = threading.Thread(target=lambda: result.update(item=c.memories.get(agent(), item.id)))
+    reader.start()
+    assert in_unwrap.wait(10)
+    c.kms.unwrap_data_key = real_unwrap
+    job = forget(c)  # completes while the read holds the old key in flight
+    release.set()
+    reader.join()
+    assert job.status == VERIFIED
+    assert c.keyring.cache.get(cache_key) is None
+    assert result["item"].content == "cached secret"  # the read began before the forget
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_a_subject_with_10000_memories_is_forgotten(lethe):
+    import time
+
+    c = lethe
+    for i in range(10_000):
+        c.memories.write(agent(), write_cmd(f"note {i} about tea", subject=ALICE, kind="fact"))
+    bob = c.memories.write(agent(), write_cmd("bob tea", subject=BOB)).item
+    started = time.perf_counter()
+    job = forget(c)
+    elapsed = time.perf_counter() - started
+    print(f"\nforget of a 10,000-memory subject: {elapsed:.3f} s")
+    assert job.status == VERIFIED
+    tomb = next(s for s in job.steps if s.step == "tombstoned").evidence
+    assert tomb["memories_forgotten"] == 10_000 and tomb["index_entries_after"] == 0
+    assert [i.id for i in c.search.search(agent(), SearchQuery("tea", "support", limit=100)).items] == [
+        bob.id
+    ]
