@@ -7,11 +7,16 @@ Nothing is built at import time; every process (server, CLI command, test) calls
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 from api.settings import Settings
+from api.signing_key import ensure_signing_key, load_signer, log_origin
 from keys.factory import build_kms
 from keys.protocol import KeyManager
+from vault.audit_log import AuditLog
+from vault.certificate import ErasureReports, reported_step
+from vault.compaction import Compactor, compacted_step
 from vault.db import UnitOfWork, make_engine
 from vault.erasure import ErasureService
 from vault.keyring import DekCache, SubjectKeyring
@@ -32,6 +37,9 @@ class Container:
     memories: MemoryService
     search: SearchService
     erasure: ErasureService
+    compactor: Compactor
+    audit: AuditLog
+    reports: ErasureReports
     created: list[str] = field(default_factory=list)
 
     def close(self) -> None:
@@ -50,6 +58,7 @@ def initialise(settings: Settings) -> list[str]:
             created.append(f"directory {d}")
     if create_pepper(settings.key_dir / "pepper.key"):
         created.append(f"pseudonym pepper {settings.key_dir / 'pepper.key'} (0600)")
+    created += ensure_signing_key(settings)
     return created
 
 
@@ -73,6 +82,10 @@ def build(settings: Settings, *, migrate: bool = True) -> Container:
     keyring = SubjectKeyring(kms, uow, DekCache(settings.dek_cache_entries, settings.dek_cache_ttl_seconds))
     pseudonyms = Pseudonymizer.from_file(Path(settings.key_dir / "pepper.key"))
     limits = Limits(max_content_bytes=settings.max_content_bytes)
+    compactor = Compactor(uow, retention=timedelta(days=settings.compaction_retention_days))
+    signer = load_signer(settings)
+    audit = AuditLog(uow, signer, log_origin(settings))
+    reports = ErasureReports(audit, signer)
     return Container(
         settings=settings,
         uow=uow,
@@ -81,6 +94,15 @@ def build(settings: Settings, *, migrate: bool = True) -> Container:
         pseudonyms=pseudonyms,
         memories=MemoryService(uow, keyring, pseudonyms, limits),
         search=SearchService(uow, keyring, pseudonyms),
-        erasure=ErasureService(uow, kms, keyring, pseudonyms),
+        erasure=ErasureService(
+            uow,
+            kms,
+            keyring,
+            pseudonyms,
+            extra_steps=[compacted_step(compactor), reported_step(audit, signer, reports)],
+        ),
+        compactor=compactor,
+        audit=audit,
+        reports=reports,
         created=created,
     )

@@ -22,6 +22,19 @@ class Settings(BaseSettings):
     max_content_bytes: int = Field(default=16 * 1024, gt=0)
     dek_cache_ttl_seconds: float = Field(default=300.0, gt=0)
     dek_cache_entries: int = Field(default=10_000, gt=0)
+    compaction_retention_days: float = Field(default=30.0, ge=0)
+    backup_dir: Path | None = None
+    # HTTP server (api/): request size, per-token rate limit, background work.
+    max_body_bytes: int = Field(default=64 * 1024, gt=0)
+    rate_limit: str = "600/minute"  # per token; syntax of the `limits` package
+    sweep_interval_seconds: float = Field(default=30.0, gt=0)
+    erasure_interval_seconds: float = Field(default=1.0, gt=0)
+    bootstrap_tenant: str = "default"  # tenant of the admin token `lethe serve` mints on first run
+    log_level: str = "INFO"
+    # Audit log signing (api/signing_key.py): checkpoint origin line (default derived once
+    # and stored in the key dir) and the signing key's passphrase (default: a 0600 file there).
+    log_origin: str | None = None
+    signing_key_passphrase: SecretStr | None = None
 
     @property
     def key_dir(self) -> Path:

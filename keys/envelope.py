@@ -11,7 +11,6 @@ Exceptions:
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import os
 
@@ -62,13 +61,12 @@ def content_commitment(data_key: bytes, content: bytes) -> str:
     Once the data key is destroyed this is an unlinkable commitment: nobody can run a
     dictionary of likely contents against it.
     """
-    mac_key = derive_key(data_key, b"lethe content-hmac v1")
-    return hmac.new(mac_key, content, hashlib.sha256).hexdigest()
+    return hmac.digest(derive_key(data_key, b"lethe content-hmac v1"), content, "sha256").hex()
 
 
 def keyed_digest(key: bytes, value: bytes) -> str:
     """HMAC-SHA256 as hex: pseudonymous references (subject refs, term hashes)."""
-    return hmac.new(key, value, hashlib.sha256).hexdigest()
+    return hmac.digest(key, value, "sha256").hex()
 
 
 def aead_wrap(kek: bytes, secret: bytes, context: bytes) -> bytes:

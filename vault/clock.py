@@ -26,4 +26,4 @@ def iso(dt: datetime) -> str:
 
 
 def parse_iso(text: str) -> datetime:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    return datetime.fromisoformat(text).astimezone(UTC)

@@ -93,47 +93,57 @@ class SqlEventLog:
     """``EventLog`` over the ``events`` table; appends within the caller's transaction."""
 
     def append(self, conn: Connection, event: Event) -> Event:
-        seq = self.size(conn) + 1
-        digest = event.digest()
-        payload_text = canonical_json(event.payload).decode()
-        canon = canonical_event(
-            seq,
-            event.event_id,
-            event.type,
-            event.tenant_id,
-            event.memory_id,
-            event.subject_ref,
-            event.occurred_at,
-            event.payload,
-            digest,
-        )
-        conn.execute(
-            events.insert().values(
-                seq=seq,
-                event_id=event.event_id,
-                type=event.type,
-                tenant_id=event.tenant_id,
-                memory_id=event.memory_id,
-                subject_ref=event.subject_ref,
-                occurred_at=event.occurred_at,
-                payload=payload_text,
-                ciphertext=event.ciphertext,
-                ciphertext_digest=digest,
-                leaf_hash=leaf_hash(canon),
+        return self.append_many(conn, [event])[0]
+
+    def append_many(self, conn: Connection, batch: list[Event]) -> list[Event]:
+        """Append events with consecutive sequence numbers in one round trip (bulk paths)."""
+        first = self.size(conn) + 1
+        rows, out = [], []
+        for seq, e in enumerate(batch, start=first):
+            digest = e.digest()
+            canon = canonical_event(
+                seq,
+                e.event_id,
+                e.type,
+                e.tenant_id,
+                e.memory_id,
+                e.subject_ref,
+                e.occurred_at,
+                e.payload,
+                digest,
             )
-        )
-        return Event(
-            event.type,
-            event.tenant_id,
-            event.payload,
-            event.memory_id,
-            event.subject_ref,
-            event.ciphertext,
-            event.occurred_at,
-            event.event_id,
-            seq,
-            digest,
-        )
+            rows.append(
+                {
+                    "seq": seq,
+                    "event_id": e.event_id,
+                    "type": e.type,
+                    "tenant_id": e.tenant_id,
+                    "memory_id": e.memory_id,
+                    "subject_ref": e.subject_ref,
+                    "occurred_at": e.occurred_at,
+                    "payload": canonical_json(e.payload).decode(),
+                    "ciphertext": e.ciphertext,
+                    "ciphertext_digest": digest,
+                    "leaf_hash": leaf_hash(canon),
+                }
+            )
+            out.append(
+                Event(
+                    e.type,
+                    e.tenant_id,
+                    e.payload,
+                    e.memory_id,
+                    e.subject_ref,
+                    e.ciphertext,
+                    e.occurred_at,
+                    e.event_id,
+                    seq,
+                    digest,
+                )
+            )
+        if rows:
+            conn.execute(events.insert(), rows)
+        return out
 
     def size(self, conn: Connection) -> int:
         return conn.execute(sa.select(sa.func.coalesce(sa.func.max(events.c.seq), 0))).scalar_one()

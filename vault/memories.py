@@ -32,14 +32,21 @@ from vault.errors import (
     VersionConflict,
 )
 from vault.events import Event, SqlEventLog
-from vault.keyring import ACTIVE, SubjectKeyring
+from vault.keyring import ACTIVE, SubjectKey, SubjectKeyring
 from vault.model import Caller, MemoryItem, Role, Status, Trust, WriteCommand
 from vault.policy import DEFAULT_POLICY, Limits, Standing
-from vault.projection import MEMORY_EXPIRED, MEMORY_PROMOTED, MEMORY_SUPERSEDED, MEMORY_WRITTEN, apply
+from vault.projection import (
+    MEMORY_EXPIRED,
+    MEMORY_PROMOTED,
+    MEMORY_SUPERSEDED,
+    MEMORY_WRITTEN,
+    apply,
+    apply_many,
+)
 from vault.pseudonyms import Pseudonymizer
 from vault.sealing import open_rows, seal, to_item
 from vault.tables import idempotency_keys, memories, search_index, subject_keys
-from vault.validation import validate_write
+from vault.validation import ValidWrite, validate_write
 
 TokenCounter = Callable[[str], int]
 
@@ -77,15 +84,72 @@ class MemoryService:
 
     # -- writes -----------------------------------------------------------------------
 
-    def write(self, caller: Caller, cmd: WriteCommand) -> WriteOutcome:
-        now = self.clock()
+    def _admit(self, caller: Caller, cmd: WriteCommand, now: datetime) -> tuple[ValidWrite, Standing]:
+        """Validation and the policy table: everything decided before a key is touched."""
         valid = validate_write(cmd, self.limits, now)
         standing: Standing | None = self.policy.get((caller.role, valid.source_type))
         if standing is None:
             raise PolicyRefused(f"role {caller.role.value} may not write {valid.source_type.value} memories")
         if not caller.may_use(cmd.purpose):
             raise OutOfScope("the credential does not cover this purpose")
-        agent_id = caller.agent_id or f"{caller.role.value}:{caller.principal}"
+        return valid, standing
+
+    def _written_event(
+        self,
+        caller: Caller,
+        agent_id: str,
+        cmd: WriteCommand,
+        valid: ValidWrite,
+        standing: Standing,
+        key: SubjectKey,
+        subject_ref: str,
+        memory_id: str,
+        version: int,
+        created_at: datetime,
+        now: datetime,
+        request_hash: str,
+    ) -> Event:
+        ciphertext = seal(
+            key.data_key, caller.tenant_id, subject_ref, memory_id, version, cmd.subject_id, cmd.content
+        )
+        payload = {
+            "agent_id": agent_id,
+            "purpose": cmd.purpose,
+            "kind": valid.kind.value,
+            "content_hmac": content_commitment(key.data_key, cmd.content.encode()),
+            "token_estimate": self.count_tokens(cmd.content),
+            "provenance": cmd.provenance.as_dict(),  # type: ignore[union-attr]
+            "authority": standing.authority.value,
+            "trust": standing.trust.value,
+            "status": standing.status.value,
+            "confidence": _decimal(cmd.confidence),
+            "created_at": iso(created_at),
+            "expires_at": iso(valid.expires_at),
+            "version": version,
+            "supersedes_id": cmd.supersedes_id,
+            "idempotency_key": cmd.idempotency_key,
+            "request_hash": request_hash,
+            "key_generation": key.generation,
+            "written_by": caller.principal,
+        }
+        return Event(
+            MEMORY_WRITTEN,
+            caller.tenant_id,
+            payload,
+            memory_id,
+            subject_ref,
+            ciphertext,
+            occurred_at=iso(now),
+        )
+
+    def _index_row(self, tenant_id: str, subject_ref: str, memory_id: str, content: str) -> dict:
+        terms = " ".join(sorted(self.pseudonyms.term_hashes(tenant_id, content)))
+        return {"memory_id": memory_id, "tenant_id": tenant_id, "subject_ref": subject_ref, "terms": terms}
+
+    def write(self, caller: Caller, cmd: WriteCommand) -> WriteOutcome:
+        now = self.clock()
+        valid, standing = self._admit(caller, cmd, now)
+        agent_id = _agent_of(caller)
         subject_ref = self.pseudonyms.subject_ref(caller.tenant_id, cmd.subject_id)
         key = self.keyring.key_for_write(caller.tenant_id, subject_ref)
         request_hash = _request_hash(key.data_key, cmd)
@@ -98,45 +162,21 @@ class MemoryService:
                 memory_id, version, created_at = self._target(conn, caller, agent_id, subject_ref, cmd, now)
                 if cmd.supersedes_id:
                     self._check_supersedable(conn, caller, agent_id, cmd)
-                ciphertext = seal(
-                    key.data_key,
-                    caller.tenant_id,
-                    subject_ref,
-                    memory_id,
-                    version,
-                    cmd.subject_id,
-                    cmd.content,
-                )
-                payload = {
-                    "agent_id": agent_id,
-                    "purpose": cmd.purpose,
-                    "kind": valid.kind.value,
-                    "content_hmac": content_commitment(key.data_key, cmd.content.encode()),
-                    "token_estimate": self.count_tokens(cmd.content),
-                    "provenance": cmd.provenance.as_dict(),  # type: ignore[union-attr]
-                    "authority": standing.authority.value,
-                    "trust": standing.trust.value,
-                    "status": standing.status.value,
-                    "confidence": _decimal(cmd.confidence),
-                    "created_at": iso(created_at),
-                    "expires_at": iso(valid.expires_at),
-                    "version": version,
-                    "supersedes_id": cmd.supersedes_id,
-                    "idempotency_key": cmd.idempotency_key,
-                    "request_hash": request_hash,
-                    "key_generation": key.generation,
-                    "written_by": caller.principal,
-                }
                 self._emit(
                     conn,
-                    Event(
-                        MEMORY_WRITTEN,
-                        caller.tenant_id,
-                        payload,
-                        memory_id,
+                    self._written_event(
+                        caller,
+                        agent_id,
+                        cmd,
+                        valid,
+                        standing,
+                        key,
                         subject_ref,
-                        ciphertext,
-                        occurred_at=iso(now),
+                        memory_id,
+                        version,
+                        created_at,
+                        now,
+                        request_hash,
                     ),
                 )
                 if cmd.supersedes_id:
@@ -154,11 +194,10 @@ class MemoryService:
                             occurred_at=iso(now),
                         ),
                     )
-                terms = " ".join(sorted(self.pseudonyms.term_hashes(caller.tenant_id, cmd.content)))
                 conn.execute(search_index.delete().where(search_index.c.memory_id == memory_id))
                 conn.execute(
                     search_index.insert().values(
-                        memory_id=memory_id, tenant_id=caller.tenant_id, subject_ref=subject_ref, terms=terms
+                        **self._index_row(caller.tenant_id, subject_ref, memory_id, cmd.content)
                     )
                 )
                 row = conn.execute(sa.select(memories).where(memories.c.id == memory_id)).one()
@@ -170,6 +209,50 @@ class MemoryService:
                 return WriteOutcome(first, created=False)
             raise VersionConflict("a memory with this id already exists") from exc
         return WriteOutcome(to_item(row, cmd.subject_id, cmd.content), created=True)
+
+    def import_batch(self, caller: Caller, cmds: list[WriteCommand]) -> int:
+        """Bulk import of new memories (migrations, benchmarks): same validation, policy,
+        encryption and events as ``write``, in one transaction with one round trip per table.
+        All or nothing: one bad command or reused idempotency key rejects the batch."""
+        now = self.clock()
+        agent_id = _agent_of(caller)
+        keys: dict[str, SubjectKey] = {}
+        batch, index_rows = [], []
+        for cmd in cmds:
+            if cmd.id is not None or cmd.supersedes_id is not None or cmd.expected_version:
+                raise InvalidCommand("a bulk import only creates new memories")
+            valid, standing = self._admit(caller, cmd, now)
+            ref = self.pseudonyms.subject_ref(caller.tenant_id, cmd.subject_id)
+            if ref not in keys:
+                keys[ref] = self.keyring.key_for_write(caller.tenant_id, ref)
+            memory_id = str(uuid.uuid4())
+            batch.append(
+                self._written_event(
+                    caller,
+                    agent_id,
+                    cmd,
+                    valid,
+                    standing,
+                    keys[ref],
+                    ref,
+                    memory_id,
+                    1,
+                    now,
+                    now,
+                    _request_hash(keys[ref].data_key, cmd),
+                )
+            )
+            index_rows.append(self._index_row(caller.tenant_id, ref, memory_id, cmd.content))
+        try:
+            with self.uow.write() as conn:
+                for ref, key in keys.items():
+                    self._check_fence(conn, caller.tenant_id, ref, key.generation)
+                apply_many(conn, self.log.append_many(conn, batch))
+                if index_rows:
+                    conn.execute(search_index.insert(), index_rows)
+        except IntegrityError as exc:
+            raise IdempotencyConflict("an idempotency key in the batch was already used") from exc
+        return len(batch)
 
     def _emit(self, conn: Connection, event: Event) -> None:
         apply(conn, self.log.append(conn, event))
@@ -341,6 +424,10 @@ class MemoryService:
             total += len(rows)
             if len(rows) < batch:
                 return total
+
+
+def _agent_of(caller: Caller) -> str:
+    return caller.agent_id or f"{caller.role.value}:{caller.principal}"
 
 
 def _subject_of(conn: Connection, memory_id: str) -> str:

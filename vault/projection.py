@@ -38,7 +38,8 @@ def _cas(conn: Connection, memory_id: str, previous: int, values: dict, *extra: 
         raise VersionConflict("the memory changed since the expected version")
 
 
-def _written(conn: Connection, e: Event) -> None:
+def _written_rows(e: Event) -> tuple[dict, dict]:
+    """The projection row and idempotency row a ``memory.written`` event produces."""
     p = e.payload
     row = {
         "tenant_id": e.tenant_id,
@@ -62,24 +63,33 @@ def _written(conn: Connection, e: Event) -> None:
         "supersedes_id": p["supersedes_id"],
         "idempotency_key": p["idempotency_key"],
     }
-    if p["version"] == 1:
-        conn.execute(
-            memories.insert().values(
-                id=e.memory_id, created_at=to_db(parse_iso(p["created_at"])), superseded_by=None, **row
-            )
-        )
+    idem = {
+        "tenant_id": e.tenant_id,
+        "agent_id": p["agent_id"],
+        "key": p["idempotency_key"],
+        "request_hash": p["request_hash"],
+        "memory_id": e.memory_id,
+        "version": p["version"],
+    }
+    return row, idem
+
+
+def _created_row(e: Event, row: dict) -> dict:
+    return {
+        **row,
+        "id": e.memory_id,
+        "created_at": to_db(parse_iso(e.payload["created_at"])),
+        "superseded_by": None,
+    }
+
+
+def _written(conn: Connection, e: Event) -> None:
+    row, idem = _written_rows(e)
+    if e.payload["version"] == 1:
+        conn.execute(memories.insert().values(**_created_row(e, row)))
     else:
-        _cas(conn, e.memory_id, p["version"] - 1, row, memories.c.status != "forgotten")
-    conn.execute(
-        idempotency_keys.insert().values(
-            tenant_id=e.tenant_id,
-            agent_id=p["agent_id"],
-            key=p["idempotency_key"],
-            request_hash=p["request_hash"],
-            memory_id=e.memory_id,
-            version=p["version"],
-        )
-    )
+        _cas(conn, e.memory_id, e.payload["version"] - 1, row, memories.c.status != "forgotten")
+    conn.execute(idempotency_keys.insert().values(**idem))
 
 
 def _promoted(conn: Connection, e: Event) -> None:
@@ -194,6 +204,26 @@ _HANDLERS: dict[str, Callable[[Connection, Event], None]] = {
     SUBJECT_FORGOTTEN: _forgotten,
     SUBJECT_REINSTATED: _reinstated,
 }
+
+
+def apply_many(conn: Connection, batch: list[Event]) -> None:
+    """Apply events in order; runs of new-memory events become one bulk insert each."""
+    run: list[Event] = []
+
+    def flush() -> None:
+        if run:
+            pairs = [(_created_row(e, r), i) for e in run for r, i in [_written_rows(e)]]
+            conn.execute(memories.insert(), [p[0] for p in pairs])
+            conn.execute(idempotency_keys.insert(), [p[1] for p in pairs])
+            run.clear()
+
+    for e in batch:
+        if e.type == MEMORY_WRITTEN and e.payload["version"] == 1:
+            run.append(e)
+        else:
+            flush()
+            apply(conn, e)
+    flush()
 
 
 def apply(conn: Connection, event: Event) -> None:

@@ -35,7 +35,7 @@ from vault.errors import InvalidCommand, NotFound, Unauthenticated
 from vault.model import Caller, Role
 from vault.tables import api_tokens
 
-TOKEN_PREFIX = "lethe_"
+TOKEN_PREFIX = "lethe_"  # noqa: S105 (a prefix, not a secret)
 _TOKEN = re.compile(r"^lethe_[A-Za-z0-9_-]{43}$")
 _PURPOSE = re.compile(r"^[a-z0-9][a-z0-9_.:-]{0,63}$")
 _TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$")
@@ -88,9 +88,9 @@ class TokenService:
             raise InvalidCommand(f"unknown role; expected one of {[r.value for r in Role]}") from None
         purposes = tuple(dict.fromkeys(purposes))
         if not _TENANT.match(tenant_id or ""):
-            raise InvalidCommand("tenant must be 1-64 characters of letters, digits, '_', '.', ':', '@' or '-'")
+            raise InvalidCommand("tenant must be 1-64 letters, digits or '_', '.', ':', '@', '-'")
         if agent_id is not None and not _AGENT.match(agent_id):
-            raise InvalidCommand("agent must be 1-64 characters of letters, digits, '_', '.', '@' or '-'")
+            raise InvalidCommand("agent must be 1-64 letters, digits or '_', '.', '@', '-'")
         if role is Role.AGENT and (agent_id is None or not purposes):
             raise InvalidCommand("an agent token needs an agent id and at least one purpose")
         for p in purposes:
@@ -178,10 +178,8 @@ class TokenService:
     def any_with_role(self, role: Role) -> bool:
         """Whether a token of this role was ever minted (revoked ones count): first-run detection."""
         with self.uow.read() as conn:
-            return (
-                conn.execute(sa.select(api_tokens.c.id).where(api_tokens.c.role == role.value).limit(1)).first()
-                is not None
-            )
+            q = sa.select(api_tokens.c.id).where(api_tokens.c.role == role.value).limit(1)
+            return conn.execute(q).first() is not None
 
 
 def _info(row) -> TokenInfo:  # type: ignore[no-untyped-def]

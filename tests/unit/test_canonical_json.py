@@ -11,6 +11,10 @@ import json
 import math
 
 import pytest
+import rfc8785 as _reference
+from hypothesis import given as _given
+from hypothesis import settings as _settings
+from hypothesis import strategies as _st
 
 from vault.canonical import CanonicalJsonError, canonical_json
 
@@ -141,3 +145,33 @@ def test_values_without_a_canonical_form_are_refused(value: object) -> None:
 
 def test_canonical_json_error_is_a_value_error() -> None:
     assert issubclass(CanonicalJsonError, ValueError)
+
+
+# -- the stdlib fast path must never disagree with the reference implementation ----------
+
+_json_values = _st.recursive(
+    _st.none()
+    | _st.booleans()
+    | _st.integers(-(2**53) + 1, 2**53 - 1)
+    | _st.floats(allow_nan=False, allow_infinity=False)
+    | _st.text(),
+    lambda children: (
+        _st.lists(children, max_size=4) | _st.dictionaries(_st.text(max_size=6), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@_settings(max_examples=500, deadline=None)
+@_given(_json_values)
+def test_fast_path_is_byte_identical_to_rfc8785(value):
+    try:
+        expected = _reference.dumps(value)
+    except (_reference.CanonicalizationError, UnicodeError):
+        return
+    assert canonical_json(value) == expected
+
+
+def test_fast_path_handles_the_floats_python_and_ecmascript_write_differently():
+    for value in (0.0, -0.0, 1.0, 1e-7, 1e-5, 1e16, 1e21, 123456789012345678.0, 0.1, 0.0001):
+        assert canonical_json({"x": value}) == _reference.dumps({"x": value})

@@ -1,0 +1,272 @@
+"""Compaction makes dead ciphertext absent; backups cannot bring a forgotten subject back."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from datetime import timedelta
+
+import pytest
+import sqlalchemy as sa
+from freezegun import freeze_time
+
+from tests.conftest import agent, officer, write_cmd
+from vault import errors
+from vault.audit_tree import leaf_hash
+from vault.backup import create_backup, restore_backup
+from vault.compaction import reclaim_space, slices_of, sqlite_files
+from vault.events import canonical_row
+from vault.forgetting import tombstone_subject
+from vault.tables import events, memories
+
+ALICE, BOB = "alice@example.com", "bob@example.com"
+VACUUMS = (
+    "SELECT coalesce(sum(vacuum_count), 0) FROM pg_stat_user_tables WHERE relname IN ('events', 'memories')"
+)
+
+
+def logical_forget(c, subject=ALICE, tenant="t1"):
+    with c.uow.write() as conn:
+        tombstone_subject(conn, c.keyring, tenant, c.pseudonyms.subject_ref(tenant, subject))
+
+
+def ciphertexts_of(c, memory_ids):
+    with c.uow.read() as conn:
+        return (
+            conn.execute(
+                sa.select(events.c.ciphertext).where(
+                    events.c.memory_id.in_(memory_ids), events.c.ciphertext.is_not(None)
+                )
+            )
+            .scalars()
+            .all()
+        )
+
+
+def leaves_verify(c) -> bool:
+    with c.uow.read() as conn:
+        return all(leaf_hash(canonical_row(r)) == r.leaf_hash for r in conn.execute(sa.select(events)))
+
+
+def file_bytes(c) -> bytes:
+    return b"".join(p.read_bytes() for p in sqlite_files(c.uow.engine))
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_after_forget_and_compaction_no_slice_of_the_subjects_ciphertext_is_on_disk(lethe):
+    c = lethe
+    alice = [
+        c.memories.write(agent(), write_cmd(f"alice secret {i} " + "x" * 200, subject=ALICE)).item.id
+        for i in range(20)
+    ]
+    bob = c.memories.write(agent(), write_cmd("bob secret", subject=BOB)).item
+    dead = ciphertexts_of(c, alice)
+    assert len(dead) == 20
+    slices = [s for ct in dead for s in slices_of(ct)]
+    assert all(s in file_bytes(c) for s in slices)  # the scan can fail: before, they are there
+    job = c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
+    c.erasure.run_pending()
+    job = c.erasure.get(officer(), job.id)
+    compacted = next(s for s in job.steps if s.step == "compacted").evidence
+    assert compacted["events_rewritten"] == 20 and compacted["scan"]["slices_found"] == 0
+    assert compacted["scan"]["slices"] == 60
+    assert not any(s in file_bytes(c) for s in slices)
+    assert c.memories.get(agent(), bob.id).content == "bob secret"
+    assert leaves_verify(c)
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+def test_on_postgres_no_row_holds_the_ciphertext_after_compaction_and_vacuum_ran(lethe):
+    c = lethe
+    alice = [c.memories.write(agent(), write_cmd(f"alice {i}", subject=ALICE)).item.id for i in range(5)]
+    dead = ciphertexts_of(c, alice)
+    with c.uow.read() as conn:
+        before = conn.execute(sa.text(VACUUMS)).scalar_one()
+    job = c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
+    c.erasure.run_pending()
+    job = c.erasure.get(officer(), job.id)
+    evidence = next(s for s in job.steps if s.step == "compacted").evidence
+    assert evidence["reclaim"]["vacuum"] is True and evidence["scan"]["rows_still_holding_them"] == 0
+    with c.uow.read() as conn:
+        holding = conn.execute(
+            sa.select(sa.func.count()).select_from(events).where(events.c.ciphertext.in_(dead))
+        ).scalar_one()
+        after = conn.execute(sa.text(VACUUMS)).scalar_one()
+        last = conn.execute(
+            sa.text("SELECT last_vacuum FROM pg_stat_user_tables WHERE relname = 'events'")
+        ).scalar_one()
+    assert holding == 0
+    assert after >= before + 2 and last is not None
+    assert leaves_verify(c)
+
+
+KILLER = textwrap.dedent("""
+    import os, signal, sys
+    from api.bootstrap import build
+    from api.settings import Settings
+    c = build(Settings(data_dir=sys.argv[1], database_url=sys.argv[2] or None))
+    c.compactor.batch_size = 50
+    def progress(done, total):
+        if done >= int(sys.argv[3]):
+            os.kill(os.getpid(), signal.SIGKILL)
+    c.compactor.compact(progress=progress)
+""")
+
+
+def test_killing_compaction_mid_run_and_rerunning_ends_in_the_uninterrupted_state(lethe, settings):
+    c = lethe
+    ids = [c.memories.write(agent(), write_cmd(f"alice {i}", subject=ALICE)).item.id for i in range(300)]
+    keep = c.memories.write(agent(), write_cmd("bob keeps", subject=BOB)).item
+    logical_forget(c)
+    with c.uow.read() as conn:
+        expected_null = set(
+            conn.execute(sa.select(events.c.seq).where(events.c.memory_id.in_(ids))).scalars()
+        )
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLER, str(settings.data_dir), settings.database_url or "", "120"],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
+    with c.uow.read() as conn:
+        partial = conn.execute(
+            sa.select(sa.func.count())
+            .select_from(events)
+            .where(events.c.seq.in_(expected_null), events.c.ciphertext.is_(None))
+        ).scalar_one()
+    assert 0 < partial < len(expected_null)  # it really died half-way
+    result = c.compactor.compact()
+    assert result.events_rewritten == len(expected_null) - partial
+    with c.uow.read() as conn:
+        nulls = set(
+            conn.execute(
+                sa.select(events.c.seq).where(
+                    events.c.ciphertext.is_(None), events.c.type == "memory.written"
+                )
+            ).scalars()
+        )
+    assert nulls == expected_null
+    assert c.compactor.compact().events_rewritten == 0
+    assert c.memories.get(agent(), keep.id).content == "bob keeps"
+    assert leaves_verify(c)
+
+
+def test_retention_keeps_recent_dead_versions_and_never_touches_active_items(lethe):
+    c = lethe
+    c.compactor.retention = timedelta(days=30)
+    with freeze_time("2026-01-01T00:00:00Z"):
+        old = c.memories.write(agent(), write_cmd("old preference", kind="fact")).item
+        c.memories.write(agent(), write_cmd("corrected preference", kind="fact", supersedes_id=old.id))
+        short = c.memories.write(agent(), write_cmd("short note", kind="working_note", ttl_seconds=60)).item
+        upd = c.memories.write(agent(), write_cmd("v1 of a fact", kind="fact")).item
+        c.memories.write(agent(), write_cmd("v2 of a fact", kind="fact", id=upd.id, expected_version=1))
+    with freeze_time("2026-01-01T01:00:00Z"):
+        c.memories.sweep_expired()
+        recent_old = c.memories.write(agent(), write_cmd("recent preference", kind="fact")).item
+        c.memories.write(agent(), write_cmd("recent fix", kind="fact", supersedes_id=recent_old.id))
+    with freeze_time("2026-01-20T00:00:00Z"):
+        assert c.compactor.compact(reclaim=False).events_rewritten == 0  # all younger than 30 days
+    with freeze_time("2026-02-15T00:00:00Z"):
+        recent = c.memories.write(agent(), write_cmd("newer", kind="fact")).item
+        c.memories.write(agent(), write_cmd("newer fix", kind="fact", supersedes_id=recent.id))
+        result = c.compactor.compact(reclaim=False)
+    assert result.events_rewritten == 4  # old, short, v1 of upd, recent_old
+    with c.uow.read() as conn:
+        rows = {r.id: r for r in conn.execute(sa.select(memories))}
+        v1_left = (
+            conn.execute(
+                sa.select(events.c.ciphertext)
+                .where(events.c.memory_id == upd.id, events.c.type == "memory.written")
+                .order_by(events.c.seq)
+            )
+            .scalars()
+            .all()
+        )
+    assert rows[old.id].ciphertext is None and rows[short.id].ciphertext is None
+    assert rows[recent.id].ciphertext is not None  # superseded, but inside the window
+    assert v1_left[0] is None and v1_left[1] is not None
+    for r in rows.values():
+        if r.status == "active":
+            assert r.ciphertext is not None
+    with freeze_time("2026-02-15T00:00:00Z"):
+        assert c.memories.get(agent(), upd.id).content == "v2 of a fact"
+    assert leaves_verify(c)
+
+
+def test_backup_then_forget_then_restore_keeps_the_subject_forgotten(lethe, tmp_path):
+    c = lethe
+    carol = c.memories.write(agent(), write_cmd("carol secret", subject="carol")).item
+    logical_forget(c, "carol")  # forgotten before the backup
+    alice = c.memories.write(agent(), write_cmd("alice secret", subject=ALICE)).item
+    bob = c.memories.write(agent(), write_cmd("bob secret", subject=BOB)).item
+    manifest = create_backup(c.uow, tmp_path / "backups")
+    backup_files = b"".join(p.read_bytes() for p in manifest.parent.iterdir())
+    key_dir = c.settings.key_dir
+    for key_file in key_dir.iterdir():  # no key material in the backup
+        if key_file.is_file() and key_file.stat().st_size:
+            assert key_file.read_bytes()[:32] not in backup_files
+    job = c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
+    c.erasure.run_pending()
+    assert c.erasure.get(officer(), job.id).completed_at is not None
+    report = restore_backup(c.uow, c.keyring, manifest)
+    assert report.reforgotten == 1 and report.keys_found_destroyed == 1
+    for item in (alice, carol):
+        with pytest.raises(errors.NotFound):
+            c.memories.get(agent(), item.id)
+    with pytest.raises(errors.SubjectForgotten):
+        c.memories.write(agent(), write_cmd("alice again", subject=ALICE))
+    assert c.memories.get(agent(), bob.id).content == "bob secret"
+    with c.uow.read() as conn:
+        readable = conn.execute(
+            sa.select(sa.func.count())
+            .select_from(memories)
+            .where(
+                memories.c.ciphertext.is_not(None),
+                memories.c.subject_ref != c.pseudonyms.subject_ref("t1", BOB),
+            )
+        ).scalar_one()
+    assert readable == 0
+
+
+def test_restore_without_the_live_store_uses_the_kms_as_the_ledger(lethe, tmp_path):
+    c = lethe
+    alice = c.memories.write(agent(), write_cmd("alice secret", subject=ALICE)).item
+    manifest = create_backup(c.uow, tmp_path / "backups")
+    c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
+    c.erasure.run_pending()
+    with c.uow.write() as conn:  # the live store is lost: nothing of it is left to consult
+        conn.execute(sa.text("DELETE FROM forgotten_subjects"))
+    report = restore_backup(c.uow, c.keyring, manifest)
+    assert report.keys_found_destroyed == 1 and report.reforgotten == 1
+    with pytest.raises(errors.NotFound):
+        c.memories.get(agent(), alice.id)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_compaction_of_100000_events_reports_its_rate(lethe):
+    import time
+
+    from vault.bulk import bulk_load
+
+    c = lethe
+    bulk_load(c.memories, tenants=4, subjects_per_tenant=25, memories_per_subject=1000)
+    with c.uow.write() as conn:
+        for subject in range(0, 25):
+            tombstone_subject(
+                conn, c.keyring, "bulk-t0", c.pseudonyms.subject_ref("bulk-t0", f"subject-{subject}")
+            )
+    started = time.perf_counter()
+    result = c.compactor.compact(reclaim=False)
+    rewrite = time.perf_counter() - started
+    started = time.perf_counter()
+    reclaim_space(c.uow.engine)
+    vacuum = time.perf_counter() - started
+    print(f"\ncompaction: {result.events_rewritten} of 100,000 events rewritten in {rewrite:.2f} s "
+          f"= {result.events_rewritten / rewrite:,.0f} events/s; VACUUM {vacuum:.2f} s")
+    assert result.events_rewritten == 25_000
+    assert os.path.exists(c.uow.engine.url.database)

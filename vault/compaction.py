@@ -1,0 +1,258 @@
+"""Log compaction: dead ciphertext leaves the event log and the projection, then the disk.
+
+Crypto-shredding already made a forgotten subject's ciphertext useless; compaction
+makes it absent. It nulls the ``ciphertext`` column of events (their canonical bytes
+commit to ``ciphertext_digest``, so the audit tree still verifies) in bounded
+transactional batches: a crash leaves every batch either done or not, and a rerun
+finishes the job. Physical reclamation follows: SQLite with ``secure_delete`` on, a
+WAL checkpoint (TRUNCATE) and VACUUM; PostgreSQL with VACUUM of the two tables.
+
+What is compacted: every ciphertext of a forgotten memory (always), and ciphertext of
+superseded or expired memories and of older versions of updated memories, once they
+have been dead for longer than the retention window. Active items' current ciphertext
+is never touched.
+
+Exceptions: ``StoreUnavailable`` (database unreachable), nothing else of its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from vault.clock import iso, to_db, utcnow
+from vault.db import UnitOfWork, is_sqlite
+from vault.erasure import StepContext, StepFailed, StepSpec
+from vault.projection import MEMORY_WRITTEN
+from vault.tables import events, memories
+
+COMPACTED = "compacted"
+DEFAULT_RETENTION = timedelta(days=30)
+SLICE = 16  # bytes per distinctive ciphertext slice kept (in memory only) for the file scan
+Progress = Callable[[int, int], None]  # (done, total)
+
+
+@dataclass
+class CompactionResult:
+    events_rewritten: int = 0
+    projection_rows_rewritten: int = 0
+    batches: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+    reclaim: dict[str, Any] = field(default_factory=dict)
+    scan: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def bytes_reclaimed(self) -> int:
+        return max(0, self.bytes_before - self.bytes_after)
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "events_rewritten": self.events_rewritten,
+            "projection_rows_rewritten": self.projection_rows_rewritten,
+            "batches": self.batches,
+            "bytes_before": self.bytes_before,
+            "bytes_after": self.bytes_after,
+            "bytes_reclaimed": self.bytes_reclaimed,
+            "reclaim": self.reclaim,
+            "scan": self.scan,
+        }
+
+
+def slices_of(ciphertext: bytes) -> list[bytes]:
+    """Three distinctive slices (start of body, middle, end): random-looking, so a hit is real."""
+    body = ciphertext[13:] if len(ciphertext) > 13 + SLICE else ciphertext
+    if len(body) <= SLICE:
+        return [body]
+    mid = len(body) // 2
+    return [body[:SLICE], body[mid : mid + SLICE], body[-SLICE:]]
+
+
+class Compactor:
+    def __init__(
+        self,
+        uow: UnitOfWork,
+        retention: timedelta = DEFAULT_RETENTION,
+        batch_size: int = 1000,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.uow = uow
+        self.retention = retention
+        self.batch_size = batch_size
+        self.clock = clock
+
+    # -- selection --------------------------------------------------------------------
+
+    def _dead_events(self, only_forgotten: bool) -> sa.Select:
+        """Events whose ciphertext is dead: forgotten memories, or dead past the retention window."""
+        cutoff = self.clock() - self.retention
+        m, later = memories, events.alias("later")
+        forgotten = m.c.status == "forgotten"
+        dead_long_ago = sa.and_(m.c.status.in_(("superseded", "expired")), m.c.updated_at < to_db(cutoff))
+        # An older version of a memory that was rewritten: dead once the rewrite is old enough.
+        rewritten_long_ago = sa.exists().where(
+            later.c.memory_id == events.c.memory_id,
+            later.c.type == MEMORY_WRITTEN,
+            later.c.seq > events.c.seq,
+            later.c.occurred_at < iso(cutoff),
+        )
+        q = (
+            sa.select(events.c.seq)
+            .select_from(events.join(m, m.c.id == events.c.memory_id))
+            .where(events.c.ciphertext.is_not(None), events.c.type == MEMORY_WRITTEN)
+        )
+        q = (
+            q.where(forgotten)
+            if only_forgotten
+            else q.where(sa.or_(forgotten, dead_long_ago, rewritten_long_ago))
+        )
+        return q.order_by(events.c.seq)
+
+    def _dead_projection(self, only_forgotten: bool) -> sa.Update:
+        cutoff = to_db(self.clock() - self.retention)
+        m = memories
+        dead = m.c.status == "forgotten"
+        if not only_forgotten:
+            dead = sa.or_(dead, sa.and_(m.c.status.in_(("superseded", "expired")), m.c.updated_at < cutoff))
+        return m.update().where(m.c.ciphertext.is_not(None), dead).values(ciphertext=None)
+
+    def dead_ciphertexts(self, only_forgotten: bool = False) -> list[bytes]:
+        """The ciphertexts compaction will remove (for recording scan slices first)."""
+        with self.uow.read() as conn:
+            seqs = conn.execute(self._dead_events(only_forgotten)).scalars().all()
+            out: list[bytes] = []
+            for i in range(0, len(seqs), 500):
+                out += (
+                    conn.execute(sa.select(events.c.ciphertext).where(events.c.seq.in_(seqs[i : i + 500])))
+                    .scalars()
+                    .all()
+                )
+        return out
+
+    # -- the work -----------------------------------------------------------------------
+
+    def compact(
+        self,
+        only_forgotten: bool = False,
+        progress: Progress | None = None,
+        reclaim: bool = True,
+        scan_for: list[bytes] | None = None,
+    ) -> CompactionResult:
+        """Rewrite dead ciphertext away in batches, then reclaim space and scan the files."""
+        result = CompactionResult(bytes_before=self.store_bytes())
+        with self.uow.read() as conn:  # select once; each batch then updates by primary key
+            dead = conn.execute(self._dead_events(only_forgotten)).scalars().all()
+        for i in range(0, len(dead), self.batch_size):
+            seqs = dead[i : i + self.batch_size]
+            with self.uow.write() as conn:
+                n = conn.execute(
+                    events.update()
+                    .where(events.c.seq.in_(seqs), events.c.ciphertext.is_not(None))
+                    .values(ciphertext=None)
+                ).rowcount
+            result.events_rewritten += n
+            result.batches += 1
+            if progress:
+                progress(i + len(seqs), len(dead))
+        with self.uow.write() as conn:
+            result.projection_rows_rewritten = conn.execute(self._dead_projection(only_forgotten)).rowcount
+        if reclaim:
+            result.reclaim = reclaim_space(self.uow.engine)
+        result.bytes_after = self.store_bytes()
+        if scan_for is not None:
+            result.scan = scan_store(self.uow.engine, scan_for)
+        return result
+
+    def store_bytes(self) -> int:
+        engine = self.uow.engine
+        if is_sqlite(engine):
+            return sum(p.stat().st_size for p in sqlite_files(engine))
+        with self.uow.read() as conn:
+            return int(
+                conn.execute(
+                    sa.text("SELECT pg_total_relation_size('events') + pg_total_relation_size('memories')")
+                ).scalar_one()
+            )
+
+
+def sqlite_files(engine: Engine) -> list[Path]:
+    db = Path(engine.url.database or "")
+    return [p for p in (db, Path(f"{db}-wal"), Path(f"{db}-journal")) if p.exists()]
+
+
+def reclaim_space(engine: Engine) -> dict[str, Any]:
+    """Make the freed pages go away on disk, not only in the logical view."""
+    if is_sqlite(engine):
+        raw = engine.raw_connection()  # outside any transaction: VACUUM refuses to run inside one
+        try:
+            for sql in ("PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"):
+                raw.driver_connection.execute(sql)
+        finally:
+            raw.close()
+        return {"engine": "sqlite", "secure_delete": True, "wal_checkpoint": "TRUNCATE", "vacuum": True}
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.exec_driver_sql("VACUUM (ANALYZE) events")
+        conn.exec_driver_sql("VACUUM (ANALYZE) memories")
+        stats = conn.execute(
+            sa.text(
+                "SELECT relname, vacuum_count, n_dead_tup FROM pg_stat_user_tables "
+                "WHERE relname IN ('events', 'memories') ORDER BY relname"
+            )
+        ).all()
+    return {
+        "engine": "postgresql",
+        "vacuum": True,
+        "stats": {r.relname: {"vacuum_count": r.vacuum_count, "n_dead_tup": r.n_dead_tup} for r in stats},
+    }
+
+
+def scan_store(engine: Engine, ciphertexts: list[bytes]) -> dict[str, Any]:
+    """Search the database files for slices of dead ciphertexts (SQLite only)."""
+    if not is_sqlite(engine):
+        with engine.connect() as conn:
+            left = conn.execute(
+                sa.select(sa.func.count())
+                .select_from(events)
+                .where(events.c.ciphertext.in_(ciphertexts[:1000]) if ciphertexts else sa.false())
+            ).scalar_one()
+        return {
+            "method": "row check (PostgreSQL pages are not scanned)",
+            "ciphertexts": len(ciphertexts),
+            "rows_still_holding_them": left,
+        }
+    files = sqlite_files(engine)
+    blob = b"".join(p.read_bytes() for p in files)
+    slices = [s for c in ciphertexts for s in slices_of(c)]
+    found = sum(1 for s in slices if s in blob)
+    return {
+        "method": "byte scan of database file and WAL",
+        "files": [p.name for p in files],
+        "bytes_scanned": len(blob),
+        "ciphertexts": len(ciphertexts),
+        "slices": len(slices),
+        "slices_found": found,
+    }
+
+
+def compaction_summary(result: CompactionResult) -> str:
+    return json.dumps(result.evidence(), sort_keys=True)
+
+
+def compacted_step(compactor: Compactor) -> StepSpec:
+    """The erasure job's ``compacted`` step: remove the dead ciphertext and show it is gone."""
+
+    def run(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
+        dead = compactor.dead_ciphertexts(only_forgotten=True)
+        result = compactor.compact(only_forgotten=True, scan_for=dead)
+        if result.scan.get("slices_found") or result.scan.get("rows_still_holding_them"):
+            raise StepFailed("dead ciphertext is still present in the store after compaction")
+        return result.evidence()
+
+    return StepSpec(COMPACTED, run, transactional=False)
