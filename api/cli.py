@@ -1,4 +1,8 @@
-"""The ``lethe`` command line. Thin: parse, call vault/, render; errors exit non-zero."""
+"""The ``lethe`` command line. Thin: parse, call vault/, render; errors exit non-zero.
+
+Exit codes: 1 for a refused command (a ``VaultError``: unknown token, invalid scope),
+2 for a configuration or start-up problem.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +17,15 @@ from rich.console import Console
 from api.bootstrap import Container, build
 from api.settings import Settings
 from vault.errors import VaultError
+from vault.model import Role
 
 app = typer.Typer(help="Lethe: a crypto-shredding privacy vault for AI agents' memory.", no_args_is_help=True)
 console = Console()
 err = Console(stderr=True)
+token_app = typer.Typer(
+    help="Mint, revoke and list API tokens (shown once; stored only as hashes).", no_args_is_help=True
+)
+app.add_typer(token_app, name="token")
 
 
 @contextmanager
@@ -72,3 +81,128 @@ def replay(
         console.print(f"rebuilt the projection from {report.events} events")
     if check and not report.identical:
         sys.exit(1)
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on (loopback by default)."),
+    port: int = typer.Option(8080, "--port", min=1, max=65535),
+) -> None:
+    """Run the HTTP API. The first run initialises the data dir and mints an admin token."""
+    import uvicorn
+
+    from api.app import create_app
+    from api.logging import configure_logging
+    from vault.tokens import TokenService
+
+    settings = Settings()
+    shown = f"[{host}]" if ":" in host else host
+    with container() as c:
+        for line in c.created:
+            console.print(f"created {line}")
+        tokens = TokenService(c.uow)
+        if not tokens.any_with_role(Role.ADMIN):
+            token, info = tokens.create(
+                Role.ADMIN, settings.bootstrap_tenant, description="minted by the first `lethe serve`"
+            )
+            typer.echo(f"admin token for tenant {info.tenant_id} (shown once, store it now): {token}")
+            typer.echo(f"token id: {info.id}")
+    typer.echo(f"OpenAPI docs: http://{shown}:{port}/docs")
+    configure_logging(settings.log_level)
+    uvicorn.run(
+        create_app(settings),
+        host=host,
+        port=port,
+        access_log=False,  # uvicorn's access line holds raw paths and query strings
+        log_config=None,
+        server_header=False,
+    )
+
+
+@token_app.command("create")
+def token_create(
+    tenant: str = typer.Option(..., "--tenant"),
+    role: Role = typer.Option(..., "--role"),
+    agent: str | None = typer.Option(None, "--agent", help="Required for agent tokens."),
+    purpose: list[str] = typer.Option([], "--purpose", help="Repeat for several; agents need one."),
+    ttl_days: int | None = typer.Option(None, "--ttl-days", min=1),
+    description: str | None = typer.Option(None, "--description"),
+    as_json: bool = typer.Option(False, "--json", help="Print the token and its metadata as JSON."),
+) -> None:
+    """Mint a token and print it once."""
+    from datetime import timedelta
+
+    from api.schemas import TokenCreated
+    from vault.tokens import TokenService
+
+    with container() as c:
+        token, info = TokenService(c.uow).create(
+            role,
+            tenant,
+            agent_id=agent,
+            purposes=purpose,
+            ttl=timedelta(days=ttl_days) if ttl_days else None,
+            description=description,
+        )
+    if as_json:
+        typer.echo(json.dumps(TokenCreated.from_domain(token, info).model_dump(mode="json")))
+        return
+    typer.echo(f"token (shown once, store it now): {token}")
+    typer.echo(
+        f"id: {info.id}  role: {info.role.value}  tenant: {info.tenant_id}"
+        + (f"  agent: {info.agent_id}" if info.agent_id else "")
+        + (f"  purposes: {','.join(info.purposes)}" if info.purposes else "")
+        + (f"  expires: {info.expires_at.isoformat()}" if info.expires_at else "")
+    )
+
+
+@token_app.command("revoke")
+def token_revoke(token_id: str = typer.Argument(..., metavar="ID")) -> None:
+    """Revoke a token at once (by its id, never the token)."""
+    from vault.tokens import TokenService
+
+    with container() as c:
+        info = TokenService(c.uow).revoke(token_id)
+    console.print(f"revoked {info.id} ({info.role.value}, tenant {info.tenant_id})")
+
+
+@token_app.command("list")
+def token_list(
+    tenant: str = typer.Option(..., "--tenant"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """List a tenant's tokens (ids and scope; the tokens themselves are not stored)."""
+    from rich.table import Table
+
+    from api.schemas import TokenOut
+    from vault.clock import utcnow
+    from vault.tokens import TokenService
+
+    with container() as c:
+        infos = TokenService(c.uow).list(tenant)
+    if as_json:
+        typer.echo(json.dumps([TokenOut(**TokenOut.fields_of(i)).model_dump(mode="json") for i in infos]))
+        return
+    now = utcnow()
+    table = Table("id", "role", "agent", "purposes", "created", "expires", "state")
+    for i in infos:
+        state = "revoked" if i.revoked_at else ("active" if i.active(now) else "expired")
+        table.add_row(
+            i.id,
+            i.role.value,
+            i.agent_id or "",
+            ",".join(i.purposes),
+            i.created_at.strftime("%Y-%m-%d %H:%M"),
+            i.expires_at.strftime("%Y-%m-%d %H:%M") if i.expires_at else "never",
+            state,
+        )
+    console.print(table)
+
+
+from api.cli_audit import register as _register_audit  # noqa: E402  (audit, verify, report commands)
+
+_register_audit(app)
+
+from api.cli_erasure import register as _register_erasure  # noqa: E402  (forget, erasure, compact, backup)
+
+_register_erasure(app, container)
