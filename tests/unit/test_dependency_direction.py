@@ -1,0 +1,54 @@
+"""The arrows point down: api -> vault -> keys, and the core stays framework-free."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FORBIDDEN = {
+    "vault": {"api", "fastapi", "starlette", "typer", "hvac", "uvicorn", "rich"},
+    "keys": {"vault", "api", "fastapi", "starlette", "typer", "uvicorn"},
+}
+
+
+def imported_roots(path: Path) -> set[str]:
+    roots = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            roots |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            roots.add(node.module.split(".")[0])
+    return roots
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_package_never_imports_upward_or_a_framework(package):
+    offenders = {
+        str(p.relative_to(ROOT)): sorted(imported_roots(p) & FORBIDDEN[package])
+        for p in (ROOT / package).rglob("*.py")
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_hvac_is_confined_to_the_transit_backend():
+    users = [p.name for p in (ROOT / "keys").glob("*.py") if "hvac" in imported_roots(p)]
+    assert users == ["vault_transit.py"]
+
+
+def test_cryptography_hazmat_is_imported_only_in_keys():
+    users = [
+        str(p.relative_to(ROOT))
+        for pkg in ("vault", "api")
+        for p in (ROOT / pkg).rglob("*.py")
+        if "cryptography" in imported_roots(p)
+    ]
+    assert users == []
+
+
+def test_the_checker_can_fail(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import fastapi\nfrom api.app import create_app\n")
+    assert imported_roots(bad) & FORBIDDEN["vault"] == {"fastapi", "api"}
