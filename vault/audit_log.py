@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import json.encoder
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -169,16 +170,29 @@ class SqlLeafSource:
             return [bytes(h) for h in rows]
 
 
+_encode_string = json.encoder.encode_basestring  # the C escaper behind json.dumps(ensure_ascii=False)
+_decoder = json.JSONDecoder()
+
+
 def _jstr(value: str | None) -> bytes:
     """A string (or null) exactly as RFC 8785 writes it.
 
-    Python's ``json.dumps(..., ensure_ascii=False)`` escapes the same characters in the
-    same way as JCS: ``"``, ``\\``, and controls below U+0020 (short forms for
+    Python's JSON string escaper (``ensure_ascii=False``) escapes the same characters in
+    the same way as JCS: ``"``, ``\\``, and controls below U+0020 (short forms for
     \\b \\t \\n \\f \\r, lowercase ``\\u00xx`` otherwise); everything else stays UTF-8.
     """
     if value is None:
         return b"null"
-    return json.dumps(value, ensure_ascii=False).encode("utf-8")
+    return _encode_string(value).encode("utf-8")
+
+
+def _is_json_object(text: str) -> bool:
+    """True if ``text`` is exactly one JSON object (nothing before or after it)."""
+    try:
+        value, end = _decoder.raw_decode(text)
+    except ValueError:
+        return False
+    return end == len(text) and isinstance(value, dict)
 
 
 def fast_canonical_row(row: Any) -> bytes:
@@ -226,7 +240,7 @@ def _row_matches(row: Any) -> bool:
     """
     stored = bytes(row.leaf_hash)
     try:
-        if leaf_hash(fast_canonical_row(row)) == stored and isinstance(json.loads(row.payload), dict):
+        if leaf_hash(fast_canonical_row(row)) == stored and _is_json_object(row.payload):
             return True
     except (ValueError, TypeError, UnicodeError, AttributeError):
         pass
