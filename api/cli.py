@@ -206,3 +206,7 @@ _register_audit(app)
 from api.cli_erasure import register as _register_erasure  # noqa: E402  (forget, erasure, compact, backup)
 
 _register_erasure(app, container)
+
+from api.cli_bench import register as _register_bench  # noqa: E402  (bench)
+
+_register_bench(app)

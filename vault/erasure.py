@@ -34,7 +34,7 @@ from sqlalchemy.engine import Connection
 from keys.protocol import KeyManager, KmsError, KmsUnavailable
 from vault.clock import from_db, iso, parse_iso, to_db, utcnow
 from vault.db import UnitOfWork
-from vault.errors import InvalidCommand, LegalHoldActive, NotFound, OutOfScope, VersionConflict
+from vault.errors import LegalHoldActive, NotFound, OutOfScope, VersionConflict
 from vault.events import Event, SqlEventLog
 from vault.forgetting import tombstone_subject
 from vault.keyring import ACTIVE, DESTROYED, SubjectKeyring
@@ -49,6 +49,7 @@ from vault.tables import (
     search_index,
     subject_keys,
 )
+from vault.validation import require_text
 
 log = logging.getLogger("lethe.erasure")
 
@@ -174,12 +175,9 @@ class ErasureService:
 
     def request(self, caller: Caller, subject_id: str, legal_basis: str, reference: str | None) -> ErasureJob:
         _require(caller, Role.PRIVACY_OFFICER)
-        if not subject_id or len(subject_id) > 256:
-            raise InvalidCommand("subject_id is required (at most 256 characters)")
-        if not legal_basis or len(legal_basis) > 64:
-            raise InvalidCommand("legal_basis is required (at most 64 characters), e.g. gdpr-art17-1a")
-        if reference is not None and len(reference) > 200:
-            raise InvalidCommand("reference is at most 200 characters")
+        require_text("subject_id", subject_id, 256)
+        require_text("legal_basis (e.g. gdpr-art17-1a)", legal_basis, 64)
+        require_text("reference", reference, 200, required=False)
         ref = self.pseudonyms.subject_ref(caller.tenant_id, subject_id)
         salt = os.urandom(16)
         now = self.clock()
@@ -256,8 +254,9 @@ class ErasureService:
         self, caller: Caller, subject_id: str, reason: str, reference: str | None = None
     ) -> LegalHold:
         _require(caller, Role.PRIVACY_OFFICER)
-        if not reason or len(reason) > 500:
-            raise InvalidCommand("reason is required (at most 500 characters)")
+        require_text("subject_id", subject_id, 256)
+        require_text("reason", reason, 500)
+        require_text("reference", reference, 200, required=False)
         ref = self.pseudonyms.subject_ref(caller.tenant_id, subject_id)
         hold_id, now = str(uuid.uuid4()), self.clock()
         with self.uow.write() as conn:
@@ -315,8 +314,8 @@ class ErasureService:
     def reinstate(self, caller: Caller, subject_id: str, reason: str) -> Reinstatement:
         """Lift the erasure fence. The old generation stays shredded; writes get a new key."""
         _require(caller, Role.PRIVACY_OFFICER)
-        if not reason or len(reason) > 500:
-            raise InvalidCommand("reason is required (at most 500 characters)")
+        require_text("subject_id", subject_id, 256)
+        require_text("reason", reason, 500)
         ref = self.pseudonyms.subject_ref(caller.tenant_id, subject_id)
         now = self.clock()
         with self.uow.write() as conn:

@@ -33,7 +33,25 @@ class ValidWrite:
     expires_at: datetime
 
 
+def require_text(field: str, value: object, max_len: int, *, required: bool = True) -> None:
+    """Strings the stores can hold: PostgreSQL refuses NUL, and no field needs it."""
+    if value is None and not required:
+        return
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise InvalidCommand(f"{field} is required")
+    if len(value) > max_len:
+        raise InvalidCommand(f"{field} is at most {max_len} characters")
+    if "\x00" in value:
+        raise InvalidCommand(f"{field} must not contain NUL characters")
+
+
 def validate_write(cmd: WriteCommand, limits: Limits, now: datetime) -> ValidWrite:
+    for field, value, max_len in (
+        ("subject_id", cmd.subject_id, 256),
+        ("content", cmd.content, 10**9),
+        ("idempotency_key", cmd.idempotency_key, 128),
+    ):
+        require_text(field, value, max_len)
     try:
         kind = Kind(cmd.kind)
     except ValueError:
@@ -47,8 +65,9 @@ def validate_write(cmd: WriteCommand, limits: Limits, now: datetime) -> ValidWri
         raise MissingProvenance(
             f"unknown provenance source_type; expected one of {[s.value for s in SourceType]}"
         ) from None
-    if len(prov.source_ref) > limits.max_ref_len:
-        raise InvalidCommand(f"provenance.source_ref exceeds {limits.max_ref_len} characters")
+    require_text("provenance.source_ref", prov.source_ref, limits.max_ref_len)
+    for source in prov.sources:
+        require_text("provenance.sources[]", source, limits.max_ref_len)
     if source_type is SourceType.SUMMARY and not prov.sources:
         raise MissingProvenance("a summary must list the memory ids it was built from in provenance.sources")
     if not cmd.purpose or len(cmd.purpose) > limits.max_purpose_len or not _PURPOSE.match(cmd.purpose):

@@ -292,3 +292,13 @@ def test_a_subject_with_10000_memories_is_forgotten(lethe):
     assert [i.id for i in c.search.search(agent(), SearchQuery("tea", "support", limit=100)).items] == [
         bob.id
     ]
+
+
+def test_erasure_requests_with_unstorable_text_are_rejected_before_anything_is_written(lethe):
+    before = event_count(lethe)
+    for subject, basis in (("alice\x00", "gdpr-art17-1a"), ("alice", ""), ("", "gdpr-art17-1a")):
+        with pytest.raises(errors.InvalidCommand):
+            lethe.erasure.request(officer(), subject, basis, None)
+    with pytest.raises(errors.InvalidCommand):
+        lethe.erasure.place_hold(officer(), "alice", "reason\x00")
+    assert event_count(lethe) == before

@@ -167,6 +167,8 @@ def test_retried_idempotent_write_returns_the_first_result_and_creates_nothing(l
         ({"provenance": Provenance(SourceType.USER_STATEMENT, "")}, errors.MissingProvenance),
         ({"provenance": Provenance(SourceType.SUMMARY, "s1")}, errors.MissingProvenance),
         ({"kind": "gossip"}, errors.UnknownKind),
+        ({"content": "tea\x00"}, errors.InvalidCommand),
+        ({"subject_id": "alice\x00"}, errors.InvalidCommand),
         ({"content": "x" * (16 * 1024 + 1)}, errors.ContentTooLarge),
         ({"confidence": 1.5}, errors.InvalidConfidence),
         ({"confidence": float("nan")}, errors.InvalidConfidence),

@@ -1,0 +1,202 @@
+"""The authorisation matrix: every endpoint x every role and every kind of bad token.
+
+``TABLE`` restates the access policy of DESIGN.md independently of ``api.auth``; the
+tests check the running app against it, and that it and ``ROUTE_ROLES`` agree on every
+route. Resources a successful call consumes (a quarantined memory to promote, a hold
+to lift, a forgotten subject to reinstate) are made fresh for each allowed call.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from api.auth import ROUTE_ROLES
+from api.routes import audit, erasure, health, memories, tokens
+from api.settings import Settings
+from tests.api.conftest import Api, api_settings, bearer, memory_body
+from tests.conftest import write_cmd
+from vault.model import Caller, Role, SourceType
+
+A, R, P, U, D = Role.AGENT, Role.REVIEWER, Role.PRIVACY_OFFICER, Role.AUDITOR, Role.ADMIN
+PUBLIC = None  # no token needed
+
+# route name, method, path (placeholders filled per call), roles allowed, success status
+TABLE: list[tuple[str, str, str, frozenset[Role] | None, int]] = [
+    ("healthz", "GET", "/healthz", PUBLIC, 200),
+    ("readyz", "GET", "/readyz", PUBLIC, 200),
+    ("metrics", "GET", "/metrics", PUBLIC, 200),
+    ("write_memory", "POST", "/v1/memories", frozenset({A}), 201),
+    ("get_memory", "GET", "/v1/memories/{memory}", frozenset({A}), 200),
+    ("search_memories", "POST", "/v1/memories/search", frozenset({A}), 200),
+    ("promote_memory", "POST", "/v1/memories/{quarantined}/promote", frozenset({R}), 200),
+    ("request_erasure", "POST", "/v1/erasure-requests", frozenset({P}), 202),
+    ("list_erasure_requests", "GET", "/v1/erasure-requests", frozenset({P, U}), 200),
+    ("get_erasure_request", "GET", "/v1/erasure-requests/{job}", frozenset({P, U}), 200),
+    ("place_legal_hold", "POST", "/v1/legal-holds", frozenset({P}), 201),
+    ("lift_legal_hold", "DELETE", "/v1/legal-holds/{hold}", frozenset({P}), 204),
+    ("reinstate_subject", "POST", "/v1/subject-reinstatements", frozenset({P}), 201),
+    ("create_token", "POST", "/v1/admin/tokens", frozenset({D}), 201),
+    ("get_audit_checkpoint", "GET", "/v1/audit/checkpoint", frozenset({U}), 200),
+    ("get_audit_public_key", "GET", "/v1/audit/public-key", frozenset({U}), 200),
+    ("get_inclusion_proof", "GET", "/v1/audit/proofs/inclusion?index=0&tree_size=1", frozenset({U}), 200),
+    ("get_consistency_proof", "GET", "/v1/audit/proofs/consistency?first=1&second=2", frozenset({U}), 200),
+    ("get_erasure_report", "GET", "/v1/erasure-reports/{report}", frozenset({P, U}), 200),
+]
+BAD_TOKENS = ("none", "malformed", "unknown", "expired", "revoked")
+IDENTITIES = [r.value for r in Role] + list(BAD_TOKENS)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    settings = api_settings(Settings(data_dir=Path(tmp_path_factory.mktemp("authz")) / "data"))
+    app = create_app(settings)
+    with TestClient(app) as client:
+        yield World(Api(app, client))
+
+
+class World:
+    """Long-lived resources, and fresh ones for calls that consume them."""
+
+    def __init__(self, api: Api) -> None:
+        self.api = api
+        c = api.container
+        self.tokens = {r: api.mint(r) for r in Role}
+        self.agent = Caller("t1", Role.AGENT, "a1", frozenset({"support"}), principal="writer")
+        self.officer = Caller("t1", Role.PRIVACY_OFFICER, None, frozenset(), principal="officer")
+        self.memory = c.memories.write(self.agent, write_cmd("tea at noon")).item.id
+        self.job = c.erasure.request(self.officer, f"s-{uuid.uuid4()}", "gdpr-art17-1a", None).id
+        c.erasure.run_pending()
+        self.report = c.erasure.get(self.officer, self.job).report_id
+
+    def resource(self, name: str, fresh: bool) -> str:
+        c = self.api.container
+        if not fresh:  # the call must be refused before it could touch anything
+            return str(uuid.uuid4())
+        if name == "memory":
+            return self.memory
+        if name == "job":
+            return self.job
+        if name == "report":
+            return self.report
+        if name == "quarantined":
+            cmd = write_cmd("tea from the web", source=SourceType.WEB_PAGE)
+            return c.memories.write(self.agent, cmd).item.id
+        if name == "hold":
+            return c.erasure.place_hold(self.officer, f"s-{uuid.uuid4()}", "litigation").id
+        raise KeyError(name)
+
+    def forgotten_subject(self) -> str:
+        subject = f"s-{uuid.uuid4()}"
+        c = self.api.container
+        c.erasure.request(self.officer, subject, "gdpr-art17-1a", None)
+        c.erasure.run_pending()
+        return subject
+
+    def token(self, identity: str, allowed: frozenset[Role] | None) -> str | None:
+        role = sorted(allowed or {A})[0]
+        if identity == "none":
+            return None
+        if identity == "malformed":
+            return "not-a-lethe-token"
+        if identity == "unknown":
+            return "lethe_" + "x" * 43
+        if identity == "expired":
+            return self.api.expired(role)
+        if identity == "revoked":
+            return self.api.revoked(role)
+        return self.tokens[Role(identity)]
+
+
+BODIES: dict[str, Callable[[World, bool], dict[str, Any]]] = {
+    "write_memory": lambda w, fresh: memory_body(),
+    "search_memories": lambda w, fresh: {"query": "tea", "purpose": "support"},
+    "promote_memory": lambda w, fresh: {"expected_version": 1},
+    "request_erasure": lambda w, fresh: {"subject_id": f"s-{uuid.uuid4()}", "legal_basis": "gdpr-art17-1a"},
+    "place_legal_hold": lambda w, fresh: {"subject_id": f"s-{uuid.uuid4()}", "reason": "litigation"},
+    "reinstate_subject": lambda w, fresh: {
+        "subject_id": w.forgotten_subject() if fresh else f"s-{uuid.uuid4()}",
+        "reason": "consent given again",
+    },
+    "create_token": lambda w, fresh: {"role": "auditor"},
+}
+
+
+def expected(allowed: frozenset[Role] | None, ok: int, identity: str) -> int:
+    if allowed is PUBLIC:
+        return ok
+    if identity in BAD_TOKENS:
+        return 401
+    return ok if Role(identity) in allowed else 403
+
+
+@pytest.mark.parametrize("identity", IDENTITIES)
+@pytest.mark.parametrize(("name", "method", "path", "allowed", "ok"), TABLE, ids=[row[0] for row in TABLE])
+def test_authorisation_matrix(
+    world: World,
+    name: str,
+    method: str,
+    path: str,
+    allowed: frozenset[Role] | None,
+    ok: int,
+    identity: str,
+) -> None:
+    want = expected(allowed, ok, identity)
+    fresh = want == ok
+    url = path
+    for placeholder in ("memory", "quarantined", "job", "hold", "report"):
+        if "{" + placeholder + "}" in url:
+            url = url.replace("{" + placeholder + "}", world.resource(placeholder, fresh))
+    body = BODIES[name](world, fresh) if name in BODIES else None
+    token = world.token(identity, allowed)
+    headers = bearer(token) if token else {}
+    r = world.api.client.request(method, url, json=body, headers=headers)
+    assert r.status_code == want, (name, identity, r.text)
+    if want >= 400:
+        assert r.headers["content-type"].startswith("application/problem+json")
+    if want == 401:
+        assert r.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_the_matrix_covers_every_route_and_agrees_with_the_policy_table() -> None:
+    served = {
+        r.name
+        for m in (health, memories, erasure, tokens, audit)
+        for r in m.router.routes
+        if isinstance(r, APIRoute)
+    }
+    assert {row[0] for row in TABLE} == served
+    assert {row[0]: row[3] for row in TABLE if row[3] is not PUBLIC} == ROUTE_ROLES
+
+
+def test_an_admin_mints_only_for_its_own_tenant(world: World) -> None:
+    client, admin = world.api.client, world.tokens[D]
+    r = client.post(
+        "/v1/admin/tokens",
+        json={"role": "agent", "tenant_id": "t2", "agent_id": "x", "purposes": ["support"]},
+        headers=bearer(admin),
+    )
+    assert r.status_code == 403
+    r = client.post(
+        "/v1/admin/tokens",
+        json={"role": "agent", "agent_id": "x", "purposes": ["support"]},
+        headers=bearer(admin),
+    )
+    assert r.status_code == 201 and r.json()["tenant_id"] == "t1"
+    assert r.headers["cache-control"] == "no-store"
+    minted = r.json()["token"]
+    assert (
+        client.post(
+            "/v1/memories/search", json={"query": "tea", "purpose": "support"}, headers=bearer(minted)
+        ).status_code
+        == 200
+    )
+    r = client.post("/v1/admin/tokens", json={"role": "agent", "agent_id": "x"}, headers=bearer(admin))
+    assert r.status_code == 422  # an agent token needs a purpose

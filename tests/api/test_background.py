@@ -1,0 +1,73 @@
+"""Background loops keep going after a failure, log it by type only, and stop cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+
+import pytest
+
+from api.app import BackgroundWork
+from api.logging import JsonFormatter
+
+SECRET = "CANARY-subject@example.com"
+
+
+def test_a_failing_run_is_logged_without_its_message_and_the_loop_continues(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    calls: list[int] = []
+    results: list[int] = []
+
+    def job() -> int:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError(f"could not forget {SECRET}")
+        return 2
+
+    async def scenario() -> None:
+        work = BackgroundWork()
+        work.every(0.01, "test_job", job, results.append)
+        while len(calls) < 3:
+            await asyncio.sleep(0.01)
+        await work.stop()
+
+    with caplog.at_level(logging.INFO, logger="lethe.api"):
+        asyncio.run(asyncio.wait_for(scenario(), timeout=10))
+    assert results[:2] == [2, 2]
+    (failure,) = [r for r in caplog.records if r.getMessage() == "background task failed"]
+    line = JsonFormatter().format(failure)
+    assert json.loads(line)["error"] == "RuntimeError" and json.loads(line)["task"] == "test_job"
+    assert all(SECRET not in JsonFormatter().format(r) for r in caplog.records)
+
+
+def test_stop_waits_for_a_run_in_progress() -> None:
+    finished: list[bool] = []
+
+    def slow() -> int:
+        import time
+
+        time.sleep(0.3)
+        finished.append(True)
+        return 0
+
+    async def scenario() -> None:
+        work = BackgroundWork()
+        work.every(60, "slow", slow, lambda n: None)
+        await asyncio.sleep(0.05)
+        await work.stop()
+
+    asyncio.run(scenario())
+    assert finished == [True]
+
+
+def test_exception_messages_never_reach_a_log_line() -> None:
+    try:
+        raise ValueError(f"bad content {SECRET}")
+    except ValueError as exc:
+        record = logging.LogRecord("lethe.api", logging.ERROR, __file__, 1, "unhandled error", None, None)
+        record.exc_info = (type(exc), exc, exc.__traceback__)
+    line = json.loads(JsonFormatter().format(record))
+    assert line["exc_type"] == "ValueError" and line["exc_frames"]
+    assert SECRET not in json.dumps(line)

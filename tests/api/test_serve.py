@@ -1,0 +1,223 @@
+"""A real ``lethe serve`` process on a free loopback port: the seed scenario, and log hygiene.
+
+Tokens are minted with ``lethe token create --json`` against the same data dir, as an
+operator would. The hygiene test drives a full request cycle with canary content, a
+canary subject id and a real token, then reads every line the server printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def lethe_command() -> list[str]:
+    script = Path(sys.executable).parent / "lethe"
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("lethe")
+    return [found] if found else [sys.executable, "-c", "from api.cli import app; app()"]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Server:
+    url: str
+    env: dict[str, str]
+    proc: subprocess.Popen[bytes]
+    out: Path
+    err: Path
+
+    def mint(self, *args: str) -> dict[str, str]:
+        r = subprocess.run(
+            [*lethe_command(), "token", "create", *args, "--json"],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+
+    def lines(self) -> list[str]:
+        return self.out.read_text().splitlines() + self.err.read_text().splitlines()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LETHE_")}
+    env["LETHE_DATA_DIR"] = str(tmp_path / "data")
+    port = free_port()
+    out, err = tmp_path / "stdout.log", tmp_path / "stderr.log"
+    with out.open("wb") as o, err.open("wb") as e:
+        proc = subprocess.Popen(
+            [*lethe_command(), "serve", "--host", "127.0.0.1", "--port", str(port)],
+            env=env,
+            stdout=o,
+            stderr=e,
+        )
+    srv = Server(f"http://127.0.0.1:{port}", env, proc, out, err)
+    deadline = time.monotonic() + 60
+    while True:
+        assert proc.poll() is None, f"lethe serve exited: {err.read_text()}"
+        try:
+            if httpx.get(f"{srv.url}/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, "lethe serve did not become healthy"
+        time.sleep(0.2)
+    yield srv
+    srv.stop()
+
+
+def memory(
+    content: str, source: str = "user_statement", subject: str = "alice@example.com"
+) -> dict[str, object]:
+    return {
+        "subject_id": subject,
+        "purpose": "support",
+        "kind": "preference",
+        "content": content,
+        "provenance": {"source_type": source, "source_ref": "session-1/turn-1"},
+        "confidence": 0.9,
+        "idempotency_key": uuid.uuid4().hex,
+    }
+
+
+def test_seed_scenario_against_a_real_server(server: Server) -> None:
+    agent = server.mint("--tenant", "t1", "--role", "agent", "--agent", "a1", "--purpose", "support")
+    reviewer = server.mint("--tenant", "t1", "--role", "reviewer")
+    a = {"Authorization": f"Bearer {agent['token']}"}
+    rv = {"Authorization": f"Bearer {reviewer['token']}"}
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        assert http.get("/healthz").status_code == 200
+        assert http.get("/readyz").status_code == 200
+        trusted = http.post("/v1/memories", json=memory("Alice likes green tea"), headers=a)
+        assert trusted.status_code == 201 and trusted.json()["status"] == "active"
+        untrusted = http.post("/v1/memories", json=memory("Alice drinks tea daily", "web_page"), headers=a)
+        assert untrusted.status_code == 201 and untrusted.json()["status"] == "quarantined"
+        search = {"query": "tea", "purpose": "support"}
+        assert len(http.post("/v1/memories/search", json=search, headers=a).json()["items"]) == 1
+        item = untrusted.json()
+        r = http.post(
+            f"/v1/memories/{item['id']}/promote", json={"expected_version": item["version"]}, headers=rv
+        )
+        assert r.status_code == 200 and r.json()["trust"] == "verified"
+        assert len(http.post("/v1/memories/search", json=search, headers=a).json()["items"]) == 2
+        assert http.get("/healthz").status_code == 200
+        assert "lethe_promotions_total 1.0" in http.get("/metrics").text
+
+    # The first run printed an admin token once, with the docs URL; it works.
+    stdout = server.out.read_text()
+    assert f"OpenAPI docs: {server.url}/docs" in stdout
+    admin = re.search(r"admin token for tenant default .*: (lethe_[A-Za-z0-9_-]{43})", stdout)
+    assert admin is not None
+    r = httpx.post(
+        f"{server.url}/v1/admin/tokens",
+        json={"role": "auditor"},
+        headers={"Authorization": f"Bearer {admin.group(1)}"},
+        timeout=30,
+    )
+    assert r.status_code == 201 and r.json()["tenant_id"] == "default"
+
+
+def test_no_content_subject_or_token_reaches_the_logs(server: Server) -> None:
+    content = f"CANARY-CONTENT-{uuid.uuid4().hex}"
+    subject = f"canary-subject-{uuid.uuid4().hex}@example.com"
+    agent = server.mint("--tenant", "t1", "--role", "agent", "--agent", "a1", "--purpose", "support")
+    officer = server.mint("--tenant", "t1", "--role", "privacy_officer")
+    token = agent["token"]
+    a = {"Authorization": f"Bearer {token}"}
+    po = {"Authorization": f"Bearer {officer['token']}"}
+    canaries = [content, subject, token, token[6:], officer["token"]]
+
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        body = memory(content, subject=subject)
+        key = {"Idempotency-Key": str(body.pop("idempotency_key"))}
+        item = http.post("/v1/memories", json=body, headers={**a, **key}).json()
+        assert http.post("/v1/memories", json=body, headers={**a, **key}).status_code == 200
+        assert (
+            http.get(f"/v1/memories/{item['id']}?subject={subject}&token={token}", headers=a).status_code
+            == 200
+        )
+        r = http.post(
+            "/v1/memories/search",
+            json={"query": content, "purpose": "support", "subject_id": subject},
+            headers=a,
+        )
+        assert r.status_code == 200 and r.json()["items"][0]["content"] == content
+        # Refusals whose bodies carry the canaries.
+        assert (
+            http.post("/v1/memories", content=f'{{"content": "{content}"'.encode(), headers=a).status_code
+            == 422
+        )
+        assert http.post("/v1/memories", json={**body, "confidence": content}, headers=a).status_code == 422
+        assert http.post("/v1/memories", json={**body, "kind": subject}, headers=a).status_code == 422
+        assert http.get(f"/v1/{subject}/{content}", headers=a).status_code == 404
+        bad = {"Authorization": f"Bearer {token[:-4]}XXXX"}
+        assert http.get(f"/v1/memories/{item['id']}", headers=bad).status_code == 401
+
+        def chunks() -> Iterator[bytes]:
+            for _ in range(20):
+                yield (content * 400).encode()[:8192]
+
+        assert http.post("/v1/memories", content=chunks(), headers=a).status_code == 413
+        # The privacy officer's side: a hold and an erasure request for the canary subject.
+        r = http.post("/v1/legal-holds", json={"subject_id": subject, "reason": "litigation"}, headers=po)
+        assert r.status_code == 201
+        assert http.delete(f"/v1/legal-holds/{r.json()['id']}", headers=po).status_code == 204
+        r = http.post(
+            "/v1/erasure-requests", json={"subject_id": subject, "legal_basis": "gdpr-art17-1a"}, headers=po
+        )
+        assert r.status_code == 202
+        job = r.json()["id"]
+        deadline = time.monotonic() + 30
+        while http.get(f"/v1/erasure-requests/{job}", headers=po).json()["completed_at"] is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.3)
+        assert http.get(f"/v1/memories/{item['id']}", headers=a).status_code == 404
+
+    server.stop()
+    lines = server.lines()
+    leaks = [line for line in lines for c in canaries if c in line]
+    assert leaks == []
+    # Not vacuous: the access lines are there, structured, with templates and token ids.
+    access = [json.loads(line) for line in lines if line.startswith("{") and '"lethe.access"' in line]
+    routes = {(e["method"], e["route"], e["status"]) for e in access}
+    assert ("GET", "/v1/memories/{memory_id}", 200) in routes
+    assert ("POST", "/v1/memories", 413) in {(m, r or "/v1/memories", s) for m, r, s in routes}
+    assert ("GET", None, 404) in routes
+    assert {e["token_id"] for e in access if e["token_id"]} >= {agent["id"], officer["id"]}
+    assert all(e["request_id"] and isinstance(e["duration_ms"], float) for e in access)

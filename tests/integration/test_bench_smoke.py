@@ -1,0 +1,88 @@
+"""``lethe bench --scale small`` runs to the end and reports every figure.
+
+No timing is asserted anywhere: the benchmark reports ratios against same-machine
+baselines, and a slow or busy machine must not fail the suite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIGURES = (
+    "write_throughput",
+    "vault_envelope",
+    "search_latency",
+    "forget_latency",
+    "compaction",
+    "replay",
+    "http_search",
+    "peak_rss",
+)
+
+
+def lethe_command() -> list[str]:
+    script = Path(sys.executable).parent / "lethe"
+    if script.is_file():
+        return [str(script)]
+    return [sys.executable, "-c", "from api.cli import app; app(prog_name='lethe')"]
+
+
+@pytest.mark.slow
+def test_bench_small_completes_and_writes_json_and_markdown(tmp_path: Path) -> None:
+    out_json, out_md = tmp_path / "bench.json", tmp_path / "performance.md"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LETHE_")}
+    proc = subprocess.run(
+        [
+            *lethe_command(),
+            "bench",
+            "--scale",
+            "small",
+            "--json",
+            str(out_json),
+            "--output",
+            str(out_md),
+            "--workdir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
+    )
+    assert proc.returncode == 0, proc.stderr[-5000:]
+
+    results = json.loads(out_json.read_text())
+    assert results["scale"] == "small"
+    assert results["command"].startswith("lethe bench")
+    assert results["errors"] == []
+    for key in ("cpu_model", "cores", "ram_gib", "python", "sqlite"):
+        assert results["machine"][key], key
+    for key in FIGURES:
+        assert key in results["figures"], key
+        assert "error" not in results["figures"][key], results["figures"][key]
+    figures = results["figures"]
+    assert figures["write_throughput"]["ratio"] > 0
+    vault = figures["vault_envelope"]
+    assert vault.get("skipped") == "no OpenBao" or vault["ratio"] > 0
+    assert {"small", "large", "ratio"} <= figures["search_latency"].keys()
+    for r in figures["forget_latency"]["subjects"].values():
+        assert r["completed"]
+        assert {"tombstoned", "key_destroyed", "verified", "compacted"} <= r["steps_ms"].keys()
+    assert figures["compaction"]["events_rewritten"] > 0
+    assert figures["replay"]["identical"]
+    assert figures["http_search"]["search"]["requests"] > 0
+    assert figures["peak_rss"]["phases"]
+    assert results["data_generation"]
+
+    md = out_md.read_text()
+    for heading in ("# Performance", "## Machine", "## Summary", "## 1.", "## 3.", "## 6.", "## 7."):
+        assert heading in md, heading
+    assert results["command"] in md
+    # The benchmark cleans up after itself: only the two reports are left.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.json", "performance.md"]
