@@ -74,10 +74,10 @@ class Server:
         return self.out.read_text().splitlines() + self.err.read_text().splitlines()
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
+def start_server(tmp_path: Path, extra_env: dict[str, str]) -> Server:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LETHE_")}
     env["LETHE_DATA_DIR"] = str(tmp_path / "data")
+    env.update(extra_env)
     port = free_port()
     out, err = tmp_path / "stdout.log", tmp_path / "stderr.log"
     with out.open("wb") as o, err.open("wb") as e:
@@ -98,8 +98,34 @@ def server(tmp_path: Path) -> Iterator[Server]:
             pass
         assert time.monotonic() < deadline, "lethe serve did not become healthy"
         time.sleep(0.2)
+    return srv
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    srv = start_server(tmp_path, {})
     yield srv
     srv.stop()
+
+
+@pytest.fixture(params=["sqlite+local", "postgres+local", "sqlite+openbao"])
+def any_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
+    """The same real server on each store and KMS the product supports."""
+    env: dict[str, str] = {}
+    store, kms = request.param.split("+")
+    pg_url = None
+    if store == "postgres":
+        pg = request.getfixturevalue("postgres")
+        pg_url = pg.create()
+        env["LETHE_DATABASE_URL"] = pg_url
+    if kms == "openbao":
+        bao = request.getfixturevalue("openbao")
+        env.update(LETHE_KMS="vault", LETHE_VAULT_ADDR=bao.addr, LETHE_VAULT_TOKEN=bao.token)
+    srv = start_server(tmp_path, env)
+    yield srv
+    srv.stop()
+    if pg_url is not None:
+        pg.drop(pg_url)
 
 
 def memory(
@@ -116,7 +142,8 @@ def memory(
     }
 
 
-def test_seed_scenario_against_a_real_server(server: Server) -> None:
+def test_seed_scenario_against_a_real_server(any_server: Server) -> None:
+    server = any_server
     agent = server.mint("--tenant", "t1", "--role", "agent", "--agent", "a1", "--purpose", "support")
     reviewer = server.mint("--tenant", "t1", "--role", "reviewer")
     a = {"Authorization": f"Bearer {agent['token']}"}
@@ -136,14 +163,31 @@ def test_seed_scenario_against_a_real_server(server: Server) -> None:
         )
         assert r.status_code == 200 and r.json()["trust"] == "verified"
         assert len(http.post("/v1/memories/search", json=search, headers=a).json()["items"]) == 2
-        assert http.get("/healthz").status_code == 200
         assert "lethe_promotions_total 1.0" in http.get("/metrics").text
+        # A privacy officer forgets the subject; the background runner completes the job.
+        officer = server.mint("--tenant", "t1", "--role", "privacy_officer")
+        po = {"Authorization": f"Bearer {officer['token']}"}
+        r = http.post(
+            "/v1/erasure-requests",
+            json={"subject_id": "alice@example.com", "legal_basis": "gdpr-art17-1a"},
+            headers=po,
+        )
+        assert r.status_code == 202
+        job_url = f"/v1/erasure-requests/{r.json()['id']}"
+        deadline = time.monotonic() + 60
+        while (job := http.get(job_url, headers=po).json())["report_id"] is None:
+            assert time.monotonic() < deadline, job
+            time.sleep(0.3)
+        assert job["status"] == "reported"
+        assert http.post("/v1/memories/search", json=search, headers=a).json()["items"] == []
+        assert http.get(f"/v1/memories/{item['id']}", headers=a).status_code == 404
+        assert http.get("/healthz").status_code == 200
 
     # The first run printed an admin token once, with the docs URL; it works.
     stdout = server.out.read_text()
     assert f"OpenAPI docs: {server.url}/docs" in stdout
     admin = re.search(r"admin token for tenant default .*: (lethe_[A-Za-z0-9_-]{43})", stdout)
-    assert admin is not None
+    assert admin is not None, stdout
     r = httpx.post(
         f"{server.url}/v1/admin/tokens",
         json={"role": "auditor"},
@@ -221,3 +265,41 @@ def test_no_content_subject_or_token_reaches_the_logs(server: Server) -> None:
     assert ("GET", None, 404) in routes
     assert {e["token_id"] for e in access if e["token_id"]} >= {agent["id"], officer["id"]}
     assert all(e["request_id"] and isinstance(e["duration_ms"], float) for e in access)
+
+
+@pytest.mark.openbao
+def test_readyz_follows_openbao_and_cached_reads_never_500(tmp_path: Path, openbao) -> None:  # type: ignore[no-untyped-def]
+    srv = start_server(
+        tmp_path,
+        {
+            "LETHE_KMS": "vault",
+            "LETHE_VAULT_ADDR": openbao.addr,
+            "LETHE_VAULT_TOKEN": openbao.token,
+            "LETHE_KMS_TIMEOUT_SECONDS": "1",
+        },
+    )
+    try:
+        agent = srv.mint("--tenant", "t1", "--role", "agent", "--agent", "a1", "--purpose", "support")
+        a = {"Authorization": f"Bearer {agent['token']}"}
+        with httpx.Client(base_url=srv.url, timeout=30) as http:
+            item = http.post("/v1/memories", json=memory("cached before the outage"), headers=a).json()
+            assert http.get("/readyz").status_code == 200
+            openbao.pause()
+            try:
+                down = http.get("/readyz")
+                assert down.status_code == 503
+                assert down.headers["content-type"].startswith("application/problem+json")
+                cached = http.get(f"/v1/memories/{item['id']}", headers=a)
+                assert cached.status_code == 200 and cached.json()["content"] == "cached before the outage"
+                new_subject = http.post(
+                    "/v1/memories", json=memory("x", subject="bob@example.com"), headers=a
+                )
+                assert new_subject.status_code == 503
+                assert new_subject.headers["content-type"].startswith("application/problem+json")
+            finally:
+                openbao.resume()
+            assert http.get("/readyz").status_code == 200
+            again = http.post("/v1/memories", json=memory("x", subject="bob@example.com"), headers=a)
+            assert again.status_code == 201
+    finally:
+        srv.stop()
