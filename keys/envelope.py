@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hmac
 import os
+from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
@@ -31,6 +32,18 @@ class DecryptionFailed(Exception):
 def new_data_key() -> bytes:
     """A fresh random 256-bit key."""
     return os.urandom(KEY_BYTES)
+
+
+def create_secret_file(path: Path, nbytes: int = KEY_BYTES) -> bool:
+    """Write ``nbytes`` random bytes to a new 0600 file; False if it exists (never overwritten)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(os.urandom(nbytes))
+    return True
 
 
 def encrypt_for_subject(data_key: bytes, plaintext: bytes, context: bytes) -> bytes:

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from keys.envelope import DecryptionFailed, aead_unwrap, aead_wrap, new_data_key
+from keys.envelope import DecryptionFailed, aead_unwrap, aead_wrap, create_secret_file, new_data_key
 from keys.protocol import (
     DataKey,
     DestructionReceipt,
@@ -49,18 +49,6 @@ CREATE TABLE IF NOT EXISTS destroyed_keys (
 
 def _now() -> str:
     return datetime.now(UTC).isoformat()
-
-
-def create_master_key(path: Path) -> bool:
-    """Create a 0600 master key file; False if one already exists (never overwritten)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return False
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(new_data_key())
-    return True
 
 
 class LocalKms:
@@ -91,7 +79,7 @@ class LocalKms:
         key_dir = Path(key_dir)
         key_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(key_dir, 0o700)
-        create_master_key(key_dir / "master.key")
+        create_secret_file(key_dir / "master.key")
         return cls(key_dir / "keystore.sqlite3", key_dir / "master.key")
 
     @property

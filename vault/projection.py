@@ -92,63 +92,30 @@ def _written(conn: Connection, e: Event) -> None:
     conn.execute(idempotency_keys.insert().values(**idem))
 
 
+def _transition(conn: Connection, e: Event, status: str, *guard: sa.ColumnElement, **extra: object) -> None:
+    """A status change: compare-and-swap on the previous version, bump it, stamp the time."""
+    v = e.payload["version"]
+    values = {"version": v, "status": status, "updated_at": to_db(parse_iso(e.occurred_at)), **extra}
+    _cas(conn, e.memory_id, v - 1, values, *guard)
+
+
 def _promoted(conn: Connection, e: Event) -> None:
-    p = e.payload
-    _cas(
-        conn,
-        e.memory_id,
-        p["version"] - 1,
-        {
-            "version": p["version"],
-            "status": "active",
-            "trust": p["trust"],
-            "updated_at": to_db(parse_iso(e.occurred_at)),
-        },
-        memories.c.status == "quarantined",
-    )
+    _transition(conn, e, "active", memories.c.status == "quarantined", trust=e.payload["trust"])
 
 
 def _superseded(conn: Connection, e: Event) -> None:
-    p = e.payload
-    _cas(
-        conn,
-        e.memory_id,
-        p["version"] - 1,
-        {
-            "version": p["version"],
-            "status": "superseded",
-            "superseded_by": p["superseded_by"],
-            "updated_at": to_db(parse_iso(e.occurred_at)),
-        },
-        memories.c.status == "active",
+    _transition(
+        conn, e, "superseded", memories.c.status == "active", superseded_by=e.payload["superseded_by"]
     )
 
 
 def _expired(conn: Connection, e: Event) -> None:
-    p = e.payload
-    _cas(
-        conn,
-        e.memory_id,
-        p["version"] - 1,
-        {"version": p["version"], "status": "expired", "updated_at": to_db(parse_iso(e.occurred_at))},
-        memories.c.status.in_(("active", "quarantined")),
-    )
+    _transition(conn, e, "expired", memories.c.status.in_(("active", "quarantined")))
 
 
 def _tombstoned(conn: Connection, e: Event) -> None:
     """A derived artifact (a summary built from a forgotten memory) is forgotten too."""
-    p = e.payload
-    _cas(
-        conn,
-        e.memory_id,
-        p["version"] - 1,
-        {
-            "version": p["version"],
-            "status": "forgotten",
-            "ciphertext": None,
-            "updated_at": to_db(parse_iso(e.occurred_at)),
-        },
-    )
+    _transition(conn, e, "forgotten", ciphertext=None)
     conn.execute(search_index.delete().where(search_index.c.memory_id == e.memory_id))
 
 

@@ -7,25 +7,17 @@ numbers) or for the words of a memory.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
-from keys.envelope import keyed_digest
+from keys.envelope import create_secret_file, keyed_digest
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def create_pepper(path: Path) -> bool:
     """Create the 0600 pepper file once; False if it already exists."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return False
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(os.urandom(32))
-    return True
+    return create_secret_file(path)
 
 
 class Pseudonymizer:
