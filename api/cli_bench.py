@@ -19,7 +19,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-console = Console()
+# Not on a terminal (a log, a test), rich would wrap the table at 80 columns.
+console = Console() if sys.stdout.isatty() else Console(width=160)
 err = Console(stderr=True)
 
 
