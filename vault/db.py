@@ -8,6 +8,8 @@ sequence numbers stay dense: they are Merkle leaf indices and may not have gaps.
 
 from __future__ import annotations
 
+import math
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -34,6 +36,10 @@ def make_engine(url: str, *, echo: bool = False) -> Engine:
             cur.execute("PRAGMA busy_timeout=30000")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.execute("PRAGMA secure_delete=ON")
+            try:
+                cur.execute("SELECT exp(0)")
+            except sqlite3.OperationalError:  # SQLite built without math functions
+                dbapi_conn.create_function("exp", 1, math.exp, deterministic=True)
             cur.close()
 
         @sa.event.listens_for(engine, "begin")

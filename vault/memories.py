@@ -194,7 +194,8 @@ class MemoryService:
                             occurred_at=iso(now),
                         ),
                     )
-                conn.execute(search_index.delete().where(search_index.c.memory_id == memory_id))
+                if version > 1:
+                    conn.execute(search_index.delete().where(search_index.c.memory_id == memory_id))
                 conn.execute(
                     search_index.insert().values(
                         **self._index_row(caller.tenant_id, subject_ref, memory_id, cmd.content)

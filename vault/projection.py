@@ -86,10 +86,10 @@ def _created_row(e: Event, row: dict) -> dict:
 def _written(conn: Connection, e: Event) -> None:
     row, idem = _written_rows(e)
     if e.payload["version"] == 1:
-        conn.execute(memories.insert().values(**_created_row(e, row)))
+        conn.execute(memories.insert(), _created_row(e, row))
     else:
         _cas(conn, e.memory_id, e.payload["version"] - 1, row, memories.c.status != "forgotten")
-    conn.execute(idempotency_keys.insert().values(**idem))
+    conn.execute(idempotency_keys.insert(), idem)
 
 
 def _transition(conn: Connection, e: Event, status: str, *guard: sa.ColumnElement, **extra: object) -> None:

@@ -14,7 +14,7 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from vault.clock import from_db, to_db, utcnow
+from vault.clock import iso, to_db, utcnow
 from vault.db import UnitOfWork
 from vault.errors import InvalidCommand, OutOfScope
 from vault.keyring import SubjectKeyring
@@ -26,6 +26,7 @@ from vault.tables import memories, search_index
 WEIGHTS = {"lexical": 0.6, "confidence": 0.25, "recency": 0.15}
 RECENCY_HALF_LIFE_DAYS = 30.0
 MAX_LIMIT = 100
+PAGE = 200  # ranked rows fetched per round trip
 
 
 class SearchService:
@@ -67,35 +68,29 @@ class SearchService:
             )
         if q.kinds:
             filters.append(memories.c.kind.in_(list(q.kinds)))
-        query_terms = self.pseudonyms.term_hashes(caller.tenant_id, q.query)
+        query_terms = sorted(self.pseudonyms.term_hashes(caller.tenant_id, q.query))
+        lexical, recency, total = _rank_columns(conn_dialect(self.uow), query_terms, now)
+        ranked = (
+            sa.select(memories.c.id, memories.c.confidence, memories.c.token_estimate, lexical, recency)
+            .select_from(memories.outerjoin(search_index, search_index.c.memory_id == memories.c.id))
+            .where(*filters)
+            .order_by(total.desc(), memories.c.id)
+        )
         with self.uow.read() as conn:
-            candidates = conn.execute(
-                sa.select(
-                    memories.c.id,
-                    memories.c.confidence,
-                    memories.c.created_at,
-                    memories.c.token_estimate,
-                    search_index.c.terms,
-                )
-                .select_from(memories.outerjoin(search_index, search_index.c.memory_id == memories.c.id))
-                .where(*filters)
-            ).all()
-            ranked = sorted(
-                (
-                    (_score(query_terms, c.terms, c.confidence, from_db(c.created_at), now), c)
-                    for c in candidates
-                ),
-                key=lambda sc: (-sc[0]["total"], sc[1].id),
-            )
-            chosen, used, skipped = [], 0, 0
-            for score, c in ranked:
-                if len(chosen) == q.limit:
+            chosen, used, skipped, offset = [], 0, 0, 0
+            while len(chosen) < q.limit:  # page down the ranking until the limit is met
+                page = conn.execute(ranked.limit(PAGE).offset(offset)).all()
+                for c in page:
+                    if len(chosen) == q.limit:
+                        break
+                    if used + c.token_estimate > q.token_budget:
+                        skipped += 1
+                        continue
+                    chosen.append((c.id, _score(c.lexical, c.confidence, c.recency)))
+                    used += c.token_estimate
+                if len(page) < PAGE:
                     break
-                if used + c.token_estimate > q.token_budget:
-                    skipped += 1
-                    continue
-                chosen.append((c.id, score))
-                used += c.token_estimate
+                offset += PAGE
             rows = {}
             if chosen:
                 ids = [cid for cid, _ in chosen]
@@ -106,13 +101,41 @@ class SearchService:
         return SearchResult(items=items, used_tokens=used, skipped_over_budget=skipped)
 
 
-def _score(
-    query_terms: set[str], terms: str | None, confidence: float, created_at: datetime, now: datetime
-) -> dict[str, float]:
-    doc = set(terms.split()) if terms else set()
-    lexical = len(query_terms & doc) / len(query_terms) if query_terms else 0.0
-    age_days = max(0.0, (now - created_at).total_seconds() / 86400)
-    recency = math.exp(-math.log(2) * age_days / RECENCY_HALF_LIFE_DAYS)
+def conn_dialect(uow: UnitOfWork) -> str:
+    return uow.engine.dialect.name
+
+
+def _rank_columns(dialect: str, query_terms: list[str], now: datetime) -> tuple[sa.ColumnElement, ...]:
+    """Score in SQL: the database ranks the whole scope without shipping it to Python.
+
+    lexical = share of query terms whose hash is in the memory's term list;
+    recency = 2^(-age_days / 30); total = weighted blend (``WEIGHTS``).
+    """
+    if query_terms:
+        hits = sum(
+            (sa.case((search_index.c.terms.contains(h), 1), else_=0) for h in query_terms),
+            start=sa.literal(0),
+        )
+        lexical = sa.cast(hits, sa.Float) / len(query_terms)
+    else:
+        lexical = sa.literal(0.0, sa.Float)
+    if dialect == "sqlite":
+        age = sa.func.julianday(iso(now).replace("T", " ").rstrip("Z")) - sa.func.julianday(
+            memories.c.created_at
+        )
+    else:
+        age = sa.extract("epoch", sa.literal(to_db(now), sa.DateTime) - memories.c.created_at) / 86400.0
+    age = sa.case((age < 0, 0.0), else_=age)
+    recency = sa.func.exp(-math.log(2) / RECENCY_HALF_LIFE_DAYS * age)
+    total = (
+        WEIGHTS["lexical"] * lexical
+        + WEIGHTS["confidence"] * memories.c.confidence
+        + WEIGHTS["recency"] * recency
+    )
+    return lexical.label("lexical"), recency.label("recency"), total
+
+
+def _score(lexical: float, confidence: float, recency: float) -> dict[str, float]:
     total = WEIGHTS["lexical"] * lexical + WEIGHTS["confidence"] * confidence + WEIGHTS["recency"] * recency
     return {
         "lexical": round(lexical, 6),

@@ -186,3 +186,22 @@ def test_every_rejected_command_raises_a_specific_error_and_writes_nothing(lethe
         lethe.memories.write(agent(), cmd)
     assert info.value.detail and "tea" not in info.value.detail
     assert event_count(lethe) == before
+
+
+def test_ranking_blends_overlap_confidence_and_recency_and_shows_its_parts(lethe):
+    with freeze_time("2026-01-01T00:00:00Z"):
+        old_match = lethe.memories.write(agent(), write_cmd("green tea in the morning", confidence=0.5)).item
+    with freeze_time("2026-01-31T00:00:00Z"):
+        partial = lethe.memories.write(agent(), write_cmd("green smoothie", confidence=0.5)).item
+        none = lethe.memories.write(agent(), write_cmd("coffee at noon", confidence=1.0)).item
+        result = search(lethe, query="green tea")
+    assert [i.id for i in result.items] == [old_match.id, partial.id, none.id]
+    scores = {i.id: i.score for i in result.items}
+    assert scores[old_match.id]["lexical"] == 1.0 and scores[partial.id]["lexical"] == 0.5
+    assert scores[none.id]["lexical"] == 0.0 and scores[none.id]["confidence"] == 1.0
+    assert scores[old_match.id]["recency"] == pytest.approx(0.5, abs=1e-3)  # one half-life old
+    assert scores[partial.id]["recency"] == pytest.approx(1.0, abs=1e-3)
+    for s in scores.values():
+        assert s["total"] == pytest.approx(
+            0.6 * s["lexical"] + 0.25 * s["confidence"] + 0.15 * s["recency"], abs=1e-5
+        )
