@@ -9,7 +9,7 @@ renderings say so.
 
 The HTML escapes every value and loads nothing: no scripts, fonts, images or
 stylesheets from anywhere (a Content-Security-Policy forbids them). The PDF uses the
-core PDF fonts, which cover Latin-1 only; other characters are written as ``\\uXXXX``
+core PDF fonts, which cover Latin-1 only; other characters are written as ``\\u`` escapes with four hex digits
 escapes so nothing is silently lost (except the em dash that opens a checkpoint's
 signature line, shown as ``-``).
 

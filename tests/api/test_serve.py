@@ -230,7 +230,7 @@ def test_no_content_subject_or_token_reaches_the_logs(server: Server) -> None:
         assert http.post("/v1/memories", json={**body, "confidence": content}, headers=a).status_code == 422
         assert http.post("/v1/memories", json={**body, "kind": subject}, headers=a).status_code == 422
         assert http.get(f"/v1/{subject}/{content}", headers=a).status_code == 404
-        bad = {"Authorization": f"Bearer {token[:-4]}XXXX"}
+        bad = {"Authorization": f"Bearer {token[:-4]}ZZZZ"}
         assert http.get(f"/v1/memories/{item['id']}", headers=bad).status_code == 401
 
         def chunks() -> Iterator[bytes]:
