@@ -145,10 +145,14 @@ class Compactor:
         self,
         only_forgotten: bool = False,
         progress: Progress | None = None,
-        reclaim: bool = True,
+        reclaim: bool | None = None,
         scan_for: list[bytes] | None = None,
     ) -> CompactionResult:
-        """Rewrite dead ciphertext away in batches, then reclaim space and scan the files."""
+        """Rewrite dead ciphertext away in batches, then reclaim space and scan the files.
+
+        ``reclaim``: True always vacuums, False never, None (the default, for scheduled runs)
+        only when rows were rewritten, so an idle store is not rewritten every hour.
+        """
         result = CompactionResult(bytes_before=self.store_bytes())
         with self.uow.read() as conn:  # select once; each batch then updates by primary key
             dead = conn.execute(self._dead_events(only_forgotten)).scalars().all()
@@ -166,8 +170,8 @@ class Compactor:
                 progress(i + len(seqs), len(dead))
         with self.uow.write() as conn:
             result.projection_rows_rewritten = conn.execute(self._dead_projection(only_forgotten)).rowcount
-        if reclaim:
-            result.reclaim = reclaim_space(self.uow.engine)
+        if reclaim or (reclaim is None and (result.events_rewritten or result.projection_rows_rewritten)):
+            result.reclaim = reclaim_space(self.uow.engine)  # VACUUM only when there is something to reclaim
         result.bytes_after = self.store_bytes()
         if scan_for is not None:
             result.scan = scan_store(self.uow.engine, scan_for)
@@ -270,7 +274,7 @@ def compacted_step(compactor: Compactor) -> StepSpec:
 
     def run(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
         dead = compactor.dead_ciphertexts(only_forgotten=True)
-        result = compactor.compact(only_forgotten=True, scan_for=dead)
+        result = compactor.compact(only_forgotten=True, scan_for=dead, reclaim=True)
         if result.scan.get("slices_found") or result.scan.get("rows_still_holding_them"):
             raise StepFailed("dead ciphertext is still present in the store after compaction")
         return result.evidence()
