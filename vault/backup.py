@@ -215,9 +215,8 @@ def restore_backup(
     reforgotten = 0
     now = clock()
     with uow.write() as conn:
-        subjects = {(t, s): r for t, s, r in ledger} | {
-            k: "restore-ledger" for k in destroyed if k not in {(t, s) for t, s, _ in ledger}
-        }
+        # The live store's ledger keeps its request ids; keys the KMS reports destroyed fill in the rest.
+        subjects = {k: "restore-ledger" for k in destroyed} | {(t, s): r for t, s, r in ledger}
         for (tenant_id, subject_ref), request_id in sorted(subjects.items()):
             if keyring.is_fenced(conn, tenant_id, subject_ref):
                 continue

@@ -18,7 +18,6 @@ Exceptions: ``StoreUnavailable`` (database unreachable), nothing else of its own
 from __future__ import annotations
 
 import hashlib
-import json
 import mmap
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -263,10 +262,6 @@ def scan_store(engine: Engine, ciphertexts: list[bytes], sample: int = SCAN_SAMP
         }
     )
     return result
-
-
-def compaction_summary(result: CompactionResult) -> str:
-    return json.dumps(result.evidence(), sort_keys=True)
 
 
 def compacted_step(compactor: Compactor) -> StepSpec:

@@ -160,8 +160,7 @@ class MemoryService:
                     return WriteOutcome(first, created=False)
                 self._check_fence(conn, caller.tenant_id, subject_ref, key.generation)
                 memory_id, version, created_at = self._target(conn, caller, agent_id, subject_ref, cmd, now)
-                if cmd.supersedes_id:
-                    self._check_supersedable(conn, caller, agent_id, cmd)
+                old = self._supersedable(conn, caller, agent_id, cmd) if cmd.supersedes_id else None
                 self._emit(
                     conn,
                     self._written_event(
@@ -179,18 +178,15 @@ class MemoryService:
                         request_hash,
                     ),
                 )
-                if cmd.supersedes_id:
-                    old_version = conn.execute(
-                        sa.select(memories.c.version).where(memories.c.id == cmd.supersedes_id)
-                    ).scalar_one()
+                if old is not None:
                     self._emit(
                         conn,
                         Event(
                             MEMORY_SUPERSEDED,
                             caller.tenant_id,
-                            {"version": old_version + 1, "superseded_by": memory_id},
-                            cmd.supersedes_id,
-                            _subject_of(conn, cmd.supersedes_id),
+                            {"version": old.version + 1, "superseded_by": memory_id},
+                            old.id,
+                            old.subject_ref,
                             occurred_at=iso(now),
                         ),
                     )
@@ -322,7 +318,8 @@ class MemoryService:
             raise VersionConflict(f"a {row.status} memory cannot be updated")
         return cmd.id, row.version + 1, row.created_at.replace(tzinfo=now.tzinfo)
 
-    def _check_supersedable(self, conn: Connection, caller: Caller, agent_id: str, cmd: WriteCommand) -> None:
+    def _supersedable(self, conn: Connection, caller: Caller, agent_id: str, cmd: WriteCommand):  # type: ignore[no-untyped-def]
+        """The memory a correction supersedes, checked (same tenant, agent, purpose; active)."""
         old = conn.execute(sa.select(memories).where(memories.c.id == cmd.supersedes_id)).first()
         if old is None or old.tenant_id != caller.tenant_id or old.agent_id != agent_id:
             raise NotFound("the superseded memory was not found")
@@ -330,6 +327,7 @@ class MemoryService:
             raise InvalidCommand("a correction must keep the purpose of the memory it supersedes")
         if old.status != Status.ACTIVE or old.id == cmd.id:
             raise VersionConflict("only an active memory can be superseded")
+        return old
 
     # -- reads and review -------------------------------------------------------------
 
@@ -429,10 +427,6 @@ class MemoryService:
 
 def _agent_of(caller: Caller) -> str:
     return caller.agent_id or f"{caller.role.value}:{caller.principal}"
-
-
-def _subject_of(conn: Connection, memory_id: str) -> str:
-    return conn.execute(sa.select(memories.c.subject_ref).where(memories.c.id == memory_id)).scalar_one()
 
 
 def _check_id(memory_id: str) -> None:

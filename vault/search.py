@@ -69,7 +69,7 @@ class SearchService:
         if q.kinds:
             filters.append(memories.c.kind.in_(list(q.kinds)))
         query_terms = sorted(self.pseudonyms.term_hashes(caller.tenant_id, q.query))
-        lexical, recency, total = _rank_columns(conn_dialect(self.uow), query_terms, now)
+        lexical, recency, total = _rank_columns(self.uow.engine.dialect.name, query_terms, now)
         ranked = (
             sa.select(memories.c.id, memories.c.confidence, memories.c.token_estimate, lexical, recency)
             .select_from(memories.outerjoin(search_index, search_index.c.memory_id == memories.c.id))
@@ -99,10 +99,6 @@ class SearchService:
         items = [to_item(rows[cid], *opened[cid], score=score) for cid, score in chosen if cid in opened]
         used = sum(rows[i.id].token_estimate for i in items)
         return SearchResult(items=items, used_tokens=used, skipped_over_budget=skipped)
-
-
-def conn_dialect(uow: UnitOfWork) -> str:
-    return uow.engine.dialect.name
 
 
 def _rank_columns(dialect: str, query_terms: list[str], now: datetime) -> tuple[sa.ColumnElement, ...]:
