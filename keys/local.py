@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from keys.envelope import DecryptionFailed, aead_unwrap, aead_wrap, create_secret_file, new_data_key
+from keys.filescan import FileScanFailed, find_in_files
 from keys.protocol import (
     DataKey,
     DestructionReceipt,
@@ -199,5 +200,13 @@ class LocalKms:
         return [p for p in candidates if p.exists()]
 
     def scan_for(self, needle: bytes) -> list[str]:
-        """Names of keystore files (database, WAL) that still contain ``needle``."""
-        return [p.name for p in self._files() if needle in p.read_bytes()]
+        """Names of keystore files (database, WAL) that still contain ``needle``.
+
+        The scan runs in a child process: this process holds a connection to the
+        keystore, and opening and closing its files here would drop SQLite's locks.
+        """
+        try:
+            hits = find_in_files(self._files(), [needle])
+        except FileScanFailed as exc:
+            raise KmsUnavailable("the keystore files could not be scanned") from exc
+        return sorted(Path(path).name for path, found in hits.items() if found)

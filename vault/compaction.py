@@ -18,7 +18,6 @@ Exceptions: ``StoreUnavailable`` (database unreachable), nothing else of its own
 from __future__ import annotations
 
 import hashlib
-import mmap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -28,11 +27,12 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from keys.filescan import FileScanFailed, find_in_files
 from vault.clock import iso, to_db, utcnow
 from vault.db import UnitOfWork, is_sqlite
-from vault.erasure import StepContext, StepFailed, StepSpec
+from vault.erasure import DERIVED_PURGED, StepContext, StepFailed, StepSpec
 from vault.projection import MEMORY_WRITTEN
-from vault.tables import events, memories
+from vault.tables import erasure_jobs, events, memories
 
 COMPACTED = "compacted"
 DEFAULT_RETENTION = timedelta(days=30)
@@ -77,6 +77,38 @@ def slices_of(ciphertext: bytes) -> list[bytes]:
     return [body[:SLICE], body[mid : mid + SLICE], body[-SLICE:]]
 
 
+@dataclass(frozen=True)
+class ErasedScope:
+    """One erasure's rows: the subject's memories and the derived ones purged with it."""
+
+    tenant_id: str
+    subject_ref: str
+    derived_ids: tuple[str, ...] = ()
+
+    def of_events(self) -> sa.ColumnElement[bool]:
+        own = sa.and_(events.c.tenant_id == self.tenant_id, events.c.subject_ref == self.subject_ref)
+        if self.derived_ids:
+            derived = sa.and_(events.c.tenant_id == self.tenant_id, events.c.memory_id.in_(self.derived_ids))
+            own = sa.or_(own, derived)
+        return sa.and_(own, events.c.type == MEMORY_WRITTEN)
+
+    def of_memories(self) -> sa.ColumnElement[bool]:
+        own = sa.and_(memories.c.tenant_id == self.tenant_id, memories.c.subject_ref == self.subject_ref)
+        if self.derived_ids:
+            derived = sa.and_(memories.c.tenant_id == self.tenant_id, memories.c.id.in_(self.derived_ids))
+            own = sa.or_(own, derived)
+        return own
+
+
+# Subjects whose erasure has not finished: their compaction is the erasure's own step, which
+# samples the ciphertext for its byte scan first; a scheduled run must not take that evidence.
+_ERASURE_RUNNING = sa.exists().where(
+    erasure_jobs.c.tenant_id == memories.c.tenant_id,
+    erasure_jobs.c.subject_ref == memories.c.subject_ref,
+    erasure_jobs.c.completed_at.is_(None),
+)
+
+
 class Compactor:
     def __init__(
         self,
@@ -92,7 +124,7 @@ class Compactor:
 
     # -- selection --------------------------------------------------------------------
 
-    def _dead_events(self, only_forgotten: bool) -> sa.Select:
+    def _dead_events(self, only_forgotten: bool, scope: ErasedScope | None = None) -> sa.Select:
         """Events whose ciphertext is dead: forgotten memories, or dead past the retention window."""
         cutoff = self.clock() - self.retention
         m, later = memories, events.alias("later")
@@ -110,25 +142,28 @@ class Compactor:
             .select_from(events.join(m, m.c.id == events.c.memory_id))
             .where(events.c.ciphertext.is_not(None), events.c.type == MEMORY_WRITTEN)
         )
-        q = (
-            q.where(forgotten)
-            if only_forgotten
-            else q.where(sa.or_(forgotten, dead_long_ago, rewritten_long_ago))
-        )
+        if scope is not None:
+            q = q.where(forgotten, scope.of_events())
+        elif only_forgotten:
+            q = q.where(forgotten, ~_ERASURE_RUNNING)
+        else:
+            q = q.where(sa.or_(sa.and_(forgotten, ~_ERASURE_RUNNING), dead_long_ago, rewritten_long_ago))
         return q.order_by(events.c.seq)
 
-    def _dead_projection(self, only_forgotten: bool) -> sa.Update:
+    def _dead_projection(self, only_forgotten: bool, scope: ErasedScope | None = None) -> sa.Update:
         cutoff = to_db(self.clock() - self.retention)
         m = memories
         dead = m.c.status == "forgotten"
-        if not only_forgotten:
+        if scope is not None:
+            dead = sa.and_(dead, scope.of_memories())
+        elif not only_forgotten:
             dead = sa.or_(dead, sa.and_(m.c.status.in_(("superseded", "expired")), m.c.updated_at < cutoff))
         return m.update().where(m.c.ciphertext.is_not(None), dead).values(ciphertext=None)
 
-    def dead_ciphertexts(self, only_forgotten: bool = False) -> list[bytes]:
+    def dead_ciphertexts(self, only_forgotten: bool = False, scope: ErasedScope | None = None) -> list[bytes]:
         """The ciphertexts compaction will remove (for recording scan slices first)."""
         with self.uow.read() as conn:
-            seqs = conn.execute(self._dead_events(only_forgotten)).scalars().all()
+            seqs = conn.execute(self._dead_events(only_forgotten, scope)).scalars().all()
             out: list[bytes] = []
             for i in range(0, len(seqs), 500):
                 out += (
@@ -138,6 +173,14 @@ class Compactor:
                 )
         return out
 
+    def ciphertext_events(self, scope: ErasedScope, still_held: bool = False) -> int:
+        """How many of the scope's events ever carried ciphertext (or still do)."""
+        held = events.c.ciphertext if still_held else events.c.ciphertext_digest
+        with self.uow.read() as conn:
+            return conn.execute(
+                sa.select(sa.func.count()).select_from(events).where(scope.of_events(), held.is_not(None))
+            ).scalar_one()
+
     # -- the work -----------------------------------------------------------------------
 
     def compact(
@@ -146,15 +189,18 @@ class Compactor:
         progress: Progress | None = None,
         reclaim: bool | None = None,
         scan_for: list[bytes] | None = None,
+        scope: ErasedScope | None = None,
     ) -> CompactionResult:
         """Rewrite dead ciphertext away in batches, then reclaim space and scan the files.
 
         ``reclaim``: True always vacuums, False never, None (the default, for scheduled runs)
         only when rows were rewritten, so an idle store is not rewritten every hour.
+        ``scope``: only one erasure's rows (its own step); without it, every forgotten
+        subject except those whose erasure is still running.
         """
         result = CompactionResult(bytes_before=self.store_bytes())
         with self.uow.read() as conn:  # select once; each batch then updates by primary key
-            dead = conn.execute(self._dead_events(only_forgotten)).scalars().all()
+            dead = conn.execute(self._dead_events(only_forgotten, scope)).scalars().all()
         for i in range(0, len(dead), self.batch_size):
             seqs = dead[i : i + self.batch_size]
             with self.uow.write() as conn:
@@ -168,7 +214,9 @@ class Compactor:
             if progress:
                 progress(i + len(seqs), len(dead))
         with self.uow.write() as conn:
-            result.projection_rows_rewritten = conn.execute(self._dead_projection(only_forgotten)).rowcount
+            result.projection_rows_rewritten = conn.execute(
+                self._dead_projection(only_forgotten, scope)
+            ).rowcount
         if reclaim or (reclaim is None and (result.events_rewritten or result.projection_rows_rewritten)):
             result.reclaim = reclaim_space(self.uow.engine)  # VACUUM only when there is something to reclaim
         result.bytes_after = self.store_bytes()
@@ -223,9 +271,10 @@ def scan_store(engine: Engine, ciphertexts: list[bytes], sample: int = SCAN_SAMP
     """Show the dead ciphertexts are gone: a complete row check, and a byte scan of the files.
 
     The row check covers every ciphertext (by digest). The byte scan (SQLite) searches the
-    database file and WAL, memory-mapped, for three slices of up to ``sample`` ciphertexts
-    spread evenly over the list: each search reads the whole file, so its cost is bounded
-    rather than growing with the subject's size. VACUUM rewrote every page either way.
+    database file and WAL for three slices of up to ``sample`` ciphertexts spread evenly
+    over the list, so its cost is bounded rather than growing with the subject's size. It
+    runs in a child process (``keys.filescan``): this process holds connections to these
+    files, and opening and closing them here would drop its SQLite locks.
     """
     digests = sorted({hashlib.sha256(c).hexdigest() for c in ciphertexts})
     left = 0
@@ -243,35 +292,61 @@ def scan_store(engine: Engine, ciphertexts: list[bytes], sample: int = SCAN_SAMP
     step = max(1, len(ciphertexts) // sample) if ciphertexts else 1
     chosen = ciphertexts[::step][:sample]
     slices = [s for c in chosen for s in slices_of(c)]
-    files, found, scanned = sqlite_files(engine), 0, 0
-    for path in files:
-        size = path.stat().st_size
-        if size == 0:
-            continue
-        with path.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            found += sum(1 for s in slices if mm.find(s) != -1)
-        scanned += size
+    files = sqlite_files(engine)
+    try:
+        hits = find_in_files(files, slices)
+    except FileScanFailed as exc:
+        raise StepFailed(str(exc)) from exc
     result.update(
         {
             "method": "row check by digest, and byte scan of database file and WAL",
             "files": [p.name for p in files],
-            "bytes_scanned": scanned,
+            "bytes_scanned": sum(p.stat().st_size for p in files if p.exists()),
             "ciphertexts_scanned": len(chosen),
             "slices": len(slices),
-            "slices_found": found,
+            "slices_found": sum(len(found) for found in hits.values()),
         }
     )
     return result
 
 
 def compacted_step(compactor: Compactor) -> StepSpec:
-    """The erasure job's ``compacted`` step: remove the dead ciphertext and show it is gone."""
+    """The erasure job's ``compacted`` step: remove the subject's dead ciphertext, show it is gone.
+
+    The byte scan samples the ciphertext that is still there before compacting it. If
+    none is left to sample (a crash after an earlier attempt compacted it), the evidence
+    says the scan was not performed and why; the row check is complete either way.
+    """
 
     def run(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
-        dead = compactor.dead_ciphertexts(only_forgotten=True)
-        result = compactor.compact(only_forgotten=True, scan_for=dead, reclaim=True)
-        if result.scan.get("slices_found") or result.scan.get("rows_still_holding_them"):
+        job = ctx.job
+        purge = [s.evidence for s in job.steps if s.step == DERIVED_PURGED]
+        derived = purge[0].get("derived_ids", []) if purge else []
+        scope = ErasedScope(job.tenant_id, job.subject_ref, tuple(derived))
+        ever = compactor.ciphertext_events(scope)
+        present = compactor.dead_ciphertexts(scope=scope)
+        result = compactor.compact(only_forgotten=True, scope=scope, reclaim=True, scan_for=present or None)
+        still = compactor.ciphertext_events(scope, still_held=True)
+        if still or result.scan.get("slices_found") or result.scan.get("rows_still_holding_them"):
             raise StepFailed("dead ciphertext is still present in the store after compaction")
-        return result.evidence()
+        evidence = result.evidence()
+        evidence["row_check"] = {
+            "events_that_held_ciphertext": ever,
+            "events_still_holding_ciphertext": still,
+        }
+        if present:
+            evidence["scan"]["performed"] = True
+        else:
+            evidence["scan"] = {
+                "performed": False,
+                "reason": (
+                    "the subject had no ciphertext in the store"
+                    if not ever
+                    else "no byte scan evidence: the ciphertext had already been removed before this "
+                    "step could sample it (an earlier attempt compacted it and was interrupted); "
+                    "the row check is complete"
+                ),
+            }
+        return evidence
 
     return StepSpec(COMPACTED, run, transactional=False)
