@@ -8,7 +8,8 @@ so a snapshot taken before a forget holds ciphertext under a key that is destroy
 Restore loads the snapshot, then re-applies the ledger of forgotten subjects: the
 subjects forgotten in the store being replaced, and every subject whose key the KMS
 reports destroyed (the KMS is the ledger that survives losing the database). They are
-tombstoned and fenced again before anyone can read.
+tombstoned and fenced again, and the summaries derived from them tombstoned again,
+before anyone can read.
 
 Exceptions: ``BackupError`` (the snapshot or restore could not be made: missing
 ``pg_dump``, unreadable manifest, digest mismatch), ``StoreUnavailable``.
@@ -35,7 +36,7 @@ from keys.protocol import KeyDestroyed, KmsError
 from vault.clock import iso, to_db, utcnow
 from vault.db import UnitOfWork, is_sqlite
 from vault.events import Event, SqlEventLog
-from vault.forgetting import tombstone_subject
+from vault.forgetting import purge_derived, tombstone_subject
 from vault.keyring import ACTIVE, DESTROYED, SubjectKeyring
 from vault.schema import upgrade
 from vault.tables import backups, checkpoints, forgotten_subjects, subject_keys
@@ -77,6 +78,7 @@ class RestoreReport:
     tree_size_restored: int
     reforgotten: int
     keys_found_destroyed: int
+    derived_retombstoned: int = 0
 
 
 def _sqlite_path(engine: Engine) -> Path:
@@ -212,16 +214,17 @@ def restore_backup(
             raise BackupError(f"pg_restore failed: {proc.stderr.strip()[:300]}")
     upgrade(engine)
     destroyed = _keys_destroyed_at_kms(uow, keyring)
-    reforgotten = 0
+    reforgotten = derived = 0
     now = clock()
     with uow.write() as conn:
         # The live store's ledger keeps its request ids; keys the KMS reports destroyed fill in the rest.
         subjects = {k: "restore-ledger" for k in destroyed} | {(t, s): r for t, s, r in ledger}
         for (tenant_id, subject_ref), request_id in sorted(subjects.items()):
-            if keyring.is_fenced(conn, tenant_id, subject_ref):
-                continue
-            tombstone_subject(conn, keyring, tenant_id, subject_ref, request_id or "restore-ledger")
-            reforgotten += 1
+            if not keyring.is_fenced(conn, tenant_id, subject_ref):
+                tombstone_subject(conn, keyring, tenant_id, subject_ref, request_id or "restore-ledger")
+                reforgotten += 1
+            # Summaries that cite the subject may predate the snapshot's own purge (or the forget).
+            derived += len(purge_derived(conn, tenant_id, subject_ref, request_id, now).ids)
         names = _destroyed_names(destroyed)
         if names:
             conn.execute(
@@ -238,11 +241,12 @@ def restore_backup(
                     "backup_id": manifest.id,
                     "tree_size_restored": manifest.tree_size,
                     "reforgotten": reforgotten,
+                    "derived_retombstoned": derived,
                 },
                 occurred_at=iso(now),
             ),
         )
-    return RestoreReport(manifest.id, manifest.tree_size, reforgotten, len(destroyed))
+    return RestoreReport(manifest.id, manifest.tree_size, reforgotten, len(destroyed), derived)
 
 
 def _live_ledger(uow: UnitOfWork) -> set[tuple[str, str, str | None]]:

@@ -36,10 +36,10 @@ from vault.clock import from_db, iso, parse_iso, to_db, utcnow
 from vault.db import UnitOfWork
 from vault.errors import LegalHoldActive, NotFound, OutOfScope, VersionConflict
 from vault.events import Event, SqlEventLog
-from vault.forgetting import tombstone_subject
+from vault.forgetting import purge_derived, tombstone_subject
 from vault.keyring import ACTIVE, DESTROYED, SubjectKeyring
-from vault.model import Caller, Role, SourceType, Status
-from vault.projection import MEMORY_TOMBSTONED, SUBJECT_REINSTATED, apply
+from vault.model import Caller, Role, Status
+from vault.projection import SUBJECT_REINSTATED, apply
 from vault.pseudonyms import Pseudonymizer
 from vault.tables import (
     erasure_jobs,
@@ -544,59 +544,14 @@ def _tombstone(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
 def _purge_derived(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     """Tombstone summaries built from any forgotten memory, transitively, whoever their subject."""
     assert conn is not None
-    tenant = ctx.job.tenant_id
-    gone = set(
-        conn.execute(
-            sa.select(memories.c.id).where(
-                memories.c.tenant_id == tenant, memories.c.subject_ref == ctx.job.subject_ref
-            )
-        ).scalars()
-    )
-    summaries = conn.execute(
-        sa.select(memories.c.id, memories.c.provenance, memories.c.version, memories.c.subject_ref).where(
-            memories.c.tenant_id == tenant,
-            memories.c.status != Status.FORGOTTEN.value,
-            memories.c.provenance.contains(SourceType.SUMMARY.value),
-        )
-    ).all()
-    parsed = [
-        (s, set(json.loads(s.provenance).get("sources") or ()))
-        for s in summaries
-        if json.loads(s.provenance).get("source_type") == SourceType.SUMMARY.value
-    ]
-    tombstoned: list[str] = []
-    changed = True
-    while changed:
-        changed = False
-        for s, sources in parsed:
-            if s.id not in gone and sources & gone:
-                gone.add(s.id)
-                tombstoned.append(s.id)
-                changed = True
-    index_before = _index_count(conn, tenant, ctx.job.subject_ref, tombstoned)
-    for s, _ in parsed:
-        if s.id in tombstoned:
-            ev = SqlEventLog().append(
-                conn,
-                Event(
-                    MEMORY_TOMBSTONED,
-                    tenant,
-                    {
-                        "version": s.version + 1,
-                        "reason": "derived_from_forgotten_subject",
-                        "request_id": ctx.job.id,
-                    },
-                    s.id,
-                    s.subject_ref,
-                    occurred_at=iso(ctx.service.clock()),
-                ),
-            )
-            apply(conn, ev)
+    job = ctx.job
+    own = _index_count(conn, job.tenant_id, job.subject_ref, [])
+    purge = purge_derived(conn, job.tenant_id, job.subject_ref, job.id, ctx.service.clock())
     return {
-        "derived_tombstoned": len(tombstoned),
-        "derived_ids": sorted(tombstoned),
-        "index_entries_before": index_before,
-        "index_entries_after": _index_count(conn, tenant, ctx.job.subject_ref, tombstoned),
+        "derived_tombstoned": len(purge.ids),
+        "derived_ids": purge.ids,
+        "index_entries_before": own + purge.index_entries_removed,
+        "index_entries_after": _index_count(conn, job.tenant_id, job.subject_ref, purge.ids),
     }
 
 
