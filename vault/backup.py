@@ -30,7 +30,7 @@ from datetime import datetime
 from pathlib import Path
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from keys.protocol import KeyDestroyed, KmsError
 from vault.clock import iso, to_db, utcnow
@@ -39,7 +39,7 @@ from vault.events import Event, SqlEventLog
 from vault.forgetting import purge_derived, tombstone_subject
 from vault.keyring import ACTIVE, DESTROYED, SubjectKeyring
 from vault.schema import upgrade
-from vault.tables import backups, checkpoints, forgotten_subjects, subject_keys
+from vault.tables import backups, checkpoints, forgotten_subjects, memories, subject_keys
 
 FORMAT = "lethe-backup/v1"
 BACKUP_CREATED, BACKUP_RESTORED = "backup.created", "backup.restored"
@@ -220,7 +220,9 @@ def restore_backup(
         # The live store's ledger keeps its request ids; keys the KMS reports destroyed fill in the rest.
         subjects = {k: "restore-ledger" for k in destroyed} | {(t, s): r for t, s, r in ledger}
         for (tenant_id, subject_ref), request_id in sorted(subjects.items()):
-            if not keyring.is_fenced(conn, tenant_id, subject_ref):
+            if not keyring.is_fenced(conn, tenant_id, subject_ref) or _has_live_memories(
+                conn, tenant_id, subject_ref
+            ):
                 tombstone_subject(conn, keyring, tenant_id, subject_ref, request_id or "restore-ledger")
                 reforgotten += 1
             # Summaries that cite the subject may predate the snapshot's own purge (or the forget).
@@ -247,6 +249,22 @@ def restore_backup(
             ),
         )
     return RestoreReport(manifest.id, manifest.tree_size, reforgotten, len(destroyed), derived)
+
+
+def _has_live_memories(conn: Connection, tenant_id: str, subject_ref: str) -> bool:
+    """A snapshot taken between an erasure's acceptance (fence up) and its tombstone."""
+    return (
+        conn.execute(
+            sa.select(memories.c.id)
+            .where(
+                memories.c.tenant_id == tenant_id,
+                memories.c.subject_ref == subject_ref,
+                memories.c.status != "forgotten",
+            )
+            .limit(1)
+        ).first()
+        is not None
+    )
 
 
 def _live_ledger(uow: UnitOfWork) -> set[tuple[str, str, str | None]]:

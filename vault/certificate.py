@@ -189,7 +189,7 @@ def build_certificate(
         "subject": {
             "commitment": job.subject_commitment,
             "salt": job.commitment_salt,
-            "scheme": "hex(SHA-256(salt || UTF-8(tenant_id) || UTF-8(subject_id)))",
+            "scheme": "hex(SHA-256(salt || UTF-8(tenant_id) || UTF-8(NFC(subject_id))))",
             "subject_ref": job.subject_ref,
         },
         "steps": [

@@ -22,6 +22,7 @@ import hashlib
 import json
 import logging
 import os
+import unicodedata
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ from vault.events import Event, SqlEventLog
 from vault.forgetting import purge_derived, tombstone_subject
 from vault.keyring import ACTIVE, DESTROYED, SubjectKeyring
 from vault.model import Caller, Role, Status
-from vault.projection import SUBJECT_REINSTATED, apply
+from vault.projection import ERASURE_RECEIVED, SUBJECT_REINSTATED, apply
 from vault.pseudonyms import Pseudonymizer
 from vault.tables import (
     erasure_jobs,
@@ -49,7 +50,7 @@ from vault.tables import (
     search_index,
     subject_keys,
 )
-from vault.validation import require_text
+from vault.validation import normal_subject_id, require_text
 
 log = logging.getLogger("lethe.erasure")
 
@@ -59,7 +60,6 @@ KEY_PENDING, KEY_DESTROYED, VERIFIED = "key_destruction_pending", "key_destroyed
 BLOCKED = "blocked"
 CORE_STEPS = (TOMBSTONED, DERIVED_PURGED, KEY_DESTROYED, VERIFIED)
 
-ERASURE_RECEIVED = "erasure.received"
 ERASURE_STEP = "erasure.step"
 LEGAL_HOLD_PLACED = "legal_hold.placed"
 LEGAL_HOLD_LIFTED = "legal_hold.lifted"
@@ -118,7 +118,7 @@ class StepFailed(Exception):
 
 def subject_commitment(salt: bytes, tenant_id: str, subject_id: str) -> str:
     """SHA-256(salt || tenant || subject_id): lets a certificate name the subject to
-    whoever already knows the id, and to nobody else."""
+    whoever already knows the id, and to nobody else. ``subject_id`` is NFC already."""
     return hashlib.sha256(salt + tenant_id.encode() + subject_id.encode()).hexdigest()
 
 
@@ -174,61 +174,88 @@ class ErasureService:
     # -- requests ---------------------------------------------------------------------
 
     def request(self, caller: Caller, subject_id: str, legal_basis: str, reference: str | None) -> ErasureJob:
+        """File a request; the erasure fence goes up in the same transaction.
+
+        Stores written before subject ids were NFC-normalised may hold the subject under
+        the spelling it was sent in: when such a legacy ref holds keys, a linked request
+        for it is filed too (same basis, reference naming the primary request).
+        """
         _require(caller, Role.PRIVACY_OFFICER)
-        require_text("subject_id", subject_id, 256)
+        raw = subject_id
+        subject_id = normal_subject_id(subject_id)
         require_text("legal_basis (e.g. gdpr-art17-1a)", legal_basis, 64)
         require_text("reference", reference, 200, required=False)
         ref = self.pseudonyms.subject_ref(caller.tenant_id, subject_id)
-        salt = os.urandom(16)
+        spellings = {
+            self.pseudonyms.unnormalised_subject_ref(caller.tenant_id, form): form
+            for form in (raw, unicodedata.normalize("NFD", subject_id))
+        }
+        spellings.pop(ref, None)
         now = self.clock()
         job_id = str(uuid.uuid4())
         with self.uow.write() as conn:
             hold = self._active_hold(conn, caller.tenant_id, ref)
             if hold is not None:
                 raise LegalHoldActive(f"legal hold {hold.id} blocks erasure of this subject: {hold.reason}")
-            conn.execute(
-                erasure_jobs.insert().values(
-                    id=job_id,
-                    tenant_id=caller.tenant_id,
-                    subject_ref=ref,
-                    subject_commitment=subject_commitment(salt, caller.tenant_id, subject_id),
-                    commitment_salt=salt.hex(),
-                    legal_basis=legal_basis,
-                    reference=reference,
-                    requested_by=caller.principal,
-                    status=RECEIVED,
-                    received_at=to_db(now),
-                    due_at=to_db(now + DUE_AFTER),
-                    updated_at=to_db(now),
-                    attempts=0,
-                )
+            self._file(conn, caller, job_id, ref, subject_id, legal_basis, reference, now)
+            for legacy_ref, form in sorted(spellings.items()):
+                if self.keyring.current(conn, caller.tenant_id, legacy_ref) is not None:
+                    linked = f"legacy spelling of request {job_id}"
+                    self._file(conn, caller, str(uuid.uuid4()), legacy_ref, form, legal_basis, linked, now)
+        job = self._load(job_id)
+        assert job is not None
+        return job
+
+    def _file(
+        self,
+        conn: Connection,
+        caller: Caller,
+        job_id: str,
+        ref: str,
+        subject_id: str,
+        legal_basis: str,
+        reference: str | None,
+        now: datetime,
+    ) -> None:
+        salt = os.urandom(16)
+        due = now + DUE_AFTER
+        conn.execute(
+            erasure_jobs.insert().values(
+                id=job_id,
+                tenant_id=caller.tenant_id,
+                subject_ref=ref,
+                subject_commitment=subject_commitment(salt, caller.tenant_id, subject_id),
+                commitment_salt=salt.hex(),
+                legal_basis=legal_basis,
+                reference=reference,
+                requested_by=caller.principal,
+                status=RECEIVED,
+                received_at=to_db(now),
+                due_at=to_db(due),
+                updated_at=to_db(now),
+                attempts=0,
             )
-            ev = self.log.append(
-                conn,
-                Event(
-                    ERASURE_RECEIVED,
-                    caller.tenant_id,
-                    {
-                        "request_id": job_id,
-                        "legal_basis": legal_basis,
-                        "reference": reference,
-                        "requested_by": caller.principal,
-                        "due_at": iso(now + DUE_AFTER),
-                    },
-                    subject_ref=ref,
-                    occurred_at=iso(now),
-                ),
+        )
+        payload = {
+            "request_id": job_id,
+            "legal_basis": legal_basis,
+            "reference": reference,
+            "requested_by": caller.principal,
+            "due_at": iso(due),
+        }
+        ev = self.log.append(
+            conn, Event(ERASURE_RECEIVED, caller.tenant_id, payload, subject_ref=ref, occurred_at=iso(now))
+        )
+        apply(conn, ev)  # the erasure fence: no write for this subject is accepted from now on
+        conn.execute(
+            erasure_steps.insert().values(
+                job_id=job_id,
+                step=RECEIVED,
+                completed_at=iso(now),
+                event_seq=ev.seq,
+                evidence=json.dumps({"legal_basis": legal_basis, "due_at": iso(due)}),
             )
-            conn.execute(
-                erasure_steps.insert().values(
-                    job_id=job_id,
-                    step=RECEIVED,
-                    completed_at=iso(now),
-                    event_seq=ev.seq,
-                    evidence=json.dumps({"legal_basis": legal_basis, "due_at": iso(now + DUE_AFTER)}),
-                )
-            )
-        return self._load(job_id)
+        )
 
     def get(self, caller: Caller, job_id: str) -> ErasureJob:
         _require(caller, Role.PRIVACY_OFFICER, Role.AUDITOR)
@@ -254,7 +281,7 @@ class ErasureService:
         self, caller: Caller, subject_id: str, reason: str, reference: str | None = None
     ) -> LegalHold:
         _require(caller, Role.PRIVACY_OFFICER)
-        require_text("subject_id", subject_id, 256)
+        subject_id = normal_subject_id(subject_id)
         require_text("reason", reason, 500)
         require_text("reference", reference, 200, required=False)
         ref = self.pseudonyms.subject_ref(caller.tenant_id, subject_id)
@@ -314,7 +341,7 @@ class ErasureService:
     def reinstate(self, caller: Caller, subject_id: str, reason: str) -> Reinstatement:
         """Lift the erasure fence. The old generation stays shredded; writes get a new key."""
         _require(caller, Role.PRIVACY_OFFICER)
-        require_text("subject_id", subject_id, 256)
+        subject_id = normal_subject_id(subject_id)
         require_text("reason", reason, 500)
         ref = self.pseudonyms.subject_ref(caller.tenant_id, subject_id)
         now = self.clock()

@@ -11,7 +11,7 @@ import hashlib
 import hmac
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -46,7 +46,7 @@ from vault.projection import (
 from vault.pseudonyms import Pseudonymizer
 from vault.sealing import open_rows, seal, to_item
 from vault.tables import idempotency_keys, memories, search_index, subject_keys
-from vault.validation import ValidWrite, validate_write
+from vault.validation import ValidWrite, normal_subject_id, validate_write
 
 TokenCounter = Callable[[str], int]
 
@@ -147,6 +147,7 @@ class MemoryService:
         return {"memory_id": memory_id, "tenant_id": tenant_id, "subject_ref": subject_ref, "terms": terms}
 
     def write(self, caller: Caller, cmd: WriteCommand) -> WriteOutcome:
+        cmd = replace(cmd, subject_id=normal_subject_id(cmd.subject_id))
         now = self.clock()
         valid, standing = self._admit(caller, cmd, now)
         agent_id = _agent_of(caller)
@@ -215,7 +216,7 @@ class MemoryService:
         agent_id = _agent_of(caller)
         keys: dict[str, SubjectKey] = {}
         batch, index_rows = [], []
-        for cmd in cmds:
+        for cmd in (replace(c, subject_id=normal_subject_id(c.subject_id)) for c in cmds):
             if cmd.id is not None or cmd.supersedes_id is not None or cmd.expected_version:
                 raise InvalidCommand("a bulk import only creates new memories")
             valid, standing = self._admit(caller, cmd, now)

@@ -26,6 +26,7 @@ MEMORY_EXPIRED = "memory.expired"
 MEMORY_TOMBSTONED = "memory.tombstoned"
 SUBJECT_FORGOTTEN = "subject.forgotten"
 SUBJECT_REINSTATED = "subject.reinstated"
+ERASURE_RECEIVED = "erasure.received"
 
 
 def _cas(conn: Connection, memory_id: str, previous: int, values: dict, *extra: sa.ColumnElement) -> None:
@@ -154,6 +155,25 @@ def _forgotten(conn: Connection, e: Event) -> None:
     )
 
 
+def _erasure_received(conn: Connection, e: Event) -> None:
+    """The erasure fence goes up when the request is accepted, not when the job first runs."""
+    fenced = conn.execute(
+        sa.select(forgotten_subjects.c.tenant_id).where(
+            forgotten_subjects.c.tenant_id == e.tenant_id, forgotten_subjects.c.subject_ref == e.subject_ref
+        )
+    ).first()
+    if fenced is None:
+        conn.execute(
+            forgotten_subjects.insert().values(
+                tenant_id=e.tenant_id,
+                subject_ref=e.subject_ref,
+                forgotten_at=e.occurred_at,
+                generation=0,
+                request_id=e.payload.get("request_id"),
+            )
+        )
+
+
 def _reinstated(conn: Connection, e: Event) -> None:
     conn.execute(
         forgotten_subjects.delete().where(
@@ -170,6 +190,7 @@ _HANDLERS: dict[str, Callable[[Connection, Event], None]] = {
     MEMORY_TOMBSTONED: _tombstoned,
     SUBJECT_FORGOTTEN: _forgotten,
     SUBJECT_REINSTATED: _reinstated,
+    ERASURE_RECEIVED: _erasure_received,
 }
 
 

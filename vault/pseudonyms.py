@@ -8,6 +8,7 @@ numbers) or for the words of a memory.
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
 
 from keys.envelope import create_secret_file, keyed_digest
@@ -38,10 +39,15 @@ class Pseudonymizer:
         return self._tenant_keys[k]
 
     def subject_ref(self, tenant_id: str, subject_id: str) -> str:
-        """HMAC-SHA256(tenant pepper, subject_id), hex."""
+        """HMAC-SHA256(tenant pepper, NFC(subject_id)), hex."""
+        return self.unnormalised_subject_ref(tenant_id, unicodedata.normalize("NFC", subject_id))
+
+    def unnormalised_subject_ref(self, tenant_id: str, subject_id: str) -> str:
+        """The ref of the id exactly as given: how stores before NFC normalisation keyed it."""
         return keyed_digest(self._tenant_key(tenant_id, "subject"), subject_id.encode())
 
     def term_hashes(self, tenant_id: str, text: str) -> set[str]:
-        """Blind-index terms: truncated keyed hashes of the lower-cased words."""
+        """Blind-index terms: truncated keyed hashes of the lower-cased words (NFC)."""
         key = self._tenant_key(tenant_id, "terms")
-        return {keyed_digest(key, w.encode())[:16] for w in _WORD.findall(text.lower()) if len(w) > 1}
+        words = _WORD.findall(unicodedata.normalize("NFC", text).lower())
+        return {keyed_digest(key, w.encode())[:16] for w in words if len(w) > 1}

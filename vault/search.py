@@ -22,6 +22,7 @@ from vault.model import Caller, Kind, Role, SearchQuery, SearchResult, Status
 from vault.pseudonyms import Pseudonymizer
 from vault.sealing import open_rows, to_item
 from vault.tables import memories, search_index
+from vault.validation import normal_subject_id
 
 WEIGHTS = {"lexical": 0.6, "confidence": 0.25, "recency": 0.15}
 RECENCY_HALF_LIFE_DAYS = 30.0
@@ -63,9 +64,8 @@ class SearchService:
             memories.c.expires_at > to_db(now),
         ]
         if q.subject_id is not None:
-            filters.append(
-                memories.c.subject_ref == self.pseudonyms.subject_ref(caller.tenant_id, q.subject_id)
-            )
+            subject_ref = self.pseudonyms.subject_ref(caller.tenant_id, normal_subject_id(q.subject_id))
+            filters.append(memories.c.subject_ref == subject_ref)
         if q.kinds:
             filters.append(memories.c.kind.in_(list(q.kinds)))
         query_terms = sorted(self.pseudonyms.term_hashes(caller.tenant_id, q.query))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -43,6 +44,25 @@ def require_text(field: str, value: object, max_len: int, *, required: bool = Tr
         raise InvalidCommand(f"{field} is at most {max_len} characters")
     if "\x00" in value:
         raise InvalidCommand(f"{field} must not contain NUL characters")
+
+
+SUBJECT_ID_MAX = 256
+
+
+def normal_subject_id(value: object) -> str:
+    """The subject id as Lethe keys it: Unicode NFC, never case-folded.
+
+    "José" typed on one system and "Jose\u0301" sent by another are the same person, so
+    every subject id is normalised before it becomes a ``subject_ref``, a sealed envelope
+    or a certificate commitment. Case is kept: identifiers such as opaque user ids are
+    case-sensitive in many systems, and folding them could merge two people.
+    """
+    require_text("subject_id", value, SUBJECT_ID_MAX * 4)
+    assert isinstance(value, str)
+    normal = unicodedata.normalize("NFC", value)
+    if len(normal) > SUBJECT_ID_MAX:
+        raise InvalidCommand(f"subject_id is at most {SUBJECT_ID_MAX} characters")
+    return normal
 
 
 def validate_write(cmd: WriteCommand, limits: Limits, now: datetime) -> ValidWrite:

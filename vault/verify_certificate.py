@@ -42,6 +42,7 @@ import binascii
 import hashlib
 import itertools
 import json
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -116,8 +117,9 @@ def signed_bytes(document: dict[str, Any]) -> bytes:
 
 
 def compute_subject_commitment(salt_hex: str, tenant_id: str, subject_id: str) -> str:
-    """SHA-256(salt || UTF-8 tenant id || UTF-8 subject id), hex (as ``vault.erasure``)."""
-    return hashlib.sha256(bytes.fromhex(salt_hex) + tenant_id.encode() + subject_id.encode()).hexdigest()
+    """SHA-256(salt || UTF-8 tenant id || UTF-8 NFC(subject id)), hex (as ``vault.erasure``)."""
+    subject = unicodedata.normalize("NFC", subject_id)
+    return hashlib.sha256(bytes.fromhex(salt_hex) + tenant_id.encode() + subject.encode()).hexdigest()
 
 
 # -- small typed accessors: every malformed field becomes a named failure -------------------
