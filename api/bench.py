@@ -474,7 +474,7 @@ class Bench:
         if kms == "vault" and self.kms != "vault":
             assert self.openbao is not None
             spec |= {"kms": "vault", "vault_addr": self.openbao.addr, "vault_token": self.openbao.token}
-        return build(store_settings(spec))
+        return build(store_settings(spec), create=True)
 
     def ensure_openbao(self) -> OpenBaoDevServer | None:
         if self.openbao is None:
@@ -1791,7 +1791,7 @@ def _load_main(spec: dict[str, Any]) -> None:
     """A data-generation worker: load whole tenants through the bulk path, report progress."""
     from api.bootstrap import build
 
-    c = build(store_settings(spec["store"]), migrate=False)
+    c = build(store_settings(spec["store"]))
     if spec.get("cache_kib"):
         # A larger page cache for this loader's connections only: the four random-UUID
         # indexes (event id, memory id twice, index row) outgrow SQLite's 2 MiB default.

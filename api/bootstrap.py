@@ -2,6 +2,14 @@
 
 Nothing is built at import time; every process (server, CLI command, test) calls
 ``build`` with its settings and closes what it gets.
+
+Only ``build(settings, create=True)`` (``lethe init``) creates a store: the data dir,
+the key files and the schema. Every other process opens an existing store and refuses,
+naming the fix, when the data dir or a key file is missing or the schema is another
+release's: a command run from the wrong folder must not quietly start a new store with
+new keys, and a new pepper or master key beside existing data would make it unreachable.
+
+Exceptions: ``StoreNotReady`` (the store cannot be opened as it is).
 """
 
 from __future__ import annotations
@@ -10,8 +18,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+import sqlalchemy as sa
+
 from api.settings import Settings
 from api.signing_key import ensure_signing_key, load_signer, log_origin
+from keys.envelope import create_private_file, create_secret_file
 from keys.factory import build_kms
 from keys.protocol import KeyManager
 from vault.audit_log import AuditLog
@@ -19,11 +30,12 @@ from vault.certificate import ErasureReports, reported_step
 from vault.compaction import Compactor, compacted_step
 from vault.db import UnitOfWork, make_engine
 from vault.erasure import ErasureService
+from vault.errors import StoreNotReady
 from vault.keyring import DekCache, SubjectKeyring
 from vault.memories import MemoryService
 from vault.policy import Limits
 from vault.pseudonyms import Pseudonymizer, create_pepper
-from vault.schema import upgrade
+from vault.schema import require_current, schema_state, upgrade
 from vault.search import SearchService
 
 
@@ -49,26 +61,80 @@ class Container:
         self.uow.engine.dispose()
 
 
+PEPPER, SIGNING_KEY, MASTER_KEY = "pepper.key", "signing.pem", "master.key"
+
+
 def initialise(settings: Settings) -> list[str]:
-    """Create the data dir, key dir, pepper and schema; list what was created."""
+    """Create the data dir, key dir, pepper, signing key and (SQLite) database file; list them."""
     created = []
-    for d, mode in ((settings.data_dir, 0o700), (settings.key_dir, 0o700)):
+    for d in (settings.data_dir, settings.key_dir):
         if not d.exists():
-            d.mkdir(parents=True, mode=mode)
+            d.mkdir(parents=True, mode=0o700)
             created.append(f"directory {d}")
-    if create_pepper(settings.key_dir / "pepper.key"):
-        created.append(f"pseudonym pepper {settings.key_dir / 'pepper.key'} (0600)")
+    if create_pepper(settings.key_dir / PEPPER):
+        created.append(f"pseudonym pepper {settings.key_dir / PEPPER} (0600)")
     created += ensure_signing_key(settings)
+    if settings.kms == "local" and create_secret_file(settings.key_dir / MASTER_KEY):
+        created.append(f"local KMS master key {settings.key_dir / MASTER_KEY} (0600)")
+    path = sqlite_path(settings)
+    if path is not None and create_private_file(path):
+        created.append(f"database {path} (0600)")
     return created
 
 
-def build(settings: Settings, *, migrate: bool = True) -> Container:
-    created = initialise(settings)
-    engine = make_engine(settings.db_url)
-    if migrate:
+def sqlite_path(settings: Settings) -> Path | None:
+    url = sa.engine.make_url(settings.db_url)
+    return Path(url.database) if url.get_backend_name() == "sqlite" and url.database else None
+
+
+def require_initialised(settings: Settings) -> None:
+    """The data dir and every key file must exist: never create them beside an existing store."""
+    if not settings.data_dir.is_dir():
+        raise StoreNotReady(
+            f"no Lethe data dir at {settings.data_dir.resolve()}: set LETHE_DATA_DIR to the store's "
+            "data dir, or run `lethe init` to create a new store there"
+        )
+    needed = [PEPPER, SIGNING_KEY] + ([MASTER_KEY] if settings.kms == "local" else [])
+    missing = [name for name in needed if not (settings.key_dir / name).exists()]
+    if missing:
+        raise StoreNotReady(
+            f"the key dir {settings.key_dir.resolve()} lacks {', '.join(missing)}: restore it from "
+            "your key backup (new keys beside existing data would leave that data unreachable)"
+        )
+    path = sqlite_path(settings)
+    if path is not None and not path.exists():
+        raise StoreNotReady(f"no database at {path}: run `lethe init`, or check LETHE_DATA_DIR")
+
+
+def _refuse_new_keys_for_old_data(settings: Settings, engine: sa.Engine) -> None:
+    """``lethe init`` completes a new store; it never mints a pepper for a store with data."""
+    path = sqlite_path(settings)
+    if (settings.key_dir / PEPPER).exists() or (path is not None and not path.exists()):
+        return
+    if schema_state(engine).current is None:
+        return
+    with engine.connect() as conn:
+        has_data = conn.execute(sa.text("SELECT 1 FROM events LIMIT 1")).first() is not None
+    if has_data:
+        raise StoreNotReady(
+            f"{settings.key_dir / PEPPER} is missing but the database holds data: restore the key dir "
+            "from your key backup; a new pepper would make every subject unreachable"
+        )
+
+
+def build(settings: Settings, *, create: bool = False) -> Container:
+    """Open the store (``create=True``: create what is missing first, and migrate to the latest)."""
+    if create:
+        engine = make_engine(settings.db_url)
+        _refuse_new_keys_for_old_data(settings, engine)
+        created = initialise(settings)
         upgrade(engine)
+    else:
+        require_initialised(settings)
+        created = []
+        engine = make_engine(settings.db_url)
+        require_current(engine)
     uow = UnitOfWork(engine)
-    local_existing = (settings.key_dir / "master.key").exists()
     kms = build_kms(
         settings.kms,
         key_dir=settings.key_dir,
@@ -77,10 +143,8 @@ def build(settings: Settings, *, migrate: bool = True) -> Container:
         vault_mount=settings.vault_transit_mount,
         timeout=settings.kms_timeout_seconds,
     )
-    if settings.kms == "local" and not local_existing:
-        created.append(f"local keystore {settings.key_dir / 'keystore.sqlite3'} and master key (0600)")
     keyring = SubjectKeyring(kms, uow, DekCache(settings.dek_cache_entries, settings.dek_cache_ttl_seconds))
-    pseudonyms = Pseudonymizer.from_file(Path(settings.key_dir / "pepper.key"))
+    pseudonyms = Pseudonymizer.from_file(settings.key_dir / PEPPER)
     limits = Limits(max_content_bytes=settings.max_content_bytes)
     compactor = Compactor(uow, retention=timedelta(days=settings.compaction_retention_days))
     signer = load_signer(settings)

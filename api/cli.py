@@ -7,31 +7,40 @@ Exit codes: 1 for a refused command (a ``VaultError``: unknown token, invalid sc
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from api.bootstrap import Container, build
+from api.bootstrap import Container, build, require_initialised
 from api.settings import Settings
-from vault.errors import VaultError
+from vault.errors import StoreNotReady, VaultError
 from vault.model import Role
 
 app = typer.Typer(help="Lethe: a crypto-shredding privacy vault for AI agents' memory.", no_args_is_help=True)
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 token_app = typer.Typer(
     help="Mint, revoke and list API tokens (shown once; stored only as hashes).", no_args_is_help=True
 )
 app.add_typer(token_app, name="token")
 
 
+@app.callback()
+def _private_files() -> None:
+    """Every file a command creates (stores, backups, reports) is private to the owner."""
+    os.umask(0o077)
+
+
 @contextmanager
-def container() -> Iterator[Container]:
+def container(create: bool = False) -> Iterator[Container]:
+    """The store, opened for one command; a missing or foreign store exits 2 with the fix."""
     try:
-        c = build(Settings())
+        c = build(Settings(), create=create)
     except (VaultError, ValueError, OSError) as exc:
         err.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None
@@ -46,14 +55,38 @@ def container() -> Iterator[Container]:
 
 @app.command()
 def init() -> None:
-    """Create the data dir, database schema, local keystore and master key."""
-    with container() as c:
+    """Create the data dir, database schema, local keystore and master key (only what is missing)."""
+    with container(create=True) as c:
         if c.created:
             for line in c.created:
                 console.print(f"created {line}")
         else:
             console.print("already initialised; nothing created")
         console.print(f"database: {c.settings.db_url.split('@')[-1]} (schema at the latest migration)")
+
+
+@app.command()
+def migrate() -> None:
+    """Upgrade the store's schema to this release (stop every Lethe process and back up first)."""
+    from vault.db import make_engine
+    from vault.schema import schema_state, upgrade
+
+    settings = Settings()
+    try:
+        require_initialised(settings)
+        engine = make_engine(settings.db_url)
+        before = schema_state(engine)
+        if not before.known:
+            raise StoreNotReady(f"the store's schema {before.current} is newer than this Lethe's")
+        if before.up_to_date:
+            console.print(f"schema already at {before.head}; nothing to do")
+            return
+        upgrade(engine)
+        engine.dispose()
+    except VaultError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    console.print(f"schema upgraded from {before.current or 'nothing'} to {before.head}")
 
 
 @app.command()
@@ -88,7 +121,7 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on (loopback by default)."),
     port: int = typer.Option(8080, "--port", min=1, max=65535),
 ) -> None:
-    """Run the HTTP API. The first run initialises the data dir and mints an admin token."""
+    """Run the HTTP API on an initialised store (`lethe init`); the first run mints an admin token."""
     import uvicorn
 
     from api.app import create_app
@@ -107,6 +140,15 @@ def serve(
             )
             typer.echo(f"admin token for tenant {info.tenant_id} (shown once, store it now): {token}")
             typer.echo(f"token id: {info.id}")
+        elif "bootstrap_tenant" in settings.model_fields_set and not tokens.any_with_role(
+            Role.ADMIN, settings.bootstrap_tenant
+        ):
+            tenant = escape(settings.bootstrap_tenant)
+            err.print(
+                f"[yellow]warning:[/yellow] LETHE_BOOTSTRAP_TENANT={tenant} is ignored: the admin token "
+                "is minted on the first start only, and this store has one. Mint one with "
+                f"`lethe token create --tenant {tenant} --role admin`."
+            )
     typer.echo(f"OpenAPI docs: http://{shown}:{port}/docs")
     configure_logging(settings.log_level)
     uvicorn.run(

@@ -32,7 +32,7 @@ from rich.table import Table
 __all__ = ["register"]
 
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
 class ReportFormat(StrEnum):

@@ -21,7 +21,7 @@ from rich.table import Table
 
 # Not on a terminal (a log, a test), rich would wrap the table at 80 columns.
 console = Console() if sys.stdout.isatty() else Console(width=160)
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
 class ScaleName(StrEnum):

@@ -16,7 +16,7 @@ from vault.erasure import ErasureJob
 from vault.model import Caller, Role
 
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
 def _officer(tenant: str) -> Caller:

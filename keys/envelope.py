@@ -34,6 +34,20 @@ def new_data_key() -> bytes:
     return os.urandom(KEY_BYTES)
 
 
+def create_private_file(path: Path) -> bool:
+    """Create an empty 0600 file (for a store SQLite will open); False if it exists.
+
+    O_EXCL: when the file exists no descriptor is opened, so nothing is closed either
+    (closing a descriptor of a live SQLite file would drop this process's locks on it).
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
+
+
 def create_secret_file(path: Path, nbytes: int = KEY_BYTES) -> bool:
     """Write ``nbytes`` random bytes to a new 0600 file; False if it exists (never overwritten)."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,14 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from keys.envelope import DecryptionFailed, aead_unwrap, aead_wrap, create_secret_file, new_data_key
+from keys.envelope import (
+    DecryptionFailed,
+    aead_unwrap,
+    aead_wrap,
+    create_private_file,
+    create_secret_file,
+    new_data_key,
+)
 from keys.filescan import FileScanFailed, find_in_files
 from keys.protocol import (
     DataKey,
@@ -67,8 +74,8 @@ class LocalKms:
             raise KmsUnavailable("local KMS master key file is malformed")
         self._lock = threading.Lock()
         self._path.parent.mkdir(parents=True, exist_ok=True)
+        create_private_file(self._path)  # 0600 before SQLite creates it (its WAL and SHM copy the mode)
         self._db = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
-        os.chmod(self._path, 0o600)
         self._db.execute("PRAGMA secure_delete=ON")
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA busy_timeout=5000")

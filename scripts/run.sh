@@ -9,4 +9,5 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip >/dev/null
 .venv/bin/python -m pip install --quiet -e .
+.venv/bin/lethe init          # creates the store on the first run only
 exec .venv/bin/lethe serve "$@"

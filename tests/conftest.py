@@ -71,7 +71,7 @@ def settings(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> It
 
 @pytest.fixture
 def lethe(settings: Settings) -> Iterator[Container]:
-    c = build(settings)
+    c = build(settings, create=True)
     yield c
     c.close()
 
@@ -126,7 +126,7 @@ def shred_settings(settings: Settings, kms_kind: str, request: pytest.FixtureReq
 
 @pytest.fixture
 def shredder(shred_settings: Settings) -> Iterator[Container]:
-    c = build(shred_settings)
+    c = build(shred_settings, create=True)
     yield c
     c.close()
 

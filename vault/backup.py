@@ -32,6 +32,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from keys.envelope import create_private_file
 from keys.protocol import KeyDestroyed, KmsError
 from vault.clock import iso, to_db, utcnow
 from vault.db import UnitOfWork, is_sqlite
@@ -105,7 +106,8 @@ def create_backup(uow: UnitOfWork, dest_dir: Path, clock: Callable[[], datetime]
     """Write a snapshot and its manifest under ``dest_dir``; return the manifest path."""
     backup_id, now = str(uuid.uuid4()), clock()
     folder = Path(dest_dir) / f"lethe-backup-{now.strftime('%Y%m%dT%H%M%SZ')}-{backup_id[:8]}"
-    folder.mkdir(parents=True, mode=0o700)
+    folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    folder.mkdir(mode=0o700)
     engine = uow.engine
     if is_sqlite(engine):
         target = folder / "data.sqlite3"
@@ -146,6 +148,7 @@ def create_backup(uow: UnitOfWork, dest_dir: Path, clock: Callable[[], datetime]
         FORMAT, backup_id, iso(now), database, target.name, _sha256(target), tree_size, checkpoint
     )
     path = folder / "manifest.json"
+    create_private_file(path)
     path.write_text(json.dumps(asdict(manifest), indent=2, sort_keys=True))
     with uow.write() as conn:
         conn.execute(

@@ -14,6 +14,8 @@
 - ``SubjectForgotten`` (409): the erasure fence refuses writes for a forgotten subject.
 - ``LegalHoldActive`` (409): a legal hold blocks the erasure of this subject.
 - ``StoreUnavailable`` (503): the database or the KMS cannot be reached.
+- ``StoreNotReady`` (503): the store cannot be opened as it is: no data dir, missing key
+  files, or a schema another release wrote (the message names the command that fixes it).
 
 Messages never contain memory content, subject ids or key material.
 """
@@ -103,3 +105,8 @@ class LegalHoldActive(VaultError):
 class StoreUnavailable(VaultError):
     status = 503
     title = "Service unavailable"
+
+
+class StoreNotReady(VaultError):
+    status = 503
+    title = "Store not ready"

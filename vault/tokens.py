@@ -175,11 +175,13 @@ class TokenService:
             ).all()
         return [_info(r) for r in rows]
 
-    def any_with_role(self, role: Role) -> bool:
-        """Whether a token of this role was ever minted (revoked ones count): first-run detection."""
+    def any_with_role(self, role: Role, tenant_id: str | None = None) -> bool:
+        """Whether a token of this role (in this tenant) was ever minted: first-run detection."""
         with self.uow.read() as conn:
-            q = sa.select(api_tokens.c.id).where(api_tokens.c.role == role.value).limit(1)
-            return conn.execute(q).first() is not None
+            q = sa.select(api_tokens.c.id).where(api_tokens.c.role == role.value)
+            if tenant_id is not None:
+                q = q.where(api_tokens.c.tenant_id == tenant_id)
+            return conn.execute(q.limit(1)).first() is not None
 
 
 def _info(row) -> TokenInfo:  # type: ignore[no-untyped-def]

@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from api.app import create_app
-from api.bootstrap import Container
+from api.bootstrap import Container, build
 from api.settings import Settings
 from vault.clock import utcnow
 from vault.model import Role
@@ -99,8 +99,12 @@ def bearer(token: str) -> dict[str, str]:
 
 
 def api_settings(settings: Settings, **overrides: Any) -> Settings:
-    """Test settings: a generous rate limit and a sweep that stays out of the way."""
+    """Test settings: a generous rate limit and a sweep that stays out of the way.
+
+    The store is initialised here (as `lethe init` would): the server opens only existing stores.
+    """
     base = {"rate_limit": "100000/minute", "sweep_interval_seconds": 3600.0}
+    build(settings, create=True).close()
     return settings.model_copy(update={**base, **overrides})
 
 

@@ -20,6 +20,7 @@ def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-unt
     def invoke(*args: str):  # type: ignore[no-untyped-def]
         return runner.invoke(app, list(args))
 
+    assert invoke("init").exit_code == 0
     return invoke
 
 

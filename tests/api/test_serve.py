@@ -78,6 +78,11 @@ def start_server(tmp_path: Path, extra_env: dict[str, str]) -> Server:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LETHE_")}
     env["LETHE_DATA_DIR"] = str(tmp_path / "data")
     env.update(extra_env)
+    if not (tmp_path / "data").exists():  # `lethe serve` opens only an initialised store
+        init = subprocess.run(
+            [*lethe_command(), "init"], env=env, capture_output=True, text=True, check=False
+        )
+        assert init.returncode == 0, init.stderr
     port = free_port()
     out, err = tmp_path / "stdout.log", tmp_path / "stderr.log"
     with out.open("wb") as o, err.open("wb") as e:
