@@ -386,3 +386,4 @@ class ReinstatementOut(BaseModel):
 
 class Health(BaseModel):
     status: str
+    checks: dict[str, str] | None = Field(default=None, description="Readiness: each check and its result.")

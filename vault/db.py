@@ -20,6 +20,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from vault.errors import StoreUnavailable
 
 _EVENT_LOG_LOCK = 0x4C455448  # "LETH": the advisory lock that serialises appends
+SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
 def make_engine(url: str, *, echo: bool = False) -> Engine:
@@ -33,7 +34,7 @@ def make_engine(url: str, *, echo: bool = False) -> Engine:
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=FULL")
-            cur.execute("PRAGMA busy_timeout=30000")
+            cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.execute("PRAGMA secure_delete=ON")
             try:
@@ -55,7 +56,15 @@ def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
 
-_OUTAGE_HINTS = ("locked", "unable to open", "could not connect", "connection", "server closed", "disk i/o")
+_OUTAGE_HINTS = (
+    "locked",
+    "unable to open",
+    "could not connect",
+    "connection",
+    "server closed",
+    "disk i/o",
+    "lock timeout",
+)
 
 
 def _is_outage(exc: DBAPIError) -> bool:
@@ -72,16 +81,30 @@ class UnitOfWork:
         self.engine = engine
 
     @contextmanager
-    def write(self) -> Iterator[Connection]:
-        """A serialised write transaction: commits on success, rolls back on any error."""
+    def write(self, lock_wait_ms: int | None = None) -> Iterator[Connection]:
+        """A serialised write transaction: commits on success, rolls back on any error.
+
+        ``lock_wait_ms`` bounds the wait for the write lock (readiness probes); by default
+        a writer waits as long as the driver's busy timeout allows.
+        """
+        sqlite = is_sqlite(self.engine)
         try:
             with self.engine.connect() as conn:
-                if is_sqlite(self.engine):
+                if sqlite:
                     conn = conn.execution_options(sqlite_begin="IMMEDIATE")
-                with conn.begin():
-                    if self.engine.dialect.name == "postgresql":
-                        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _EVENT_LOG_LOCK})
-                    yield conn
+                    if lock_wait_ms is not None:  # on the driver connection: no transaction yet
+                        conn.connection.driver_connection.execute(f"PRAGMA busy_timeout={int(lock_wait_ms)}")
+                try:
+                    with conn.begin():
+                        if not sqlite:
+                            if lock_wait_ms is not None:
+                                conn.exec_driver_sql(f"SET LOCAL lock_timeout = {int(lock_wait_ms)}")
+                            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _EVENT_LOG_LOCK})
+                        yield conn
+                finally:
+                    if sqlite and lock_wait_ms is not None:
+                        raw = conn.connection.driver_connection
+                        raw.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
         except DBAPIError as exc:
             if _is_outage(exc):
                 raise StoreUnavailable("database unavailable") from exc

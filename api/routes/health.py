@@ -1,6 +1,7 @@
 """Liveness, readiness and metrics: unauthenticated, for orchestrators and scrapers.
 
-Exceptions: readiness answers 503 (a problem) when the database or the KMS fails.
+Exceptions: readiness answers 503 (a problem naming each failed check) when the
+database cannot be read or written, the schema is not this release's, or the KMS fails.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from fastapi import APIRouter, Request, Response
 from api.problems import ApiProblem, problem_responses
 from api.routes.deps import ContainerDep, MetricsDep
 from api.schemas import Health
+from vault.readiness import check_readiness
 
 router = APIRouter(tags=["health"])
 log = logging.getLogger("lethe.api")
@@ -25,15 +27,15 @@ def healthz() -> Health:
 
 @router.get("/readyz", name="readyz", response_model=Health, responses=problem_responses(503))
 def readyz(container: ContainerDep) -> Health:
-    """Ready to serve: the database answers and the KMS is healthy."""
-    checks = (("database", container.uow.ping), ("key management service", container.kms.health))
-    for what, check in checks:
-        try:
-            check()
-        except Exception as exc:
-            log.warning("readiness check failed", extra={"task": what, "error": type(exc).__name__})
-            raise ApiProblem(503, "Service unavailable", f"{what} unavailable") from None
-    return Health(status="ready")
+    """Ready to serve: the store reads and commits a write, its schema is current, the KMS is healthy."""
+    checks = check_readiness(container.uow, container.kms)
+    failed = [c for c in checks if not c.ok]
+    for c in failed:
+        log.warning("readiness check failed", extra={"task": c.name, "error": c.detail})
+    if failed:
+        what = "; ".join(f"{c.name} failed ({c.detail})" for c in failed)
+        raise ApiProblem(503, "Service unavailable", f"not ready: {what}")
+    return Health(status="ready", checks={c.name: c.detail for c in checks})
 
 
 @router.get(

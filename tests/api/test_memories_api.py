@@ -123,11 +123,29 @@ def test_health_readiness_and_metrics(api: Api, monkeypatch: pytest.MonkeyPatch)
     assert metric(api, "lethe_kms_errors_total") == 1
     monkeypatch.undo()
 
-    def db_down() -> None:
-        raise OSError("disk gone")
 
-    monkeypatch.setattr(api.container.uow, "ping", db_down)
-    assert "database" in assert_problem(api.client.get("/readyz"), 503)["detail"]
+def test_readiness_reports_a_store_that_reads_but_cannot_write(api: Api) -> None:
+    """A SELECT 1 would say ready here; the write probe says what the server cannot do."""
+    ok = api.client.get("/readyz")
+    assert ok.status_code == 200 and ok.json()["checks"]["database write"] == "ok"
+    engine = api.container.uow.engine
+    with engine.connect() as other:  # another writer holds the write lock, and keeps it
+        if engine.dialect.name == "sqlite":
+            other.execution_options(sqlite_begin="IMMEDIATE").begin()
+        else:
+            other.exec_driver_sql("SELECT pg_advisory_lock(1279611976)")  # the event-log lock
+        doc = assert_problem(api.client.get("/readyz"), 503)
+        assert "database write failed" in doc["detail"] and "database read" not in doc["detail"]
+        if engine.dialect.name != "sqlite":
+            other.exec_driver_sql("SELECT pg_advisory_unlock(1279611976)")
+        other.rollback()
+    assert api.client.get("/readyz").status_code == 200
+
+
+def test_readiness_reports_a_schema_another_release_wrote(api: Api) -> None:
+    with api.container.uow.engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE alembic_version SET version_num = '9999_future'")
+    assert "schema failed" in assert_problem(api.client.get("/readyz"), 503)["detail"]
 
 
 @pytest.mark.parametrize("backend", ["sqlite"])
