@@ -35,6 +35,7 @@ from api.logging import RequestContextMiddleware
 from api.metrics import InstrumentedKms, Metrics
 from api.routes import audit, erasure, health, memories, tokens
 from api.settings import Settings
+from api.store_lease import serve_lease
 from vault.tokens import TokenService
 
 log = logging.getLogger("lethe.api")
@@ -55,6 +56,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         container = build(settings)
+        lease = serve_lease(settings.data_dir, container.uow.engine)  # restore/migrate wait for us
         instrument_kms(container, metrics)
         app.state.container = container
         app.state.tokens = TokenService(container.uow)
@@ -84,6 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             await work.stop()
             container.close()
+            lease.release()
 
     app = FastAPI(
         title="Lethe",

@@ -18,11 +18,12 @@ from rich.markup import escape
 
 from api.bootstrap import Container, build, require_initialised
 from api.settings import Settings
+from api.store_lease import exclusive_lease
 from vault.errors import StoreNotReady, VaultError
 from vault.model import Role
 
 app = typer.Typer(help="Lethe: a crypto-shredding privacy vault for AI agents' memory.", no_args_is_help=True)
-console = Console()
+console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 token_app = typer.Typer(
     help="Mint, revoke and list API tokens (shown once; stored only as hashes).", no_args_is_help=True
@@ -81,7 +82,8 @@ def migrate() -> None:
         if before.up_to_date:
             console.print(f"schema already at {before.head}; nothing to do")
             return
-        upgrade(engine)
+        with exclusive_lease(settings.data_dir, engine, "a migration"):
+            upgrade(engine)
         engine.dispose()
     except VaultError as exc:
         err.print(f"[red]error:[/red] {exc}")

@@ -31,7 +31,7 @@ from rich.table import Table
 
 __all__ = ["register"]
 
-console = Console()
+console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
 

@@ -11,11 +11,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from api.store_lease import exclusive_lease
 from vault.backup import BackupError, create_backup, restore_backup
 from vault.erasure import ErasureJob
 from vault.model import Caller, Role
 
-console = Console()
+console = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
 
@@ -189,7 +190,7 @@ def register(app: typer.Typer, container) -> None:  # type: ignore[no-untyped-de
     @backup_app.command("restore")
     def backup_restore(manifest: Path = typer.Argument(..., exists=True, dir_okay=False)) -> None:
         """Restore a snapshot, then forget again every subject forgotten since it was taken."""
-        with container() as c:
+        with container() as c, exclusive_lease(c.settings.data_dir, c.uow.engine, "a restore"):
             try:
                 report = restore_backup(c.uow, c.keyring, manifest)
             except BackupError as exc:

@@ -125,3 +125,19 @@ def test_every_file_lethe_creates_is_private_to_the_owner(tmp_path: Path) -> Non
     assert loose == {}
     dirs = [p for p in settings.data_dir.rglob("*") if p.is_dir()] + [settings.data_dir]
     assert all(stat.S_IMODE(d.stat().st_mode) & 0o077 == 0 for d in dirs)
+
+
+@pytest.mark.slow
+def test_a_restore_is_refused_while_a_server_uses_the_store(tmp_path: Path) -> None:
+    server = start_server(tmp_path, {})
+    try:
+        made = run_lethe(tmp_path / "data", "backup", "create")  # safe beside the server
+        assert made.returncode == 0, made.stderr
+        manifest = made.stdout.split("backup written:")[1].strip()
+        refused = run_lethe(tmp_path / "data", "backup", "restore", manifest)
+        assert refused.returncode != 0
+        assert "stop every `lethe serve`" in " ".join(refused.stderr.split())
+    finally:
+        server.stop()
+    restored = run_lethe(tmp_path / "data", "backup", "restore", manifest)
+    assert restored.returncode == 0, restored.stderr

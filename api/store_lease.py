@@ -1,0 +1,104 @@
+"""Who may use a store at the same time: servers and CLI commands share it, a few need it alone.
+
+Every ``lethe serve`` holds a *shared* lease on its store for as long as it runs. The
+commands that replace or reshape the store under everyone (``lethe backup restore``,
+``lethe migrate``) take an *exclusive* lease without waiting, and refuse with a clear
+message while any server holds it. Other CLI commands (forget, compact, erasure list,
+audit checkpoint, backup create, ...) need no lease: the database's own locks keep them
+safe beside a running server.
+
+The lease is two locks, because a store has two places processes meet:
+- a ``flock`` on ``<data dir>/lethe.lock`` (the data dir holds the SQLite store and the
+  local keystore). ``flock`` locks are independent of the POSIX record locks SQLite
+  uses, and the lock file is never a database, so opening and closing it cannot drop a
+  SQLite lock;
+- on PostgreSQL, a session advisory lock (shared / exclusive) held on a dedicated
+  connection, so servers on other hosts that share the database count too.
+
+Exceptions: ``StoreNotReady`` (the exclusive lease is held by a running server).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from vault.errors import StoreNotReady
+
+LOCK_FILE = "lethe.lock"
+_PG_LEASE = 0x4C455448 + 1  # next to the event-log lock: "LETI"
+
+
+class StoreLease:
+    """A held lease; ``release`` (or leaving the ``with`` block) gives it back."""
+
+    def __init__(self, fd: int, conn: Connection | None) -> None:
+        self._fd: int | None = fd
+        self._conn = conn
+
+    def release(self) -> None:
+        if self._conn is not None:
+            with suppress(Exception):  # a dropped connection has released its locks already
+                self._conn.close()
+            self._conn = None
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor releases the flock
+            self._fd = None
+
+    def __enter__(self) -> StoreLease:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
+
+
+def _lock_file(data_dir: Path, exclusive: bool) -> int:
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_EX | fcntl.LOCK_NB) if exclusive else fcntl.LOCK_SH)
+    except BlockingIOError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def serve_lease(data_dir: Path, engine: Engine) -> StoreLease:
+    """The shared lease a running server holds (waits only while an exclusive command runs)."""
+    fd = _lock_file(data_dir, exclusive=False)
+    conn = None
+    if engine.dialect.name == "postgresql":
+        conn = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        conn.execute(sa.text("SELECT pg_advisory_lock_shared(:k)"), {"k": _PG_LEASE})
+    return StoreLease(fd, conn)
+
+
+@contextmanager
+def exclusive_lease(data_dir: Path, engine: Engine, what: str) -> Iterator[StoreLease]:
+    """Run ``what`` with no server on the store, or refuse at once."""
+    refusal = StoreNotReady(
+        f"{what} needs the store to itself: stop every `lethe serve` using it first "
+        f"(a running server holds {data_dir / LOCK_FILE}"
+        + (" or the database's lease" if engine.dialect.name == "postgresql" else "")
+        + ")"
+    )
+    try:
+        fd = _lock_file(data_dir, exclusive=True)
+    except BlockingIOError:
+        raise refusal from None
+    conn = None
+    if engine.dialect.name == "postgresql":
+        conn = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        got = conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": _PG_LEASE}).scalar_one()
+        if not got:
+            conn.close()
+            os.close(fd)
+            raise refusal
+    with StoreLease(fd, conn) as lease:
+        yield lease
