@@ -18,7 +18,7 @@ from tests.conftest import agent, officer, write_cmd
 from vault import errors
 from vault.audit_tree import leaf_hash
 from vault.backup import create_backup, restore_backup
-from vault.compaction import reclaim_space, slices_of, sqlite_files
+from vault.compaction import ErasedScope, reclaim_space, slices_of, sqlite_files
 from vault.events import canonical_row
 from vault.forgetting import tombstone_subject
 from vault.tables import events, memories
@@ -275,3 +275,48 @@ def test_compaction_of_100000_events_reports_its_rate(lethe):
     )
     assert result.events_rewritten == 25_000
     assert os.path.exists(c.uow.engine.url.database)
+
+
+def run_until(c, job_id: str, last_step: str) -> None:
+    """Run the job's steps up to and including ``last_step`` (as a runner interrupted after it)."""
+    for spec in c.erasure.steps:
+        c.erasure._run_step(c.erasure._load(job_id), spec)
+        if spec.name == last_step:
+            return
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_scheduled_compaction_leaves_a_running_erasure_its_evidence(lethe):
+    c = lethe
+    for i in range(3):
+        c.memories.write(agent(), write_cmd(f"alice note {i} " + "y" * 100, subject=ALICE))
+    job = c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
+    run_until(c, job.id, "verified")
+    assert c.compactor.compact().events_rewritten == 0  # the hourly run skips the running erasure
+    c.erasure.advance(job.id)
+    evidence = next(s for s in c.erasure.get(officer(), job.id).steps if s.step == "compacted").evidence
+    assert evidence["scan"]["performed"] is True and evidence["scan"]["ciphertexts_scanned"] == 3
+    assert evidence["scan"]["slices_found"] == 0
+    assert evidence["row_check"] == {"events_that_held_ciphertext": 3, "events_still_holding_ciphertext": 0}
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_an_interrupted_compaction_is_stated_as_an_unperformed_scan_not_passed_off(lethe):
+    """A crash after compacting but before recording the step leaves nothing to sample."""
+    c = lethe
+    for i in range(3):
+        c.memories.write(agent(), write_cmd(f"alice note {i}", subject=ALICE))
+    job = c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
+    run_until(c, job.id, "verified")
+    ref = c.pseudonyms.subject_ref("t1", ALICE)
+    c.compactor.compact(only_forgotten=True, scope=ErasedScope("t1", ref))  # the interrupted attempt
+    c.erasure.advance(job.id)
+    job = c.erasure.get(officer(), job.id)
+    assert job.status == "reported"
+    evidence = next(s for s in job.steps if s.step == "compacted").evidence
+    assert evidence["scan"]["performed"] is False and "already been removed" in evidence["scan"]["reason"]
+    assert "slices_found" not in evidence["scan"]
+    assert evidence["row_check"] == {"events_that_held_ciphertext": 3, "events_still_holding_ciphertext": 0}
+    certificate = c.reports.load(job.report_id).parsed()
+    step = next(s for s in certificate["steps"] if s["name"] == "compacted")
+    assert step["evidence"]["scan"]["performed"] is False
