@@ -97,6 +97,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.rate_limiter = limiter
+    app.state.auth_failure_limiter = RateLimiter(
+        settings.auth_failure_rate_limit, "failed authentication from this address"
+    )
     problems.install(app)
     routers = [m.router for m in (health, memories, erasure, tokens, audit)]
     check_route_roles(routers)

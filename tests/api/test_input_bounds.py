@@ -1,6 +1,6 @@
 """Bad input at the HTTP edge: numbers past what the store or the clock can hold, lax
-types, oversized queries and a correction aimed outside the token's purposes. Each is a
-4xx RFC 9457 problem that does not echo the input and writes nothing.
+types, oversized queries, a correction aimed outside the token's purposes and floods of
+bad tokens. Each is a 4xx RFC 9457 problem that does not echo the input and writes nothing.
 """
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.settings import Settings
-from tests.api.conftest import Api, assert_problem, bearer, memory_body
+from tests.api.conftest import Api, api_settings, assert_problem, bearer, memory_body
 from vault.model import Role
 
 TOO_BIG_FOR_JSON_HASHING = 2**53
@@ -246,3 +247,39 @@ def test_superseding_an_item_in_a_purpose_the_token_lacks_is_a_404_like_an_unkno
     assert_problem(
         api.client.post("/v1/memories", json=memory_body(supersedes_id=billing["id"]), headers=both), 422
     )
+
+
+# -- 7. failed authentications are rate limited per client address ------------------------
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_bad_tokens_from_one_address_are_rate_limited_but_a_valid_token_still_works(
+    settings: Settings,
+) -> None:
+    app = create_app(api_settings(settings, auth_failure_rate_limit="5/minute"))
+    with TestClient(app) as client:
+        api = Api(app, client)
+        good = bearer(api.mint())
+        search = {"query": "tea", "purpose": "support"}
+        # Successful requests are not charged to the failure limit.
+        assert {
+            client.post("/v1/memories/search", json=search, headers=good).status_code for _ in range(10)
+        } == {200}
+        bad = [bearer(f"lethe_{uuid.uuid4().hex}{'x' * 11}"), {}, bearer("not-a-token")]
+        codes = [
+            client.post("/v1/memories/search", json=search, headers=bad[i % 3]).status_code for i in range(5)
+        ]
+        assert codes == [401] * 5
+        r = client.post("/v1/memories/search", json=search, headers=bad[0])
+        doc = assert_problem(r, 429)
+        assert 1 <= int(r.headers["retry-after"]) <= 60
+        assert "5/minute" in doc["detail"] and bad[0]["Authorization"][7:] not in r.text
+        assert client.post("/v1/memories/search", json=search, headers=good).status_code == 200
+        # The limit is per address: another client's bad token is still a plain 401.
+        elsewhere = TestClient(app, client=("203.0.113.7", 50000))
+        assert_problem(elsewhere.post("/v1/memories/search", json=search, headers=bad[0]), 401)
+
+
+def test_an_unreadable_auth_failure_rate_limit_is_refused_at_start_up(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="auth_failure_rate_limit"):
+        Settings(data_dir=tmp_path, auth_failure_rate_limit="plenty")
