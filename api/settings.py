@@ -25,8 +25,9 @@ class Settings(BaseSettings):
     dek_cache_entries: int = Field(default=10_000, gt=0)
     compaction_retention_days: float = Field(default=30.0, ge=0)
     backup_dir: Path | None = None
-    # HTTP server (api/): request size, per-token rate limit, background work.
+    # HTTP server (api/): request size and read time, rate limits, background work.
     max_body_bytes: int = Field(default=64 * 1024, gt=0)
+    body_read_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)  # the whole body, else 408
     rate_limit: str = "600/minute"  # per token; syntax of the `limits` package
     auth_failure_rate_limit: str = "30/minute"  # failed authentications per client address
     sweep_interval_seconds: float = Field(default=30.0, gt=0)
