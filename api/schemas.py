@@ -36,7 +36,7 @@ from vault.model import (
     WriteCommand,
 )
 from vault.search import MAX_LIMIT, MAX_QUERY_CHARS
-from vault.tokens import TokenInfo
+from vault.tokens import MAX_TOKEN_TTL, TokenInfo
 from vault.validation import MAX_VERSION
 
 MAX_TTL_SECONDS = 10 * 365 * 86400  # above every kind's maximum (5 years at most); the core checks the kind
@@ -239,7 +239,7 @@ class TokenCreate(Strict):
     )
     agent_id: str | None = Field(default=None, max_length=64, description="Required for agent tokens.")
     purposes: list[str] = Field(default_factory=list, max_length=50)
-    ttl_seconds: int | None = Field(default=None, gt=0, le=MAX_TTL_SECONDS, strict=True)
+    ttl_seconds: int | None = Field(default=None, gt=0, le=int(MAX_TOKEN_TTL.total_seconds()), strict=True)
     description: str | None = Field(default=None, max_length=200)
 
 
