@@ -2,12 +2,14 @@
 
 Every request model forbids unknown fields: a body naming ``tenant_id`` or
 ``agent_id`` is a 422, because scope comes from the token and a silently ignored
-field would let a client believe it chose its tenant. Every number is bounded (so none
-reaches an overflow in the clock, the store or the request hash) and strict per field
-(``"10"`` or ``true`` is not a number; an int is still a float). Strictness is per
-field, not model-wide: FastAPI validates the parsed JSON as Python objects, where a
-strict datetime would refuse the ISO 8601 strings ``expires_at`` arrives as. Response models are built from
+field would let a client believe it chose its tenant. Response models are built from
 domain objects with ``from_domain`` so the wire format is stated in one place.
+
+Every number a request accepts is bounded, so none reaches an overflow in the clock,
+the store or the request hash, and strict (``"10"`` or ``true`` is not a number; an int
+is still a float). Strict per field, not model-wide: FastAPI validates the parsed JSON
+as Python objects, where a strict datetime would refuse the ISO 8601 strings
+``expires_at`` arrives as.
 
 Exceptions: pydantic's ``ValidationError`` (rendered as a 422 problem by FastAPI).
 """
