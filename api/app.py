@@ -7,8 +7,10 @@ runner. Shutdown stops the loops (letting a run in progress finish) and closes t
 container.
 
 Middleware, outermost first: request context and access log (``api.logging``), then
-the body-size limit, which reads the body stream itself so a missing or lying
-``Content-Length`` cannot get past it.
+the body limits, which read the body stream themselves so a missing or lying
+``Content-Length`` cannot get past them: at most ``max_body_bytes`` (413), all of it
+within ``body_read_timeout_seconds`` (408), so a half-sent body cannot hold a request
+open forever.
 
 Exceptions: ``RuntimeError`` at creation if a ``/v1`` route has no entry in
 ``api.auth.ROUTE_ROLES`` (access policy must be complete); ``ValueError`` for an
@@ -100,12 +102,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.rate_limiter = limiter
+    app.state.auth_failure_limiter = RateLimiter(
+        settings.auth_failure_rate_limit, "failed authentication from this address"
+    )
     problems.install(app)
     routers = [m.router for m in (health, memories, erasure, tokens, audit)]
     check_route_roles(routers)
     for router in routers:
         app.include_router(router)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_bytes=settings.max_body_bytes,
+        read_timeout=settings.body_read_timeout_seconds,
+    )
     app.add_middleware(RequestContextMiddleware)  # added last: outermost
     app.openapi = lambda: openapi_schema(app)  # type: ignore[method-assign]
     return app
@@ -183,11 +192,15 @@ class BackgroundWork:
 
 
 class BodyLimitMiddleware:
-    """413 for a body over the limit, counted from the stream (not from Content-Length)."""
+    """413 for a body over the limit, counted from the stream (not from Content-Length);
+    408 for a body that has not fully arrived ``read_timeout`` seconds after the request
+    started: one deadline for the whole body, so dribbling a byte at a time does not
+    extend it. Both answers close the connection, whose stream is left mid-body."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, read_timeout: float = 30.0) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.read_timeout = read_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -195,19 +208,20 @@ class BodyLimitMiddleware:
             return
         declared = dict(scope.get("headers", ())).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._too_large(scope, receive, send)
+            await self._refuse(scope, receive, send, 413, "Request body too large", self._too_large)
             return
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            if len(body) > self.max_bytes:
-                await self._too_large(scope, receive, send)
-                return
-            if not message.get("more_body", False):
-                break
+        try:
+            async with asyncio.timeout(self.read_timeout):
+                body = await self._read_body(receive)
+        except TimeoutError:
+            detail = f"the request body did not arrive within {self.read_timeout:g} seconds"
+            await self._refuse(scope, receive, send, 408, "Request timeout", detail)
+            return
+        if body is None:  # the client went away
+            return
+        if len(body) > self.max_bytes:
+            await self._refuse(scope, receive, send, 413, "Request body too large", self._too_large)
+            return
         buffered: list[Message] = [{"type": "http.request", "body": bytes(body), "more_body": False}]
 
         async def replay() -> Message:
@@ -215,12 +229,25 @@ class BodyLimitMiddleware:
 
         await self.app(scope, replay, send)
 
-    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+    @property
+    def _too_large(self) -> str:
+        return f"the request body exceeds {self.max_bytes} bytes"
+
+    async def _read_body(self, receive: Receive) -> bytearray | None:
+        """The body, or None if the client disconnected; stops reading once over the limit."""
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            body += message.get("body", b"")
+            if len(body) > self.max_bytes or not message.get("more_body", False):
+                return body
+
+    async def _refuse(
+        self, scope: Scope, receive: Receive, send: Send, status: int, title: str, detail: str
+    ) -> None:
         response = problems.problem_response(
-            413,
-            "Request body too large",
-            f"the request body exceeds {self.max_bytes} bytes",
-            scope.get("path", ""),
-            headers={"Connection": "close"},
+            status, title, detail, scope.get("path", ""), headers={"Connection": "close"}
         )
         await response(scope, receive, send)

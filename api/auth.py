@@ -6,6 +6,11 @@ that may call it. Every authenticated route depends on ``authorised``, which
 2. looks the matched route up in ``ROUTE_ROLES`` (403 if the role is not listed; a
    route missing from the table is refused for everyone: fail closed),
 3. charges one request to the token's rate limit (429 with ``Retry-After``).
+A failed authentication (no token, or one that is not valid) is charged to its client
+address instead, and past that limit the answer is 429 rather than 401: bad tokens cost
+a lookup each and must not be free to send by the thousand. Successful requests are
+never charged to the address, so a valid token keeps working from a noisy address
+(behind a shared NAT, say); guessing one is hopeless anyway (256 random bits).
 The caller's scope (tenant, agent, purposes) comes only from the token.
 
 Exceptions: ``Unauthenticated`` (401), ``OutOfScope`` (403), ``ApiProblem`` (429).
@@ -58,10 +63,12 @@ _bearer = HTTPBearer(auto_error=False, description="An API token: `Authorization
 
 
 class RateLimiter:
-    """A moving-window limit per token id (in-process; each server instance counts its own)."""
+    """A moving-window limit per key, a token id or a client address (in-process; each
+    server instance counts its own). ``what`` names the limited thing in the 429."""
 
-    def __init__(self, spec: str) -> None:
+    def __init__(self, spec: str, what: str = "this token") -> None:
         self.spec = spec
+        self.what = what
         self.item = parse(spec)
         self.limiter = MovingWindowRateLimiter(MemoryStorage())
 
@@ -73,7 +80,7 @@ class RateLimiter:
         raise ApiProblem(
             429,
             "Too many requests",
-            f"this token is limited to {self.spec}",
+            f"{self.what} is limited to {self.spec}",
             {"Retry-After": str(retry_after)},
         )
 
@@ -83,9 +90,14 @@ def authorised(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Caller:
     """The caller behind the request, if its token allows the matched route."""
-    if credentials is None:
-        raise Unauthenticated("a bearer token is required")
-    caller = request.app.state.tokens.authenticate(credentials.credentials)
+    try:
+        if credentials is None:
+            raise Unauthenticated("a bearer token is required")
+        caller = request.app.state.tokens.authenticate(credentials.credentials)
+    except Unauthenticated:
+        address = request.client.host if request.client else "unknown"
+        request.app.state.auth_failure_limiter.charge(address)  # 429 once over the limit
+        raise
     ctx = request_context(request.scope)
     if ctx is not None:
         ctx.token_id = caller.principal

@@ -169,7 +169,7 @@ def token_create(
     role: Role = typer.Option(..., "--role"),
     agent: str | None = typer.Option(None, "--agent", help="Required for agent tokens."),
     purpose: list[str] = typer.Option([], "--purpose", help="Repeat for several; agents need one."),
-    ttl_days: int | None = typer.Option(None, "--ttl-days", min=1),
+    ttl_days: int | None = typer.Option(None, "--ttl-days", min=1, max=3650),  # vault.tokens.MAX_TOKEN_TTL
     description: str | None = typer.Option(None, "--description"),
     as_json: bool = typer.Option(False, "--json", help="Print the token and its metadata as JSON."),
 ) -> None:

@@ -5,6 +5,12 @@ Every request model forbids unknown fields: a body naming ``tenant_id`` or
 field would let a client believe it chose its tenant. Response models are built from
 domain objects with ``from_domain`` so the wire format is stated in one place.
 
+Every number a request accepts is bounded, so none reaches an overflow in the clock,
+the store or the request hash, and strict (``"10"`` or ``true`` is not a number; an int
+is still a float). Strict per field, not model-wide: FastAPI validates the parsed JSON
+as Python objects, where a strict datetime would refuse the ISO 8601 strings
+``expires_at`` arrives as.
+
 Exceptions: pydantic's ``ValidationError`` (rendered as a 422 problem by FastAPI).
 """
 
@@ -31,7 +37,12 @@ from vault.model import (
     Trust,
     WriteCommand,
 )
-from vault.tokens import TokenInfo
+from vault.search import MAX_LIMIT, MAX_QUERY_CHARS
+from vault.tokens import MAX_TOKEN_TTL, TokenInfo
+from vault.validation import MAX_VERSION
+
+MAX_TTL_SECONDS = 10 * 365 * 86400  # above every kind's maximum (5 years at most); the core checks the kind
+MAX_TOKEN_BUDGET = 1_000_000
 
 
 class Strict(BaseModel):
@@ -75,10 +86,12 @@ class MemoryWrite(Strict):
     kind: Kind
     content: str = Field(min_length=1)
     provenance: ProvenanceIn
-    confidence: float = Field(default=1.0, ge=0, le=1)
+    confidence: float = Field(default=1.0, ge=0, le=1, strict=True)
     expires_at: AwareDatetime | None = None
-    ttl_seconds: int | None = Field(default=None, gt=0)
-    expected_version: int = Field(default=0, ge=0, description="0 when new, else the current version.")
+    ttl_seconds: int | None = Field(default=None, gt=0, le=MAX_TTL_SECONDS, strict=True)
+    expected_version: int = Field(
+        default=0, ge=0, le=MAX_VERSION, strict=True, description="0 when new, else the current version."
+    )
     supersedes_id: str | None = Field(default=None, max_length=36)
     idempotency_key: str | None = Field(
         default=None, min_length=1, max_length=128, description="Or the Idempotency-Key header."
@@ -182,12 +195,12 @@ class ScoredMemoryOut(MemoryOut):
 
 
 class SearchIn(Strict):
-    query: str = Field(min_length=1, max_length=4096)
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     purpose: str = Field(min_length=1, max_length=64)
     subject_id: str | None = Field(default=None, min_length=1, max_length=256)
     kinds: list[Kind] = Field(default_factory=list, max_length=5)
-    limit: int = Field(default=10, ge=1, le=100)
-    token_budget: int = Field(default=2000, ge=1, le=1_000_000)
+    limit: int = Field(default=10, ge=1, le=MAX_LIMIT, strict=True)
+    token_budget: int = Field(default=2000, ge=1, le=MAX_TOKEN_BUDGET, strict=True)
 
     def to_query(self) -> SearchQuery:
         return SearchQuery(
@@ -215,7 +228,7 @@ class SearchOut(BaseModel):
 
 
 class PromoteIn(Strict):
-    expected_version: int = Field(ge=1)
+    expected_version: int = Field(ge=1, le=MAX_VERSION, strict=True)
 
 
 # -- tokens -----------------------------------------------------------------------------
@@ -228,7 +241,7 @@ class TokenCreate(Strict):
     )
     agent_id: str | None = Field(default=None, max_length=64, description="Required for agent tokens.")
     purposes: list[str] = Field(default_factory=list, max_length=50)
-    ttl_seconds: int | None = Field(default=None, gt=0, le=10 * 365 * 86400)
+    ttl_seconds: int | None = Field(default=None, gt=0, le=int(MAX_TOKEN_TTL.total_seconds()), strict=True)
     description: str | None = Field(default=None, max_length=200)
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from limits import parse
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -24,9 +25,11 @@ class Settings(BaseSettings):
     dek_cache_entries: int = Field(default=10_000, gt=0)
     compaction_retention_days: float = Field(default=30.0, ge=0)
     backup_dir: Path | None = None
-    # HTTP server (api/): request size, per-token rate limit, background work.
+    # HTTP server (api/): request size and read time, rate limits, background work.
     max_body_bytes: int = Field(default=64 * 1024, gt=0)
+    body_read_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)  # the whole body, else 408
     rate_limit: str = "600/minute"  # per token; syntax of the `limits` package
+    auth_failure_rate_limit: str = "30/minute"  # failed authentications per client address
     sweep_interval_seconds: float = Field(default=30.0, gt=0)
     erasure_interval_seconds: float = Field(default=1.0, gt=0)
     compaction_interval_seconds: float = Field(default=3600.0, gt=0)
@@ -36,6 +39,13 @@ class Settings(BaseSettings):
     # and stored in the key dir) and the signing key's passphrase (default: a 0600 file there).
     log_origin: str | None = None
     signing_key_passphrase: SecretStr | None = None
+
+    @field_validator("rate_limit", "auth_failure_rate_limit")
+    @classmethod
+    def _rate_limit_parses(cls, spec: str) -> str:
+        """A limit the `limits` package cannot read is a start-up error, not a surprise later."""
+        parse(spec)
+        return spec
 
     @property
     def key_dir(self) -> Path:

@@ -46,7 +46,7 @@ from vault.projection import (
 from vault.pseudonyms import Pseudonymizer
 from vault.sealing import open_rows, seal, to_item
 from vault.tables import idempotency_keys, memories, search_index, subject_keys
-from vault.validation import ValidWrite, normal_subject_id, validate_write
+from vault.validation import ValidWrite, normal_subject_id, require_version, validate_write
 
 TokenCounter = Callable[[str], int]
 
@@ -320,9 +320,18 @@ class MemoryService:
         return cmd.id, row.version + 1, row.created_at.replace(tzinfo=now.tzinfo)
 
     def _supersedable(self, conn: Connection, caller: Caller, agent_id: str, cmd: WriteCommand):  # type: ignore[no-untyped-def]
-        """The memory a correction supersedes, checked (same tenant, agent, purpose; active)."""
+        """The memory a correction supersedes, checked (same tenant, agent, purpose; active).
+
+        One outside the caller's scope, a purpose its credential lacks included, is a
+        ``NotFound`` like an unknown id: the purpose rule must not confirm that it exists.
+        """
         old = conn.execute(sa.select(memories).where(memories.c.id == cmd.supersedes_id)).first()
-        if old is None or old.tenant_id != caller.tenant_id or old.agent_id != agent_id:
+        if (
+            old is None
+            or old.tenant_id != caller.tenant_id
+            or old.agent_id != agent_id
+            or not caller.may_use(old.purpose)
+        ):
             raise NotFound("the superseded memory was not found")
         if old.purpose != cmd.purpose:
             raise InvalidCommand("a correction must keep the purpose of the memory it supersedes")
@@ -361,6 +370,7 @@ class MemoryService:
         """A reviewer moves a quarantined memory to active and verified."""
         if caller.role is not Role.REVIEWER:
             raise OutOfScope("only a reviewer can promote a memory")
+        require_version("expected_version", expected_version)
         now = self.clock()
         with self.uow.write() as conn:
             row = conn.execute(sa.select(memories).where(memories.c.id == memory_id)).first()

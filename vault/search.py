@@ -4,6 +4,13 @@ Tenant, agent and purpose come from the caller's credential and are WHERE clause
 as are status, expiry, subject and kinds, so ranking only ever sees rows the caller
 may read, and the cost follows the size of the scope, not of the store. Only the
 items that make the cut are decrypted.
+
+A query is bounded (``MAX_QUERY_CHARS`` characters, ``MAX_QUERY_TERMS`` distinct terms
+after ``Pseudonymizer.term_hashes`` tokenises it): each term is one clause of the
+ranking expression, and SQLite refuses a tree that deep while every engine pays for it.
+
+Exceptions: ``OutOfScope`` (403) for a non-agent caller or a purpose the credential
+lacks; ``InvalidCommand`` (422) for a limit, budget, kind or query out of bounds.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ WEIGHTS = {"lexical": 0.6, "confidence": 0.25, "recency": 0.15}
 RECENCY_HALF_LIFE_DAYS = 30.0
 MAX_LIMIT = 100
 PAGE = 200  # ranked rows fetched per round trip
+MAX_QUERY_CHARS = 4096  # the HTTP schema uses the same bound
+MAX_QUERY_TERMS = 64  # distinct terms a query may rank by
 
 
 class SearchService:
@@ -55,6 +64,13 @@ class SearchService:
         for k in q.kinds:
             if k not in Kind.__members__.values():
                 raise InvalidCommand(f"unknown kind {k!r}")
+        if not isinstance(q.query, str) or len(q.query) > MAX_QUERY_CHARS:
+            raise InvalidCommand(f"query must be text of at most {MAX_QUERY_CHARS} characters")
+        query_terms = sorted(self.pseudonyms.term_hashes(caller.tenant_id, q.query))
+        if len(query_terms) > MAX_QUERY_TERMS:
+            raise InvalidCommand(
+                f"a query may have at most {MAX_QUERY_TERMS} distinct terms (words of two or more characters)"
+            )
         now = self.clock()
         filters = [
             memories.c.tenant_id == caller.tenant_id,
@@ -68,7 +84,6 @@ class SearchService:
             filters.append(memories.c.subject_ref == subject_ref)
         if q.kinds:
             filters.append(memories.c.kind.in_(list(q.kinds)))
-        query_terms = sorted(self.pseudonyms.term_hashes(caller.tenant_id, q.query))
         lexical, recency, total = _rank_columns(self.uow.engine.dialect.name, query_terms, now)
         ranked = (
             sa.select(memories.c.id, memories.c.confidence, memories.c.token_estimate, lexical, recency)

@@ -10,7 +10,8 @@ Exceptions:
 - ``Unauthenticated`` (401): the token is malformed, unknown, expired or revoked; one
   error for all four, so a caller cannot tell which.
 - ``InvalidCommand`` (422): a token was requested with a scope that makes no sense (an
-  agent without an agent id or purposes, a bad purpose, a non-positive lifetime).
+  agent without an agent id or purposes, a bad purpose, a lifetime that is not positive
+  or is longer than ``MAX_TOKEN_TTL``, which also keeps expiry inside the calendar).
 - ``NotFound`` (404): revoking a token id that does not exist.
 - ``StoreUnavailable`` (503): from the unit of work, when the database is down.
 """
@@ -36,6 +37,7 @@ from vault.model import Caller, Role
 from vault.tables import api_tokens
 
 TOKEN_PREFIX = "lethe_"  # noqa: S105 (a prefix, not a secret)
+MAX_TOKEN_TTL = timedelta(days=3650)
 _TOKEN = re.compile(r"^lethe_[A-Za-z0-9_-]{43}$")
 _PURPOSE = re.compile(r"^[a-z0-9][a-z0-9_.:-]{0,63}$")
 _TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$")
@@ -96,8 +98,8 @@ class TokenService:
         for p in purposes:
             if not _PURPOSE.match(p):
                 raise InvalidCommand("a purpose is 1-64 characters of a-z, 0-9, '_', '.', ':' or '-'")
-        if ttl is not None and ttl <= timedelta(0):
-            raise InvalidCommand("a token's lifetime must be positive")
+        if ttl is not None and not timedelta(0) < ttl <= MAX_TOKEN_TTL:
+            raise InvalidCommand(f"a token's lifetime must be positive and at most {MAX_TOKEN_TTL.days} days")
         if description is not None and len(description) > 200:
             raise InvalidCommand("description exceeds 200 characters")
         now = self.clock()

@@ -1,7 +1,9 @@
 """Checks a write command before anything is encrypted or stored.
 
 Each failure is its own exception type with a message that names the field and the
-rule, never the content.
+rule, never the content. Numbers are bounded before they are used: a version must fit
+the store's 32-bit column (and the request hash's canonical JSON), and a TTL is compared
+with the kind's maximum before a ``timedelta`` is built, which would overflow.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from vault.model import Kind, SourceType, WriteCommand
 from vault.policy import Limits
 
 _PURPOSE = re.compile(r"^[a-z0-9][a-z0-9_.:-]*$")
+MAX_VERSION = 2**31 - 1  # versions are 32-bit integers in the store
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,12 @@ def normal_subject_id(value: object) -> str:
     return normal
 
 
+def require_version(field: str, value: object) -> None:
+    """A version the store can hold: a whole number from 0 to ``MAX_VERSION`` (bool is not one)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_VERSION:
+        raise InvalidCommand(f"{field} must be a whole number from 0 to {MAX_VERSION}")
+
+
 def validate_write(cmd: WriteCommand, limits: Limits, now: datetime) -> ValidWrite:
     for field, value, max_len in (
         ("subject_id", cmd.subject_id, 256),
@@ -100,8 +109,8 @@ def validate_write(cmd: WriteCommand, limits: Limits, now: datetime) -> ValidWri
     if (
         isinstance(conf, bool)
         or not isinstance(conf, int | float)
+        or not 0 <= conf <= 1  # first: isfinite() overflows on a huge int
         or not math.isfinite(conf)
-        or not 0 <= conf <= 1
     ):
         raise InvalidConfidence("confidence must be a number between 0 and 1")
     if not isinstance(cmd.content, str) or not cmd.content:
@@ -109,15 +118,19 @@ def validate_write(cmd: WriteCommand, limits: Limits, now: datetime) -> ValidWri
     size = len(cmd.content.encode())
     if size > limits.max_content_bytes:
         raise ContentTooLarge(f"content is {size} bytes; the limit is {limits.max_content_bytes}")
-    if cmd.expected_version < 0:
-        raise InvalidCommand("expected_version must be 0 or more")
+    require_version("expected_version", cmd.expected_version)
     default_ttl, max_ttl = limits.ttl_for(kind)
     if cmd.expires_at is not None and cmd.ttl_seconds is not None:
         raise InvalidTtl("give expires_at or ttl_seconds, not both")
     if cmd.ttl_seconds is not None:
-        if cmd.ttl_seconds <= 0:
+        seconds = cmd.ttl_seconds
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds != seconds:  # NaN
+            raise InvalidTtl("ttl_seconds must be a number of seconds")
+        if seconds <= 0:
             raise InvalidTtl("ttl_seconds must be positive")
-        ttl = timedelta(seconds=cmd.ttl_seconds)
+        if seconds > max_ttl.total_seconds():  # checked before timedelta(), which would overflow
+            raise InvalidTtl(f"expiry exceeds the maximum for kind {kind.value} ({max_ttl.days} days)")
+        ttl = timedelta(seconds=seconds)
     elif cmd.expires_at is not None:
         if cmd.expires_at.tzinfo is None:
             raise InvalidTtl("expires_at must carry a time zone")

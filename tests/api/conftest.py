@@ -99,12 +99,16 @@ def bearer(token: str) -> dict[str, str]:
 
 
 def api_settings(settings: Settings, **overrides: Any) -> Settings:
-    """Test settings: a generous rate limit and a sweep that stays out of the way.
+    """Test settings: generous rate limits and a sweep that stays out of the way.
 
     The store is initialised here (as `lethe init` would): the server opens only existing stores.
     """
-    base = {"rate_limit": "100000/minute", "sweep_interval_seconds": 3600.0}
     build(settings, create=True).close()
+    base = {
+        "rate_limit": "100000/minute",
+        "auth_failure_rate_limit": "100000/minute",
+        "sweep_interval_seconds": 3600.0,
+    }
     return settings.model_copy(update={**base, **overrides})
 
 

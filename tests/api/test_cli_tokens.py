@@ -66,6 +66,11 @@ def test_create_list_revoke(run) -> None:  # type: ignore[no-untyped-def]
         (("token", "create", "--tenant", "t1", "--role", "agent"), 1, "agent id"),
         (("token", "create", "--tenant", "t1", "--role", "superuser"), 2, ""),
         (("token", "revoke", "no-such-id"), 1, "not found"),
+        (
+            ("token", "create", "--tenant", "t1", "--role", "auditor", "--ttl-days", "99999999999"),
+            2,
+            "ttl-days",
+        ),
     ],
 )
 def test_errors_exit_non_zero_with_a_message(run, args, code: int, message: str) -> None:  # type: ignore[no-untyped-def]

@@ -78,6 +78,8 @@ def test_list_is_per_tenant(tokens: TokenService) -> None:
         (Role.AGENT, "t1", "role:x", ["support"], None),  # ':' is reserved for non-agent writers
         (Role.ADMIN, "", None, [], None),
         (Role.ADMIN, "t1", None, [], timedelta(0)),
+        (Role.ADMIN, "t1", None, [], timedelta(days=3651)),  # ten years at most
+        (Role.ADMIN, "t1", None, [], timedelta(days=999_999_999)),  # past the calendar: not an overflow
         ("superuser", "t1", None, [], None),
     ],
 )
