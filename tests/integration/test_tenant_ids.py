@@ -160,7 +160,7 @@ def test_forgetting_one_tenants_subject_leaves_the_other_tenants_same_id_memory_
     subject = {A: ALICE, B: BOB}
     content = {A: "alice likes green tea", B: "bob likes black tea"}
     job = forget(lethe, forgotten, subject[forgotten])
-    assert job.status == "completed"
+    assert job.status == lethe.erasure.final_status and job.completed_at is not None
     with pytest.raises(errors.NotFound):
         lethe.memories.get(agent(forgotten), theirs.id)
     assert lethe.memories.get(agent(kept), theirs.id).content == content[kept]
