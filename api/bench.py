@@ -564,7 +564,11 @@ class Bench:
                     ours.append(time.perf_counter() - t)
                     written[out.item.id] = cmd.content
                 with c.uow.read() as conn:
-                    rows = conn.execute(sa.select(memories).where(memories.c.id.in_(list(written)))).all()
+                    rows = conn.execute(
+                        sa.select(memories).where(
+                            memories.c.tenant_id == caller.tenant_id, memories.c.id.in_(list(written))
+                        )
+                    ).all()
                 plain = []
                 for row in rows:
                     m = dict(row._mapping)

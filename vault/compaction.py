@@ -132,6 +132,7 @@ class Compactor:
         dead_long_ago = sa.and_(m.c.status.in_(("superseded", "expired")), m.c.updated_at < to_db(cutoff))
         # An older version of a memory that was rewritten: dead once the rewrite is old enough.
         rewritten_long_ago = sa.exists().where(
+            later.c.tenant_id == events.c.tenant_id,
             later.c.memory_id == events.c.memory_id,
             later.c.type == MEMORY_WRITTEN,
             later.c.seq > events.c.seq,
@@ -139,7 +140,9 @@ class Compactor:
         )
         q = (
             sa.select(events.c.seq)
-            .select_from(events.join(m, m.c.id == events.c.memory_id))
+            .select_from(
+                events.join(m, sa.and_(m.c.tenant_id == events.c.tenant_id, m.c.id == events.c.memory_id))
+            )
             .where(events.c.ciphertext.is_not(None), events.c.type == MEMORY_WRITTEN)
         )
         if scope is not None:

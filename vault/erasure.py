@@ -583,10 +583,12 @@ def _purge_derived(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
 
 
 def _index_count(conn: Connection, tenant: str, subject_ref: str, extra_ids: list[str]) -> int:
-    cond = sa.and_(search_index.c.tenant_id == tenant, search_index.c.subject_ref == subject_ref)
+    cond = search_index.c.subject_ref == subject_ref
     if extra_ids:
         cond = sa.or_(cond, search_index.c.memory_id.in_(extra_ids))
-    return conn.execute(sa.select(sa.func.count()).select_from(search_index).where(cond)).scalar_one()
+    return conn.execute(
+        sa.select(sa.func.count()).select_from(search_index).where(search_index.c.tenant_id == tenant, cond)
+    ).scalar_one()
 
 
 def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:

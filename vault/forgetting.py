@@ -7,6 +7,9 @@ summary built (transitively) from a forgotten memory, whoever its subject, is
 tombstoned too. Crypto-shredding (destroying the key) is the erasure workflow's next
 step; this module is the part that must happen first and at once. A backup restore
 re-applies both, so neither the subject nor a summary of it comes back.
+
+A summary's ``provenance.sources`` are memory ids of its own tenant: another tenant's
+memory under the same id is a different memory, and forgetting it purges nothing here.
 """
 
 from __future__ import annotations
@@ -111,7 +114,7 @@ def purge_derived(
         removed = conn.execute(
             sa.select(sa.func.count())
             .select_from(search_index)
-            .where(search_index.c.memory_id.in_(tombstoned))
+            .where(search_index.c.tenant_id == tenant_id, search_index.c.memory_id.in_(tombstoned))
         ).scalar_one()
     log = SqlEventLog()
     for s, _ in cited:

@@ -3,6 +3,8 @@
 Every command validates, decides standing from the policy table, then appends its
 events and applies them to the projection in one transaction. Concurrency is the
 database's job (compare-and-swap on ``version``, unique keys), never an in-process lock.
+Memory ids are unique per tenant only, so every lookup by id is the caller's tenant's:
+an id another tenant uses reads, and can be written, exactly like an unknown one.
 """
 
 from __future__ import annotations
@@ -192,13 +194,18 @@ class MemoryService:
                         ),
                     )
                 if version > 1:
-                    conn.execute(search_index.delete().where(search_index.c.memory_id == memory_id))
+                    conn.execute(
+                        search_index.delete().where(
+                            search_index.c.tenant_id == caller.tenant_id,
+                            search_index.c.memory_id == memory_id,
+                        )
+                    )
                 conn.execute(
                     search_index.insert().values(
                         **self._index_row(caller.tenant_id, subject_ref, memory_id, cmd.content)
                     )
                 )
-                row = conn.execute(sa.select(memories).where(memories.c.id == memory_id)).one()
+                row = conn.execute(_by_id(caller.tenant_id, memory_id)).one()
         except IntegrityError as exc:
             # A concurrent writer took the id or the idempotency key first.
             with self.uow.read() as conn:
@@ -269,8 +276,8 @@ class MemoryService:
             return None
         if not hmac.compare_digest(prior.request_hash, request_hash):
             raise IdempotencyConflict("this idempotency key was already used with a different request")
-        row = conn.execute(sa.select(memories).where(memories.c.id == prior.memory_id)).one()
-        opened = open_rows(conn, self.keyring, [row]).get(row.id)
+        row = conn.execute(_by_id(tenant_id, prior.memory_id)).one()
+        opened = open_rows(conn, self.keyring, [row]).get((row.tenant_id, row.id))
         if opened is None:
             raise SubjectForgotten("the memory written under this key has been forgotten")
         return to_item(row, *opened)
@@ -302,12 +309,10 @@ class MemoryService:
                 raise InvalidCommand("expected_version must be 0 when no id is given")
             return str(uuid.uuid4()), 1, now
         _check_id(cmd.id)
-        row = conn.execute(sa.select(memories).where(memories.c.id == cmd.id)).first()
-        if row is None or row.tenant_id != caller.tenant_id:
+        row = conn.execute(_by_id(caller.tenant_id, cmd.id)).first()
+        if row is None:
             if cmd.expected_version != 0:
                 raise NotFound("memory not found")
-            if row is not None:
-                raise VersionConflict("a memory with this id already exists")
             return cmd.id, 1, now
         if row.agent_id != agent_id or row.purpose != cmd.purpose:
             raise NotFound("memory not found")
@@ -325,13 +330,9 @@ class MemoryService:
         One outside the caller's scope, a purpose its credential lacks included, is a
         ``NotFound`` like an unknown id: the purpose rule must not confirm that it exists.
         """
-        old = conn.execute(sa.select(memories).where(memories.c.id == cmd.supersedes_id)).first()
-        if (
-            old is None
-            or old.tenant_id != caller.tenant_id
-            or old.agent_id != agent_id
-            or not caller.may_use(old.purpose)
-        ):
+        assert cmd.supersedes_id is not None  # only called for a correction
+        old = conn.execute(_by_id(caller.tenant_id, cmd.supersedes_id)).first()
+        if old is None or old.agent_id != agent_id or not caller.may_use(old.purpose):
             raise NotFound("the superseded memory was not found")
         if old.purpose != cmd.purpose:
             raise InvalidCommand("a correction must keep the purpose of the memory it supersedes")
@@ -343,10 +344,10 @@ class MemoryService:
 
     def get(self, caller: Caller, memory_id: str) -> MemoryItem:
         with self.uow.read() as conn:
-            row = conn.execute(sa.select(memories).where(memories.c.id == memory_id)).first()
+            row = conn.execute(_by_id(caller.tenant_id, memory_id)).first()
             if row is None or not self._visible(caller, row):
                 raise NotFound("memory not found")
-            opened = open_rows(conn, self.keyring, [row]).get(row.id)
+            opened = open_rows(conn, self.keyring, [row]).get((row.tenant_id, row.id))
         if opened is None:
             raise NotFound("memory not found")
         return to_item(row, *opened)
@@ -373,8 +374,8 @@ class MemoryService:
         require_version("expected_version", expected_version)
         now = self.clock()
         with self.uow.write() as conn:
-            row = conn.execute(sa.select(memories).where(memories.c.id == memory_id)).first()
-            if row is None or row.tenant_id != caller.tenant_id or row.status == Status.FORGOTTEN:
+            row = conn.execute(_by_id(caller.tenant_id, memory_id)).first()
+            if row is None or row.status == Status.FORGOTTEN:
                 raise NotFound("memory not found")
             if row.agent_id in (caller.agent_id, f"{caller.role.value}:{caller.principal}"):
                 raise OutOfScope("a memory cannot be promoted by the agent that wrote it")
@@ -397,8 +398,8 @@ class MemoryService:
                     occurred_at=iso(now),
                 ),
             )
-            row = conn.execute(sa.select(memories).where(memories.c.id == memory_id)).one()
-            opened = open_rows(conn, self.keyring, [row]).get(row.id)
+            row = conn.execute(_by_id(caller.tenant_id, memory_id)).one()
+            opened = open_rows(conn, self.keyring, [row]).get((row.tenant_id, row.id))
         if opened is None:
             raise NotFound("memory not found")
         return to_item(row, *opened)
@@ -434,6 +435,11 @@ class MemoryService:
             total += len(rows)
             if len(rows) < batch:
                 return total
+
+
+def _by_id(tenant_id: str, memory_id: str) -> sa.Select:
+    """The tenant's memory under this id: ids are unique within a tenant, not across tenants."""
+    return sa.select(memories).where(memories.c.tenant_id == tenant_id, memories.c.id == memory_id)
 
 
 def _agent_of(caller: Caller) -> str:

@@ -4,6 +4,7 @@ Commands append an event and apply it here in the same transaction; ``replay`` a
 the same events to an empty schema. Because both go through ``apply``, replay
 reproduces the live state by construction, and the compare-and-swap in each update
 (``WHERE version = :previous``) is what turns a lost race into a ``VersionConflict``.
+A memory is addressed by (tenant, id): two tenants may hold the same id.
 """
 
 from __future__ import annotations
@@ -29,10 +30,16 @@ SUBJECT_REINSTATED = "subject.reinstated"
 ERASURE_RECEIVED = "erasure.received"
 
 
-def _cas(conn: Connection, memory_id: str, previous: int, values: dict, *extra: sa.ColumnElement) -> None:
+def _cas(conn: Connection, e: Event, previous: int, values: dict, *extra: sa.ColumnElement) -> None:
+    """Update the event's memory (its tenant's, by id) only if it is still at ``previous``."""
     result = conn.execute(
         memories.update()
-        .where(memories.c.id == memory_id, memories.c.version == previous, *extra)
+        .where(
+            memories.c.tenant_id == e.tenant_id,
+            memories.c.id == e.memory_id,
+            memories.c.version == previous,
+            *extra,
+        )
         .values(**values)
     )
     if result.rowcount != 1:
@@ -89,7 +96,7 @@ def _written(conn: Connection, e: Event) -> None:
     if e.payload["version"] == 1:
         conn.execute(memories.insert(), _created_row(e, row))
     else:
-        _cas(conn, e.memory_id, e.payload["version"] - 1, row, memories.c.status != "forgotten")
+        _cas(conn, e, e.payload["version"] - 1, row, memories.c.status != "forgotten")
     conn.execute(idempotency_keys.insert(), idem)
 
 
@@ -97,7 +104,7 @@ def _transition(conn: Connection, e: Event, status: str, *guard: sa.ColumnElemen
     """A status change: compare-and-swap on the previous version, bump it, stamp the time."""
     v = e.payload["version"]
     values = {"version": v, "status": status, "updated_at": to_db(parse_iso(e.occurred_at)), **extra}
-    _cas(conn, e.memory_id, v - 1, values, *guard)
+    _cas(conn, e, v - 1, values, *guard)
 
 
 def _promoted(conn: Connection, e: Event) -> None:
@@ -117,7 +124,11 @@ def _expired(conn: Connection, e: Event) -> None:
 def _tombstoned(conn: Connection, e: Event) -> None:
     """A derived artifact (a summary built from a forgotten memory) is forgotten too."""
     _transition(conn, e, "forgotten", ciphertext=None)
-    conn.execute(search_index.delete().where(search_index.c.memory_id == e.memory_id))
+    conn.execute(
+        search_index.delete().where(
+            search_index.c.tenant_id == e.tenant_id, search_index.c.memory_id == e.memory_id
+        )
+    )
 
 
 def _forgotten(conn: Connection, e: Event) -> None:

@@ -73,15 +73,18 @@ def to_item(
     )
 
 
-def open_rows(conn: Connection, keyring: SubjectKeyring, rows: Sequence[Any]) -> dict[str, tuple[str, str]]:
-    """Decrypt many rows with one key lookup per (subject, generation).
+def open_rows(
+    conn: Connection, keyring: SubjectKeyring, rows: Sequence[Any]
+) -> dict[tuple[str, str], tuple[str, str]]:
+    """Decrypt many rows with one key lookup per (subject, generation), keyed by
+    (tenant_id, id): a memory id alone does not name one memory.
 
     Rows whose key is destroyed or whose bytes do not authenticate are left out: the
     caller treats them as absent, never as an error that could leak which one failed.
     """
     wanted = {(r.tenant_id, r.subject_ref, r.key_generation) for r in rows if r.ciphertext is not None}
     keys = _key_rows(conn, wanted)
-    out: dict[str, tuple[str, str]] = {}
+    out: dict[tuple[str, str], tuple[str, str]] = {}
     deks: dict[tuple[str, str, int], bytes | None] = {}
     for r in rows:
         k = (r.tenant_id, r.subject_ref, r.key_generation)
@@ -97,7 +100,7 @@ def open_rows(conn: Connection, keyring: SubjectKeyring, rows: Sequence[Any]) ->
         if dek is None:
             continue
         try:
-            out[r.id] = unseal(dek, r)
+            out[(r.tenant_id, r.id)] = unseal(dek, r)
         except DecryptionFailed:
             continue
     return out

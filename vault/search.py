@@ -87,7 +87,15 @@ class SearchService:
         lexical, recency, total = _rank_columns(self.uow.engine.dialect.name, query_terms, now)
         ranked = (
             sa.select(memories.c.id, memories.c.confidence, memories.c.token_estimate, lexical, recency)
-            .select_from(memories.outerjoin(search_index, search_index.c.memory_id == memories.c.id))
+            .select_from(
+                memories.outerjoin(
+                    search_index,
+                    sa.and_(
+                        search_index.c.tenant_id == memories.c.tenant_id,
+                        search_index.c.memory_id == memories.c.id,
+                    ),
+                )
+            )
             .where(*filters)
             .order_by(total.desc(), memories.c.id)
         )
@@ -109,9 +117,13 @@ class SearchService:
             rows = {}
             if chosen:
                 ids = [cid for cid, _ in chosen]
-                rows = {r.id: r for r in conn.execute(sa.select(memories).where(memories.c.id.in_(ids)))}
+                mine = sa.select(memories).where(
+                    memories.c.tenant_id == caller.tenant_id, memories.c.id.in_(ids)
+                )
+                rows = {r.id: r for r in conn.execute(mine)}
             opened = open_rows(conn, self.keyring, list(rows.values()))
-        items = [to_item(rows[cid], *opened[cid], score=score) for cid, score in chosen if cid in opened]
+        keys = [((caller.tenant_id, cid), score) for cid, score in chosen]
+        items = [to_item(rows[k[1]], *opened[k], score=score) for k, score in keys if k in opened]
         used = sum(rows[i.id].token_estimate for i in items)
         return SearchResult(items=items, used_tokens=used, skipped_over_budget=skipped)
 

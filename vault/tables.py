@@ -3,6 +3,10 @@
 ``events`` is the source of truth and append-only; ``memories``, ``search_index``,
 ``idempotency_keys`` and ``forgotten_subjects`` are projections that ``replay``
 rebuilds from it. ``subject_keys`` holds only *wrapped* data keys.
+
+A memory is identified by (``tenant_id``, ``id``), never by its id alone: ids a client
+chose must not tell one tenant which ids another tenant uses. Every lookup, join,
+update and delete by memory id carries the tenant too.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ events = sa.Table(
 memories = sa.Table(
     "memories",
     metadata,
-    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("id", sa.String(36), nullable=False),
     sa.Column("tenant_id", sa.String(64), nullable=False),
     sa.Column("agent_id", sa.String(128), nullable=False),
     sa.Column("subject_ref", sa.String(64), nullable=False),
@@ -57,6 +61,7 @@ memories = sa.Table(
     sa.Column("supersedes_id", sa.String(36)),
     sa.Column("superseded_by", sa.String(36)),
     sa.Column("idempotency_key", sa.String(128)),
+    sa.PrimaryKeyConstraint("tenant_id", "id"),
     sa.Index("ix_memories_scope", "tenant_id", "agent_id", "purpose", "status", "expires_at"),
     sa.Index("ix_memories_subject", "tenant_id", "subject_ref"),
 )
@@ -64,10 +69,11 @@ memories = sa.Table(
 search_index = sa.Table(
     "search_index",
     metadata,
-    sa.Column("memory_id", sa.String(36), primary_key=True),
+    sa.Column("memory_id", sa.String(36), nullable=False),
     sa.Column("tenant_id", sa.String(64), nullable=False),
     sa.Column("subject_ref", sa.String(64), nullable=False),
     sa.Column("terms", sa.Text, nullable=False),
+    sa.PrimaryKeyConstraint("tenant_id", "memory_id"),
     sa.Index("ix_search_index_subject", "tenant_id", "subject_ref"),
 )
 

@@ -4,6 +4,7 @@ tenant's data is indistinguishable from data that does not exist (SQLite and Pos
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 
@@ -82,3 +83,42 @@ def test_a_purpose_outside_the_token_is_forbidden(api: Api) -> None:
     )
     assert_problem(r, 403)
     assert api.events() == before
+
+
+def test_a_write_under_another_tenants_id_answers_exactly_like_one_under_an_unknown_id(
+    api: Api, two_tenants: tuple[str, str, str]
+) -> None:
+    t1, t2, _ = two_tenants
+    theirs = api.client.post("/v1/memories", json=memory_body("Alice likes green tea"), headers=bearer(t1))
+    assert theirs.status_code == 201
+    theirs_id = theirs.json()["id"]
+
+    def post(memory_id: str, expected_version: int) -> Any:
+        body = memory_body(
+            "Bob likes black tea",
+            subject_id="bob@example.com",
+            id=memory_id,
+            expected_version=expected_version,
+        )
+        return api.client.post("/v1/memories", json=body, headers=bearer(t2))
+
+    # An update: t2 has no memory under either id, so both are 404 and read alike.
+    other = assert_problem(post(theirs_id, 1), 404)
+    missing = assert_problem(post(str(uuid.uuid4()), 1), 404)
+    assert {k: v for k, v in other.items() if k != "instance"} == {
+        k: v for k, v in missing.items() if k != "instance"
+    }
+    # A create: both succeed, with the same status and the same shape.
+    shared, unknown = post(theirs_id, 0), post(str(uuid.uuid4()), 0)
+    assert shared.status_code == unknown.status_code == 201, shared.text
+    assert shared.headers["content-type"] == unknown.headers["content-type"]
+    varying = {"id", "idempotency_key", "content_hmac", "created_at", "expires_at"}
+    a, b = shared.json(), unknown.json()
+    assert a.keys() == b.keys()
+    assert {k: v for k, v in a.items() if k not in varying} == {
+        k: v for k, v in b.items() if k not in varying
+    }
+    assert a["id"] == theirs_id and a["content"] == "Bob likes black tea"
+    # Each tenant reads its own memory under the id; t1's is unchanged.
+    assert api.client.get(f"/v1/memories/{theirs_id}", headers=bearer(t1)).json() == theirs.json()
+    assert api.client.get(f"/v1/memories/{theirs_id}", headers=bearer(t2)).json() == a
