@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from vault.erasure import ErasureJob
 from vault.model import Caller, Role
 
 console = Console(soft_wrap=True)
+WAIT_SECONDS = 300.0  # how long `lethe forget` follows a job another runner is advancing
 err = Console(stderr=True, soft_wrap=True)
 
 
@@ -88,8 +90,14 @@ def register(app: typer.Typer, container) -> None:  # type: ignore[no-untyped-de
         """File a right-to-forget request and run it (crypto-shredding, verification, compaction)."""
         with container() as c:
             job = c.erasure.request(_officer(tenant), subject, basis, reference)
-            if wait:
-                c.erasure.advance(job.id)
+            deadline = time.monotonic() + WAIT_SECONDS
+            while wait:
+                c.erasure.advance(job.id)  # or a running server's runner holds it and advances it
+                job = c.erasure.get(_officer(tenant), job.id)
+                stuck = job.last_error or job.status == "blocked"
+                if job.completed_at or stuck or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
             job = c.erasure.get(_officer(tenant), job.id)
         if as_json:
             console.print_json(json.dumps(_job_json(job)))

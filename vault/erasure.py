@@ -22,6 +22,7 @@ import hashlib
 import json
 import logging
 import os
+import socket
 import unicodedata
 import uuid
 from collections.abc import Callable, Sequence
@@ -55,6 +56,7 @@ from vault.validation import normal_subject_id, require_text
 log = logging.getLogger("lethe.erasure")
 
 DUE_AFTER = timedelta(days=30)  # GDPR Art. 12(3): one month
+LEASE = timedelta(minutes=10)  # a runner's claim on a job, renewed before every step
 RECEIVED, TOMBSTONED, DERIVED_PURGED = "received", "tombstoned", "derived_purged"
 KEY_PENDING, KEY_DESTROYED, VERIFIED = "key_destruction_pending", "key_destroyed", "verified"
 BLOCKED = "blocked"
@@ -159,6 +161,7 @@ class ErasureService:
         self.pseudonyms = pseudonyms
         self.clock = clock
         self.log = SqlEventLog()
+        self.runner_id = f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self.steps: list[StepSpec] = [
             StepSpec(TOMBSTONED, _tombstone),
             StepSpec(DERIVED_PURGED, _purge_derived),
@@ -393,22 +396,65 @@ class ErasureService:
         return sum(1 for job_id in ids if self.advance(job_id))
 
     def advance(self, job_id: str) -> bool:
-        """Run the job's remaining steps in order; True once it is complete."""
-        for spec in self.steps:
-            job = self._load(job_id)
-            if job is None or job.completed_at is not None:
-                return job is not None
-            if any(s.step == spec.name for s in job.steps):
-                continue
-            if spec.name == TOMBSTONED and not self._hold_check(job):
-                return False
-            try:
-                self._run_step(job, spec)
-            except StepFailed as exc:
-                self._note_failure(job, spec, str(exc))
-                return False
+        """Run the job's remaining steps in order; True once it is complete.
+
+        Only the runner holding the job's lease runs its steps (a server's runner, a CLI
+        ``forget``, another node); the others return False and leave it to the holder. A
+        lease left by a runner that died expires after ``LEASE``.
+        """
+        if not self._claim(job_id):
+            return False
+        try:
+            for spec in self.steps:
+                job = self._load(job_id)
+                if job is None or job.completed_at is not None:
+                    return job is not None
+                if any(s.step == spec.name for s in job.steps):
+                    continue
+                if not self._claim(job_id):  # renewed before each step; lost if it expired
+                    return False
+                if spec.name == TOMBSTONED and not self._hold_check(job):
+                    return False
+                try:
+                    self._run_step(job, spec)
+                except StepFailed as exc:
+                    self._note_failure(job, spec, str(exc))
+                    return False
+        finally:
+            self._release(job_id)
         job = self._load(job_id)
         return job is not None and job.completed_at is not None
+
+    def _claim(self, job_id: str) -> bool:
+        """Take or renew the job's lease: free, ours, expired, or left by a dead process here."""
+        now = self.clock()
+        j = erasure_jobs.c
+        with self.uow.write() as conn:
+            owner = conn.execute(sa.select(j.lease_owner, j.lease_until).where(j.id == job_id)).first()
+            if owner is None:
+                return False
+            free = (
+                owner.lease_owner in (None, self.runner_id)
+                or owner.lease_until is None
+                or from_db(owner.lease_until) < now
+                or _died_here(owner.lease_owner)
+            )
+            if not free:
+                return False
+            taken = conn.execute(
+                erasure_jobs.update()
+                .where(j.id == job_id, j.completed_at.is_(None))
+                .values(lease_owner=self.runner_id, lease_until=to_db(now + LEASE))
+            ).rowcount
+        return taken == 1
+
+    def _release(self, job_id: str) -> None:
+        with self.uow.write() as conn:
+            conn.execute(
+                erasure_jobs.update()
+                .where(erasure_jobs.c.id == job_id, erasure_jobs.c.lease_owner == self.runner_id)
+                .values(lease_owner=None, lease_until=None)
+            )
 
     def _run_step(self, job: ErasureJob, spec: StepSpec) -> None:
         ctx = StepContext(job, self)
@@ -535,6 +581,21 @@ class ErasureService:
             subject_commitment=row.subject_commitment,
             commitment_salt=row.commitment_salt,
         )
+
+
+def _died_here(owner: str) -> bool:
+    """A lease owner ``host:pid:nonce`` on this host whose process is gone (crashed, killed)."""
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname()[:60] or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def _require(caller: Caller, *roles: Role) -> None:

@@ -148,6 +148,8 @@ erasure_jobs = sa.Table(
     sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
     sa.Column("last_error", sa.String(500)),
     sa.Column("report_id", sa.String(36)),
+    sa.Column("lease_owner", sa.String(100)),  # the runner advancing the job, until lease_until
+    sa.Column("lease_until", sa.DateTime),
     sa.Index("ix_erasure_jobs_status", "status"),
     sa.Index("ix_erasure_jobs_subject", "tenant_id", "subject_ref"),
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from datetime import datetime
 
 import pytest
 import sqlalchemy as sa
@@ -302,3 +303,40 @@ def test_erasure_requests_with_unstorable_text_are_rejected_before_anything_is_w
     with pytest.raises(errors.InvalidCommand):
         lethe.erasure.place_hold(officer(), "alice", "reason\x00")
     assert event_count(lethe) == before
+
+
+def test_only_the_runner_holding_a_jobs_lease_advances_it(lethe, settings):
+    """A server's runner and a CLI `forget` never run the same job's steps at once."""
+    from api.bootstrap import build
+
+    c = lethe
+    c.memories.write(agent(), write_cmd("leased", subject=ALICE))
+    job = c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
+    other = build(settings)
+    try:
+        assert other.erasure._claim(job.id)  # another runner is working on it
+        assert c.erasure.advance(job.id) is False
+        assert [s.step for s in c.erasure.get(officer(), job.id).steps] == ["received"]
+        other.erasure._release(job.id)
+        assert c.erasure.advance(job.id) is True
+    finally:
+        other.close()
+
+
+def test_a_lease_left_by_a_dead_process_on_this_host_is_taken_over(lethe):
+    import socket
+    import subprocess
+    import sys
+
+    c = lethe
+    job = c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    owner = f"{socket.gethostname()[:60]}:{dead.stdout.strip()}:gone"
+    with c.uow.write() as conn:
+        conn.execute(
+            sa.text("UPDATE erasure_jobs SET lease_owner = :o, lease_until = :u WHERE id = :i"),
+            {"o": owner, "u": datetime(2999, 1, 1), "i": job.id},
+        )
+    assert c.erasure.advance(job.id) is True
