@@ -71,7 +71,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from api.openbao_dev import OpenBaoDevServer, find_bao_binary
+from lethe.api.openbao_dev import OpenBaoDevServer, find_bao_binary
 
 AGENT_ID = "agent-1"
 SCAN_SAMPLE = 200  # dead ciphertexts whose slices the compaction figure scans the files for
@@ -223,7 +223,7 @@ def store_settings(spec: dict[str, Any]):  # type: ignore[no-untyped-def]
     that a run does not depend on the shell it starts in."""
     from pydantic import SecretStr
 
-    from api.settings import Settings
+    from lethe.api.settings import Settings
 
     token = spec.get("vault_token")
     return Settings.model_construct(
@@ -236,7 +236,7 @@ def store_settings(spec: dict[str, Any]):  # type: ignore[no-untyped-def]
 
 def write_command(rng: random.Random, subject: str, ref: str, words: int = 8):  # type: ignore[no-untyped-def]
     """One memory like those of ``vault.bulk``: eight words from a small vocabulary."""
-    from vault.model import Provenance, SourceType, WriteCommand
+    from lethe.vault.model import Provenance, SourceType, WriteCommand
 
     return WriteCommand(
         subject_id=subject,
@@ -250,7 +250,7 @@ def write_command(rng: random.Random, subject: str, ref: str, words: int = 8):  
 
 
 def agent_caller(tenant: str):  # type: ignore[no-untyped-def]
-    from vault.model import Caller, Role
+    from lethe.vault.model import Caller, Role
 
     return Caller(tenant, Role.AGENT, AGENT_ID, frozenset({PURPOSE}), principal="bench")
 
@@ -298,7 +298,7 @@ def plain_memories_table(metadata):  # type: ignore[no-untyped-def]
     """``memories`` with the ciphertext column replaced by plaintext ``content``."""
     import sqlalchemy as sa
 
-    from vault.tables import memories
+    from lethe.vault.store.tables import memories
 
     cols = [
         sa.Column("content", sa.Text)
@@ -468,7 +468,7 @@ class Bench:
         return spec
 
     def build(self, name: str, kms: str | None = None):  # type: ignore[no-untyped-def]
-        from api.bootstrap import build
+        from lethe.api.bootstrap import build
 
         spec = self.spec(name)
         if kms == "vault" and self.kms != "vault":
@@ -534,9 +534,9 @@ class Bench:
     def fig_writes(self) -> dict[str, Any]:
         import sqlalchemy as sa
 
-        from keys.envelope import content_commitment
-        from vault.sealing import seal
-        from vault.tables import memories
+        from lethe.keys.envelope import content_commitment
+        from lethe.vault.custody.sealing import seal
+        from lethe.vault.store.tables import memories
 
         s = self.scale
         c = self.build("writes")
@@ -629,7 +629,7 @@ class Bench:
 
         import hvac
 
-        from vault.sealing import seal
+        from lethe.vault.custody.sealing import seal
 
         s = self.scale
         if find_bao_binary() is None:
@@ -748,7 +748,7 @@ class Bench:
             }
             errf = (err_dir / f"load-{name}-{w}.log").open("w")
             p = subprocess.Popen(
-                [sys.executable, "-m", "api.bench", "load"],
+                [sys.executable, "-m", "lethe.api.bench", "load"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=errf,
@@ -819,7 +819,7 @@ class Bench:
     # -- 3. search -------------------------------------------------------------------------------
 
     def fig_search(self) -> dict[str, Any]:
-        from vault.model import SearchQuery
+        from lethe.vault.model import SearchQuery
 
         s = self.scale
         rng = random.Random(13)
@@ -875,8 +875,8 @@ class Bench:
     # -- 6. HTTP ---------------------------------------------------------------------------------
 
     def fig_http(self) -> dict[str, Any]:
-        from vault.model import Role
-        from vault.tokens import TokenService
+        from lethe.vault.access.tokens import TokenService
+        from lethe.vault.model import Role
 
         s = self.scale
         c = self.stores["large"]
@@ -1021,7 +1021,7 @@ class Bench:
             "max_requests": s.http_max_requests,
         }
         out = subprocess.run(
-            [sys.executable, "-m", "api.bench", "loadgen"],
+            [sys.executable, "-m", "lethe.api.bench", "loadgen"],
             input=json.dumps(spec),
             capture_output=True,
             text=True,
@@ -1035,8 +1035,8 @@ class Bench:
     # -- 4. forget -------------------------------------------------------------------------------
 
     def _forget(self, c: Any, tenant: str, subject: str) -> dict[str, Any]:
-        from vault.clock import utcnow
-        from vault.model import Caller, Role
+        from lethe.vault.clock import utcnow
+        from lethe.vault.model import Caller, Role
 
         officer = Caller(tenant, Role.PRIVACY_OFFICER, None, frozenset(), principal="bench")
         t0 = utcnow()
@@ -1067,7 +1067,7 @@ class Bench:
     def fig_forget(self) -> dict[str, Any]:
         import sqlalchemy as sa
 
-        from vault.tables import events, memories
+        from lethe.vault.store.tables import events, memories
 
         s = self.scale
         c = self.stores["forget"] = self.build("forget")
@@ -1128,10 +1128,10 @@ class Bench:
     def fig_compaction(self) -> dict[str, Any]:
         import sqlalchemy as sa
 
-        from vault.compaction import reclaim_space, scan_store
-        from vault.erasure import ErasureService
-        from vault.model import Caller, Role
-        from vault.tables import events
+        from lethe.vault.erasure.compaction import reclaim_space, scan_store
+        from lethe.vault.erasure.service import ErasureService
+        from lethe.vault.model import Caller, Role
+        from lethe.vault.store.tables import events
 
         s = self.scale
         c = self.stores["forget"]
@@ -1230,8 +1230,8 @@ class Bench:
     def fig_replay(self) -> dict[str, Any]:
         import sqlalchemy as sa
 
-        from vault import replay
-        from vault.tables import events
+        from lethe.vault.store import replay
+        from lethe.vault.store.tables import events
 
         c = self.stores["forget"]
         # Baseline: read the whole log in order, in the same batches, and parse the payloads.
@@ -1793,7 +1793,7 @@ def render_markdown(results: dict[str, Any]) -> str:
 
 def _load_main(spec: dict[str, Any]) -> None:
     """A data-generation worker: load whole tenants through the bulk path, report progress."""
-    from api.bootstrap import build
+    from lethe.api.bootstrap import build
 
     c = build(store_settings(spec["store"]))
     if spec.get("cache_kib"):

@@ -20,23 +20,23 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from api.settings import Settings
-from api.signing_key import ensure_signing_key, load_signer, log_origin
-from keys.envelope import create_private_file, create_secret_file
-from keys.factory import build_kms
-from keys.protocol import KeyManager
-from vault.audit_log import AuditLog
-from vault.certificate import ErasureReports, reported_step
-from vault.compaction import Compactor, compacted_step
-from vault.db import UnitOfWork, make_engine
-from vault.erasure import ErasureService
-from vault.errors import StoreNotReady
-from vault.keyring import DekCache, SubjectKeyring
-from vault.memories import MemoryService
-from vault.policy import Limits
-from vault.pseudonyms import Pseudonymizer, create_pepper
-from vault.schema import require_current, schema_state, upgrade
-from vault.search import SearchService
+from lethe.api.settings import Settings
+from lethe.api.signing_key import ensure_signing_key, load_signer, log_origin
+from lethe.keys.envelope import create_private_file, create_secret_file
+from lethe.keys.factory import build_kms
+from lethe.keys.protocol import KeyManager
+from lethe.vault.audit.certificate import ErasureReports, reported_step
+from lethe.vault.audit.log import AuditLog
+from lethe.vault.custody.keyring import DekCache, SubjectKeyring
+from lethe.vault.custody.pseudonyms import Pseudonymizer, create_pepper
+from lethe.vault.erasure.compaction import Compactor, compacted_step
+from lethe.vault.erasure.service import ErasureService
+from lethe.vault.errors import StoreNotReady
+from lethe.vault.memory.policy import Limits
+from lethe.vault.memory.search import SearchService
+from lethe.vault.memory.service import MemoryService
+from lethe.vault.store.db import UnitOfWork, make_engine
+from lethe.vault.store.schema import require_current, schema_state, upgrade
 
 
 @dataclass

@@ -31,9 +31,9 @@ import secrets
 import uuid
 from pathlib import Path
 
-from api.settings import Settings
-from keys.signing import Ed25519Signer, SigningKeyError
-from vault.checkpoint import CheckpointError, key_id
+from lethe.api.settings import Settings
+from lethe.keys.signing import Ed25519Signer, SigningKeyError
+from lethe.vault.audit.checkpoint import CheckpointError, key_id
 
 __all__ = ["ensure_signing_key", "load_signer", "log_origin"]
 

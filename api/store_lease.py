@@ -29,7 +29,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from vault.errors import StoreNotReady
+from lethe.vault.errors import StoreNotReady
 
 LOCK_FILE = "lethe.lock"
 _PG_LEASE = 0x4C455448 + 1  # next to the event-log lock: "LETI"

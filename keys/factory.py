@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from keys.protocol import KeyManager
+from lethe.keys.protocol import KeyManager
 
 BACKENDS = ("local", "vault")
 
@@ -19,13 +19,13 @@ def build_kms(
     timeout: float = 5.0,
 ) -> KeyManager:
     if kind == "local":
-        from keys.local import LocalKms
+        from lethe.keys.local import LocalKms
 
         return LocalKms.open_in(key_dir)
     if kind == "vault":
         if not vault_addr or not vault_token:
             raise ValueError("LETHE_VAULT_ADDR and LETHE_VAULT_TOKEN are required when LETHE_KMS=vault")
-        from keys.vault_transit import VaultTransitKms
+        from lethe.keys.vault_transit import VaultTransitKms
 
         return VaultTransitKms(vault_addr, vault_token, mount=vault_mount, timeout=timeout)
     raise ValueError(f"unknown KMS backend {kind!r}; expected one of {', '.join(BACKENDS)}")

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from keys.envelope import (
+from lethe.keys.envelope import (
     DecryptionFailed,
     aead_unwrap,
     aead_wrap,
@@ -31,8 +31,8 @@ from keys.envelope import (
     create_secret_file,
     new_data_key,
 )
-from keys.filescan import FileScanFailed, find_in_files
-from keys.protocol import (
+from lethe.keys.filescan import FileScanFailed, find_in_files
+from lethe.keys.protocol import (
     DataKey,
     DestructionReceipt,
     KeyDestroyed,

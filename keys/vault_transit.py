@@ -42,7 +42,7 @@ import hvac
 import requests
 from hvac import exceptions as hvac_exc
 
-from keys.protocol import (
+from lethe.keys.protocol import (
     DataKey,
     DestructionReceipt,
     KeyDestroyed,

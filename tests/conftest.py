@@ -11,9 +11,9 @@ import pytest
 import sqlalchemy as sa
 from pydantic import SecretStr
 
-from api.bootstrap import Container, build
-from api.settings import Settings
-from vault.model import Caller, Provenance, Role, SourceType, WriteCommand
+from lethe.api.bootstrap import Container, build
+from lethe.api.settings import Settings
+from lethe.vault.model import Caller, Provenance, Role, SourceType, WriteCommand
 
 pytest_plugins = ["tests.conftest_openbao"]
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from keys.protocol import (
+from lethe.keys.protocol import (
     DestructionReceipt,
     KeyDestroyed,
     KeyManager,

@@ -13,12 +13,12 @@ import sqlalchemy as sa
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.bootstrap import Container, build
-from api.settings import Settings
-from vault.clock import utcnow
-from vault.model import Role
-from vault.tokens import TokenService
+from lethe.api.bootstrap import Container, build
+from lethe.api.http.app import create_app
+from lethe.api.settings import Settings
+from lethe.vault.access.tokens import TokenService
+from lethe.vault.clock import utcnow
+from lethe.vault.model import Role
 
 PROBLEM = "application/problem+json"
 

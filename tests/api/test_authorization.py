@@ -17,13 +17,13 @@ import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.auth import ROUTE_ROLES
-from api.routes import audit, erasure, health, memories, tokens
-from api.settings import Settings
+from lethe.api.http.app import create_app
+from lethe.api.http.auth import ROUTE_ROLES
+from lethe.api.http.routes import audit, erasure, health, memories, tokens
+from lethe.api.settings import Settings
+from lethe.vault.model import Caller, Role, SourceType
 from tests.api.conftest import Api, api_settings, bearer, memory_body
 from tests.conftest import write_cmd
-from vault.model import Caller, Role, SourceType
 
 A, R, P, U, D = Role.AGENT, Role.REVIEWER, Role.PRIVACY_OFFICER, Role.AUDITOR, Role.ADMIN
 PUBLIC = None  # no token needed

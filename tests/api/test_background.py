@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
-from api.app import BackgroundWork
-from api.logging import JsonFormatter
+from lethe.api.http.app import BackgroundWork
+from lethe.api.http.logging import JsonFormatter
 
 SECRET = "CANARY-subject@example.com"
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from api.settings import Settings
+from lethe.api.settings import Settings
 from tests.api.test_serve import start_server
 
 TIMEOUT_SECONDS = 1.0

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from api.cli import app
+from lethe.api.cli.main import app
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 
 from tests.api.conftest import Api, assert_problem, bearer, memory_body
 
-pytest.importorskip("vault.erasure")
+pytest.importorskip("lethe.vault.erasure.service")
 
 BASIS = "gdpr-art17-1a"
 

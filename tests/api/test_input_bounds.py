@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.settings import Settings
+from lethe.api.http.app import create_app
+from lethe.api.settings import Settings
+from lethe.vault.model import Role
 from tests.api.conftest import Api, api_settings, assert_problem, bearer, memory_body
-from vault.model import Role
 
 TOO_BIG_FOR_JSON_HASHING = 2**53
 TOO_BIG_FOR_THE_STORE = 2**31
@@ -159,7 +159,7 @@ def _words(n: int) -> str:
 def test_a_query_of_more_distinct_terms_than_the_limit_is_a_422_that_names_the_limit(
     api: Api, agent: dict[str, str]
 ) -> None:
-    from vault.search import MAX_QUERY_TERMS
+    from lethe.vault.memory.search import MAX_QUERY_TERMS
 
     api.client.post("/v1/memories", json=memory_body("aa ab ac"), headers=agent)
     ok = api.client.post(
@@ -178,7 +178,7 @@ def test_a_query_of_a_thousand_distinct_words_is_a_422_not_a_500(api: Api, agent
 
 
 def test_a_query_longer_than_the_limit_is_a_422(api: Api, agent: dict[str, str]) -> None:
-    from vault.search import MAX_QUERY_CHARS
+    from lethe.vault.memory.search import MAX_QUERY_CHARS
 
     doc = refused(
         api, "/v1/memories/search", {"query": "a" * (MAX_QUERY_CHARS + 1), "purpose": "support"}, agent

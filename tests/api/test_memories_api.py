@@ -11,10 +11,10 @@ import uuid
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.logging import JsonFormatter
-from api.settings import Settings
-from keys.protocol import KmsUnavailable
+from lethe.api.http.app import create_app
+from lethe.api.http.logging import JsonFormatter
+from lethe.api.settings import Settings
+from lethe.keys.protocol import KmsUnavailable
 from tests.api.conftest import Api, api_settings, assert_problem, bearer, memory_body
 
 

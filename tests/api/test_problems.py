@@ -120,7 +120,7 @@ def test_unknown_route_and_wrong_method_are_problems(api: Api) -> None:
 
 
 def test_a_store_outage_is_503(api: Api, agent: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from vault.errors import StoreUnavailable
+    from lethe.vault.errors import StoreUnavailable
 
     def down(*_a: object, **_k: object) -> None:
         raise StoreUnavailable("database unavailable")

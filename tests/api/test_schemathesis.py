@@ -25,11 +25,11 @@ from schemathesis.specs.openapi.checks import (  # noqa: E402
     status_code_conformance,
 )
 
-from api.app import create_app  # noqa: E402
-from api.auth import ROUTE_ROLES  # noqa: E402
-from api.settings import Settings  # noqa: E402
+from lethe.api.http.app import create_app  # noqa: E402
+from lethe.api.http.auth import ROUTE_ROLES  # noqa: E402
+from lethe.api.settings import Settings  # noqa: E402
+from lethe.vault.model import Role  # noqa: E402
 from tests.api.conftest import api_settings  # noqa: E402
-from vault.model import Role  # noqa: E402
 
 # Bounded for CI; LETHE_SCHEMATHESIS_EXAMPLES=500 for a deeper local hunt.
 EXAMPLES = int(os.environ.get("LETHE_SCHEMATHESIS_EXAMPLES", "20"))
@@ -75,7 +75,7 @@ def api_schema(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
 def _api_routes() -> list:  # type: ignore[type-arg]
     from fastapi.routing import APIRoute
 
-    from api.routes import audit, erasure, health, memories, tokens
+    from lethe.api.http.routes import audit, erasure, health, memories, tokens
 
     return [
         r

@@ -32,7 +32,7 @@ def lethe_command() -> list[str]:
     if script.exists():
         return [str(script)]
     found = shutil.which("lethe")
-    return [found] if found else [sys.executable, "-c", "from api.cli import app; app()"]
+    return [found] if found else [sys.executable, "-c", "from lethe.api.cli import app; app()"]
 
 
 def free_port() -> int:

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from api.bootstrap import build, initialise
-from api.settings import Settings
+from lethe.api.bootstrap import build, initialise
+from lethe.api.settings import Settings
+from lethe.vault.erasure.backup import create_backup
+from lethe.vault.store.db import make_engine
+from lethe.vault.store.schema import upgrade
 from tests.api.test_serve import lethe_command, start_server
 from tests.conftest import agent, officer, write_cmd
-from vault.backup import create_backup
-from vault.db import make_engine
-from vault.schema import upgrade
 
 PUBLIC_FILES = {"signing.pub.pem", "log-origin"}  # the public key and origin auditors pin
 

@@ -9,12 +9,12 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from api.bootstrap import Container
-from vault.clock import utcnow
-from vault.errors import InvalidCommand, NotFound, Unauthenticated
-from vault.model import Role
-from vault.tables import api_tokens
-from vault.tokens import TokenService
+from lethe.api.bootstrap import Container
+from lethe.vault.access.tokens import TokenService
+from lethe.vault.clock import utcnow
+from lethe.vault.errors import InvalidCommand, NotFound, Unauthenticated
+from lethe.vault.model import Role
+from lethe.vault.store.tables import api_tokens
 
 
 @pytest.fixture

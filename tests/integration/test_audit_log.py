@@ -18,18 +18,18 @@ from types import SimpleNamespace
 import pytest
 import sqlalchemy as sa
 
-from api.bootstrap import Container
-from api.settings import Settings
-from keys.signing import Ed25519Signer
+from lethe.api.bootstrap import Container
+from lethe.api.settings import Settings
+from lethe.keys.signing import Ed25519Signer
+from lethe.vault.audit.checkpoint import Checkpoint, parse_and_verify, sign_checkpoint
+from lethe.vault.audit.log import AuditLog, LogInconsistent
+from lethe.vault.audit.verify import verify_certificate
+from lethe.vault.canonical import canonical_json
+from lethe.vault.errors import InvalidCommand
+from lethe.vault.merkle import leaf_hash, verify_consistency, verify_inclusion
+from lethe.vault.store.events import canonical_row
+from lethe.vault.store.tables import checkpoints, events
 from tests.conftest import agent, officer, write_cmd
-from vault.audit_log import AuditLog, LogInconsistent
-from vault.audit_tree import leaf_hash, verify_consistency, verify_inclusion
-from vault.canonical import canonical_json
-from vault.checkpoint import Checkpoint, parse_and_verify, sign_checkpoint
-from vault.errors import InvalidCommand
-from vault.events import canonical_row
-from vault.tables import checkpoints, events
-from vault.verify_certificate import verify_certificate
 
 LETHE = Path(sys.executable).parent / "lethe"
 ALICE = "alice@example.com"
@@ -324,9 +324,9 @@ def test_a_certificate_issued_after_history_was_rewritten_is_refused(lethe: Cont
     # A new process (no cached tree) runs the erasure: the reported step cannot sign.
     c = lethe
     c.audit = fresh_audit(c)
-    from vault.certificate import ErasureReports, reported_step
-    from vault.compaction import compacted_step
-    from vault.erasure import ErasureService
+    from lethe.vault.audit.certificate import ErasureReports, reported_step
+    from lethe.vault.erasure.compaction import compacted_step
+    from lethe.vault.erasure.service import ErasureService
 
     reports = ErasureReports(c.audit, c.reports.signer)
     service = ErasureService(

@@ -15,15 +15,15 @@ from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 from pypdf import PdfReader
 
-from api import problems
-from api.bootstrap import Container
-from api.routes.audit import AUDIT_ROUTE_ROLES, make_router
+from lethe.api.bootstrap import Container
+from lethe.api.http import problems
+from lethe.api.http.routes.audit import AUDIT_ROUTE_ROLES, make_router
+from lethe.vault.audit.checkpoint import parse_and_verify
+from lethe.vault.audit.verify import verify_certificate
+from lethe.vault.errors import OutOfScope
+from lethe.vault.merkle import verify_consistency, verify_inclusion
+from lethe.vault.model import Caller, Role
 from tests.conftest import agent, officer, write_cmd
-from vault.audit_tree import verify_consistency, verify_inclusion
-from vault.checkpoint import parse_and_verify
-from vault.errors import OutOfScope
-from vault.model import Caller, Role
-from vault.verify_certificate import verify_certificate
 
 
 def fake_caller(request: Request) -> Caller:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from lethe.vault import errors
+from lethe.vault.erasure.backup import create_backup, restore_backup
+from lethe.vault.model import Provenance, SearchQuery, SourceType
 from tests.conftest import agent, officer, reviewer, write_cmd
-from vault import errors
-from vault.backup import create_backup, restore_backup
-from vault.model import Provenance, SearchQuery, SourceType
 
 ALICE, BOB = "alice@example.com", "bob@example.com"
 

@@ -30,7 +30,7 @@ def lethe_command() -> list[str]:
     script = Path(sys.executable).parent / "lethe"
     if script.is_file():
         return [str(script)]
-    return [sys.executable, "-c", "from api.cli import app; app(prog_name='lethe')"]
+    return [sys.executable, "-c", "from lethe.api.cli import app; app(prog_name='lethe')"]
 
 
 @pytest.mark.slow

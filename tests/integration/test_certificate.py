@@ -20,19 +20,19 @@ from typing import Any
 
 from pypdf import PdfReader
 
-from api.bootstrap import Container
-from api.settings import Settings
-from keys.signing import Ed25519Signer
+from lethe.api.bootstrap import Container
+from lethe.api.settings import Settings
+from lethe.keys.signing import Ed25519Signer
+from lethe.vault.audit.certificate import REPORTED, sign_certificate
+from lethe.vault.audit.checkpoint import Checkpoint, key_id, sign_checkpoint
+from lethe.vault.audit.render import render_html, render_pdf
+from lethe.vault.audit.verify import verify_certificate
+from lethe.vault.canonical import canonical_json
+from lethe.vault.clock import parse_iso
+from lethe.vault.erasure.service import subject_commitment
+from lethe.vault.store.events import Event, SqlEventLog
+from lethe.vault.store.tables import backups
 from tests.conftest import agent, officer, write_cmd
-from vault.canonical import canonical_json
-from vault.certificate import REPORTED, sign_certificate
-from vault.checkpoint import Checkpoint, key_id, sign_checkpoint
-from vault.clock import parse_iso
-from vault.erasure import subject_commitment
-from vault.events import Event, SqlEventLog
-from vault.report_render import render_html, render_pdf
-from vault.tables import backups
-from vault.verify_certificate import verify_certificate
 
 ALICE = "alice@example.com"
 LETHE = Path(sys.executable).parent / "lethe"
@@ -389,7 +389,7 @@ def test_the_certificate_signature_is_domain_separated_from_checkpoint_signature
     doc = json.loads(report.document)
     unsigned = {k: v for k, v in doc.items() if k != "signature"}
     signature = base64.b64decode(doc["signature"]["value"])
-    from keys.signing import verify_ed25519
+    from lethe.keys.signing import verify_ed25519
 
     public = lethe.reports.signer.public_key_raw()
     assert verify_ed25519(public, b"lethe-erasure-certificate/v1\n" + canonical_json(unsigned), signature)

@@ -13,15 +13,15 @@ import pytest
 import sqlalchemy as sa
 from freezegun import freeze_time
 
-from keys.filescan import find_in_files
+from lethe.keys.filescan import find_in_files
+from lethe.vault import errors
+from lethe.vault.erasure.backup import create_backup, restore_backup
+from lethe.vault.erasure.compaction import ErasedScope, reclaim_space, slices_of, sqlite_files
+from lethe.vault.erasure.forgetting import tombstone_subject
+from lethe.vault.merkle import leaf_hash
+from lethe.vault.store.events import canonical_row
+from lethe.vault.store.tables import events, memories
 from tests.conftest import agent, officer, write_cmd
-from vault import errors
-from vault.audit_tree import leaf_hash
-from vault.backup import create_backup, restore_backup
-from vault.compaction import ErasedScope, reclaim_space, slices_of, sqlite_files
-from vault.events import canonical_row
-from vault.forgetting import tombstone_subject
-from vault.tables import events, memories
 
 ALICE, BOB = "alice@example.com", "bob@example.com"
 VACUUMS = (
@@ -108,8 +108,8 @@ def test_on_postgres_no_row_holds_the_ciphertext_after_compaction_and_vacuum_ran
 
 KILLER = textwrap.dedent("""
     import os, signal, sys
-    from api.bootstrap import build
-    from api.settings import Settings
+    from lethe.api.bootstrap import build
+    from lethe.api.settings import Settings
     c = build(Settings(data_dir=sys.argv[1], database_url=sys.argv[2] or None))
     c.compactor.batch_size = 50
     def progress(done, total):
@@ -254,7 +254,7 @@ def test_restore_without_the_live_store_uses_the_kms_as_the_ledger(lethe, tmp_pa
 def test_compaction_of_100000_events_reports_its_rate(lethe):
     import time
 
-    from vault.bulk import bulk_load
+    from lethe.vault.memory.bulk import bulk_load
 
     c = lethe
     bulk_load(c.memories, tenants=4, subjects_per_tenant=25, memories_per_subject=1000)

@@ -10,11 +10,11 @@ from tests.conftest import agent, event_count, write_cmd
 
 
 def _racer(settings_dict, barrier, queue, cmd_kwargs):  # runs in a fresh process
-    from api.bootstrap import build
-    from api.settings import Settings
+    from lethe.api.bootstrap import build
+    from lethe.api.settings import Settings
+    from lethe.vault import errors
     from tests.conftest import agent as make_agent
     from tests.conftest import write_cmd as make_cmd
-    from vault import errors
 
     c = build(Settings(**settings_dict))
     try:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from keys.filescan import find_in_files
+from lethe.keys.filescan import find_in_files
+from lethe.vault import errors
+from lethe.vault.store.tables import events, memories
 from tests.conftest import agent, write_cmd
-from vault import errors
-from vault.tables import events, memories
 
 CANARY = "canary-7f3a9c-the-patient-takes-warfarin"
 SUBJECT = "canary-subject-0042@example.com"

@@ -8,14 +8,14 @@ from datetime import datetime
 import pytest
 import sqlalchemy as sa
 
-from keys.envelope import DecryptionFailed, decrypt_for_subject
-from keys.protocol import KeyDestroyed
+from lethe.keys.envelope import DecryptionFailed, decrypt_for_subject
+from lethe.keys.protocol import KeyDestroyed
+from lethe.vault import errors
+from lethe.vault.custody.sealing import aad
+from lethe.vault.erasure.service import KEY_PENDING
+from lethe.vault.model import Provenance, SearchQuery, SourceType
+from lethe.vault.store.tables import events, subject_keys
 from tests.conftest import agent, event_count, officer, write_cmd
-from vault import errors
-from vault.erasure import KEY_PENDING
-from vault.model import Provenance, SearchQuery, SourceType
-from vault.sealing import aad
-from vault.tables import events, subject_keys
 
 ALICE, BOB = "alice@example.com", "bob@example.com"
 
@@ -307,7 +307,7 @@ def test_erasure_requests_with_unstorable_text_are_rejected_before_anything_is_w
 
 def test_only_the_runner_holding_a_jobs_lease_advances_it(lethe, settings):
     """A server's runner and a CLI `forget` never run the same job's steps at once."""
-    from api.bootstrap import build
+    from lethe.api.bootstrap import build
 
     c = lethe
     c.memories.write(agent(), write_cmd("leased", subject=ALICE))

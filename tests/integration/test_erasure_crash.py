@@ -10,15 +10,15 @@ import textwrap
 import pytest
 import sqlalchemy as sa
 
+from lethe.vault import errors
+from lethe.vault.store.tables import erasure_steps, events, subject_keys
 from tests.conftest import agent, officer, write_cmd
-from vault import errors
-from vault.tables import erasure_steps, events, subject_keys
 
 SCRIPT = textwrap.dedent("""
     import os, signal, sys
-    from api.bootstrap import build
-    from api.settings import Settings
-    from vault.model import Caller, Role
+    from lethe.api.bootstrap import build
+    from lethe.api.settings import Settings
+    from lethe.vault.model import Caller, Role
 
     data_dir, url, job_id, crash_at = sys.argv[1], sys.argv[2] or None, sys.argv[3], sys.argv[4]
     c = build(Settings(data_dir=data_dir, database_url=url))
@@ -62,7 +62,7 @@ def test_a_job_killed_between_steps_resumes_and_completes_once(lethe, settings, 
     interrupted = c.erasure.get(officer(), job.id)
     assert interrupted.completed_at is None
     # A fresh process (this one, with new engines) resumes every unfinished job on start.
-    from api.bootstrap import build
+    from lethe.api.bootstrap import build
 
     fresh = build(settings)
     try:

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from keys.filescan import find_in_files
+from lethe.keys.filescan import find_in_files
 
 OPEN_READ_CLOSE = (
     "import sqlite3, sys\n"

@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from lethe.vault import errors
+from lethe.vault.memory.search import MAX_QUERY_CHARS, MAX_QUERY_TERMS
+from lethe.vault.memory.validation import MAX_VERSION
+from lethe.vault.model import Caller, Role, SearchQuery, SourceType
 from tests.conftest import agent, event_count, reviewer, write_cmd
-from vault import errors
-from vault.model import Caller, Role, SearchQuery, SourceType
-from vault.search import MAX_QUERY_CHARS, MAX_QUERY_TERMS
-from vault.validation import MAX_VERSION
 
 
 @pytest.mark.parametrize("version", [MAX_VERSION + 1, 2**53, 10**30, -1, True, "1", 1.0])

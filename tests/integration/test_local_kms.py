@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from keys.filescan import find_in_files
-from keys.local import LocalKms
-from keys.protocol import KeyManager
+from lethe.keys.filescan import find_in_files
+from lethe.keys.local import LocalKms
+from lethe.keys.protocol import KeyManager
 from tests.kms_contract import KeyManagerContract, subject_key_name
 
 

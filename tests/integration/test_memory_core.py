@@ -9,12 +9,13 @@ import pytest
 import sqlalchemy as sa
 from freezegun import freeze_time
 
+from lethe.vault import errors
+from lethe.vault.clock import utcnow
+from lethe.vault.erasure.forgetting import tombstone_subject
+from lethe.vault.model import Provenance, SearchQuery, SourceType, Status, WriteCommand
+from lethe.vault.store import replay
+from lethe.vault.store.tables import memories
 from tests.conftest import agent, event_count, reviewer, write_cmd
-from vault import errors, replay
-from vault.clock import utcnow
-from vault.forgetting import tombstone_subject
-from vault.model import Provenance, SearchQuery, SourceType, Status, WriteCommand
-from vault.tables import memories
 
 
 def search(c, caller=None, query="tea coffee", **kw):
@@ -129,7 +130,7 @@ def test_a_fresh_engine_replays_to_the_identical_state(lethe, settings):
     lethe.memories.write(agent(), write_cmd("bob", subject="bob@example.com"))
     with lethe.uow.write() as conn:
         tombstone_subject(conn, lethe.keyring, "t1", lethe.pseudonyms.subject_ref("t1", "bob@example.com"))
-    from api.bootstrap import build
+    from lethe.api.bootstrap import build
 
     fresh = build(settings)
     try:

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lethe.vault import errors
+from lethe.vault.model import SearchQuery
 from tests.conftest import agent, write_cmd
-from vault import errors
-from vault.model import SearchQuery
 
 TENANTS, AGENTS, PURPOSES, SUBJECTS = ["t1", "t2", "t3"], ["a1", "a2"], ["p1", "p2"], ["s1", "s2", "s3"]
 WORDS = ["tea", "coffee", "paris", "berlin", "allergy", "meeting"]

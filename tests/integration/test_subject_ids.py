@@ -6,10 +6,10 @@ import unicodedata
 
 import pytest
 
+from lethe.vault import errors
+from lethe.vault.audit.verify import compute_subject_commitment
+from lethe.vault.model import SearchQuery
 from tests.conftest import agent, officer, write_cmd
-from vault import errors
-from vault.model import SearchQuery
-from vault.verify_certificate import compute_subject_commitment
 
 NFC = unicodedata.normalize("NFC", "José Ñúñez")
 NFD = unicodedata.normalize("NFD", "José Ñúñez")
@@ -55,7 +55,7 @@ def test_a_legacy_unnormalised_subject_is_covered_by_a_linked_request(lethe, mon
     c = lethe
     legacy = c.pseudonyms.unnormalised_subject_ref
     with monkeypatch.context() as m:  # write as the earlier release did
-        m.setattr("vault.memories.normal_subject_id", lambda s: s)
+        m.setattr("lethe.vault.memory.service.normal_subject_id", lambda s: s)
         m.setattr(c.pseudonyms, "subject_ref", legacy)
         old = c.memories.write(agent(), write_cmd("old memory", subject=NFD)).item
     assert old.subject_ref == legacy("t1", NFD) != c.pseudonyms.subject_ref("t1", NFD)

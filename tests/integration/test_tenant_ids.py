@@ -14,17 +14,18 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from api.bootstrap import initialise
-from api.settings import Settings
+from lethe.api.bootstrap import initialise
+from lethe.api.settings import Settings
+from lethe.vault import errors
+from lethe.vault.clock import utcnow
+from lethe.vault.erasure.compaction import Compactor
+from lethe.vault.memory.service import MemoryService
+from lethe.vault.model import Provenance, SearchQuery, SourceType, Status
+from lethe.vault.store import replay
+from lethe.vault.store.db import make_engine
+from lethe.vault.store.schema import schema_state, upgrade
+from lethe.vault.store.tables import events, memories, search_index
 from tests.conftest import agent, officer, reviewer, write_cmd
-from vault import errors, replay
-from vault.clock import utcnow
-from vault.compaction import Compactor
-from vault.db import make_engine
-from vault.memories import MemoryService
-from vault.model import Provenance, SearchQuery, SourceType, Status
-from vault.schema import schema_state, upgrade
-from vault.tables import events, memories, search_index
 
 A, B = "ta", "tb"
 ALICE, BOB = "alice@example.com", "bob@example.com"

@@ -16,8 +16,8 @@ import hvac
 import pytest
 from hvac import exceptions as hvac_exc
 
-from keys.protocol import KeyDestroyed, KmsForbidden, KmsUnavailable
-from keys.vault_transit import TOMBSTONE_SUFFIX, VaultTransitKms
+from lethe.keys.protocol import KeyDestroyed, KmsForbidden, KmsUnavailable
+from lethe.keys.vault_transit import TOMBSTONE_SUFFIX, VaultTransitKms
 from tests.kms_contract import KeyManagerContract, subject_key_name
 from tests.openbao import OpenBaoDevServer, free_port_pair
 

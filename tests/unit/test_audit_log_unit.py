@@ -13,15 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import SecretStr
 
-from api.settings import Settings
-from api.signing_key import ensure_signing_key, load_signer, log_origin
-from keys.signing import Ed25519Signer, SigningKeyError
-from vault.audit_log import _RootAccumulator, _row_matches, fast_canonical_row
-from vault.audit_tree import MerkleTree, leaf_hash
-from vault.canonical import canonical_json
-from vault.erasure import CORE_STEPS, RECEIVED, subject_commitment
-from vault.events import canonical_row
-from vault.verify_certificate import CORE_STEP_ORDER, compute_subject_commitment, verify_certificate
+from lethe.api.settings import Settings
+from lethe.api.signing_key import ensure_signing_key, load_signer, log_origin
+from lethe.keys.signing import Ed25519Signer, SigningKeyError
+from lethe.vault.audit.log import _RootAccumulator, _row_matches, fast_canonical_row
+from lethe.vault.audit.verify import CORE_STEP_ORDER, compute_subject_commitment, verify_certificate
+from lethe.vault.canonical import canonical_json
+from lethe.vault.erasure.service import CORE_STEPS, RECEIVED, subject_commitment
+from lethe.vault.merkle import MerkleTree, leaf_hash
+from lethe.vault.store.events import canonical_row
 
 text = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
 json_values = st.recursive(

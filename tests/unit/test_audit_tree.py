@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vault.audit_tree import (
+from lethe.vault.merkle import (
     EMPTY_ROOT,
     AuditTreeError,
     InvalidTreeRequest,

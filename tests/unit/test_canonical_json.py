@@ -16,7 +16,7 @@ from hypothesis import given as _given
 from hypothesis import settings as _settings
 from hypothesis import strategies as _st
 
-from vault.canonical import CanonicalJsonError, canonical_json
+from lethe.vault.canonical import CanonicalJsonError, canonical_json
 
 # (name, input JSON text, expected canonical text)
 VECTORS = [

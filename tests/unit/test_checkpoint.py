@@ -16,13 +16,13 @@ from dataclasses import replace
 
 import pytest
 
-from keys.signing import (
+from lethe.keys.signing import (
     Ed25519Signer,
     SigningKeyError,
     load_public_key_pem,
     verify_ed25519,
 )
-from vault.checkpoint import (
+from lethe.vault.audit.checkpoint import (
     Checkpoint,
     CheckpointError,
     key_id,

@@ -1,0 +1,102 @@
+"""``lethe bench``: run the benchmark (``api.bench``), print the figures, write the report.
+
+Exit codes: 0 when every figure was measured (a missed target is a result, not a
+failure), 1 when a figure could not be measured, 2 when the run could not start or a
+required part is missing (``--kms vault`` without OpenBao).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from enum import StrEnum
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+# Not on a terminal (a log, a test), rich would wrap the table at 80 columns.
+console = Console() if sys.stdout.isatty() else Console(width=160)
+err = Console(stderr=True, soft_wrap=True)
+
+
+class ScaleName(StrEnum):
+    small = "small"
+    full = "full"
+
+
+class KmsName(StrEnum):
+    local = "local"
+    vault = "vault"
+
+
+_VERDICT_STYLE = {"met": "green", "missed": "red", "error": "bold red"}
+
+
+def bench(
+    scale: ScaleName = typer.Option(
+        ScaleName.small, "--scale", help="small: 100k-item large store (minutes); full: 1M items."
+    ),
+    kms: KmsName = typer.Option(
+        KmsName.local,
+        "--kms",
+        help="KMS of the benchmark stores. The OpenBao figure runs whenever `bao` is installed; "
+        "with `vault` it is required.",
+    ),
+    json_file: Path | None = typer.Option(None, "--json", help="Also write every figure as JSON here."),
+    output: Path = typer.Option(
+        Path("docs/performance.md"), "--output", help="Where to write the Markdown report."
+    ),
+    workdir: Path | None = typer.Option(
+        None, "--workdir", help="Parent of the temporary data dirs (default: the system temp dir)."
+    ),
+    loaders: int | None = typer.Option(
+        None, "--loaders", min=1, help="Data-generation worker processes (default: min(2, cores))."
+    ),
+) -> None:
+    """Measure Lethe against same-machine baselines and write docs/performance.md."""
+    from lethe.api.bench import SCALES, Bench, BenchError, render_markdown, summary_rows
+
+    command = "lethe " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    started = time.perf_counter()
+
+    def say(msg: str) -> None:
+        err.print(f"[dim]{time.perf_counter() - started:8.1f}s[/dim] {escape(msg)}")
+
+    try:
+        runner = Bench(
+            SCALES[scale.value], kms=kms.value, workdir=workdir, loaders=loaders, say=say, command=command
+        )
+        results = runner.run()
+    except BenchError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+
+    table = Table(title=f"lethe bench --scale {scale.value} ({results['total_seconds']:.0f} s)")
+    for col in ("Figure", "Lethe", "Baseline", "Ratio", "Target", "Verdict"):
+        table.add_column(col, overflow="fold")
+    for row in summary_rows(results):
+        style = _VERDICT_STYLE.get(row[5], "yellow" if row[5] else "")
+        table.add_row(*row[:5], f"[{style}]{escape(row[5])}[/{style}]" if style else row[5])
+    console.print(table)
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(render_markdown(results))
+    console.print(f"wrote {output}")
+    if json_file is not None:
+        json_file.parent.mkdir(parents=True, exist_ok=True)
+        json_file.write_text(json.dumps(results, indent=2, default=str) + "\n")
+        console.print(f"wrote {json_file}")
+    if results["errors"]:
+        for e in results["errors"]:
+            err.print(f"[red]not measured:[/red] {escape(e)}")
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``bench`` to the ``lethe`` app."""
+    app.command("bench")(bench)

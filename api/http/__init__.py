@@ -1,0 +1,1 @@
+"""The HTTP way in (FastAPI): app, authentication, problems, metrics, schemas, routes."""

@@ -1,0 +1,112 @@
+"""Authentication, authorisation and rate limiting, in one place.
+
+``ROUTE_ROLES`` is the whole access policy of the HTTP API: route name -> the roles
+that may call it. Every authenticated route depends on ``authorised``, which
+1. reads the bearer token and turns it into a ``Caller`` (401 if missing or not valid),
+2. looks the matched route up in ``ROUTE_ROLES`` (403 if the role is not listed; a
+   route missing from the table is refused for everyone: fail closed),
+3. charges one request to the token's rate limit (429 with ``Retry-After``).
+A failed authentication (no token, or one that is not valid) is charged to its client
+address instead, and past that limit the answer is 429 rather than 401: bad tokens cost
+a lookup each and must not be free to send by the thousand. Successful requests are
+never charged to the address, so a valid token keeps working from a noisy address
+(behind a shared NAT, say); guessing one is hopeless anyway (256 random bits).
+The caller's scope (tenant, agent, purposes) comes only from the token.
+
+Exceptions: ``Unauthenticated`` (401), ``OutOfScope`` (403), ``ApiProblem`` (429).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from limits import parse
+from limits.storage import MemoryStorage
+from limits.strategies import MovingWindowRateLimiter
+
+from lethe.api.http.logging import request_context
+from lethe.api.http.problems import ApiProblem
+from lethe.vault.errors import OutOfScope, Unauthenticated
+from lethe.vault.model import Caller, Role
+
+AGENT = frozenset({Role.AGENT})
+REVIEWER = frozenset({Role.REVIEWER})
+PRIVACY_OFFICER = frozenset({Role.PRIVACY_OFFICER})
+OVERSIGHT = frozenset({Role.PRIVACY_OFFICER, Role.AUDITOR})
+AUDITOR = frozenset({Role.AUDITOR})
+ADMIN = frozenset({Role.ADMIN})
+
+ROUTE_ROLES: dict[str, frozenset[Role]] = {
+    "write_memory": AGENT,
+    "get_memory": AGENT,
+    "search_memories": AGENT,
+    "promote_memory": REVIEWER,
+    "request_erasure": PRIVACY_OFFICER,
+    "list_erasure_requests": OVERSIGHT,
+    "get_erasure_request": OVERSIGHT,
+    "place_legal_hold": PRIVACY_OFFICER,
+    "lift_legal_hold": PRIVACY_OFFICER,
+    "reinstate_subject": PRIVACY_OFFICER,
+    "create_token": ADMIN,
+    "get_audit_checkpoint": AUDITOR,
+    "get_audit_public_key": AUDITOR,
+    "get_inclusion_proof": AUDITOR,
+    "get_consistency_proof": AUDITOR,
+    "get_erasure_report": OVERSIGHT,
+}
+
+_bearer = HTTPBearer(auto_error=False, description="An API token: `Authorization: Bearer lethe_...`")
+
+
+class RateLimiter:
+    """A moving-window limit per key, a token id or a client address (in-process; each
+    server instance counts its own). ``what`` names the limited thing in the 429."""
+
+    def __init__(self, spec: str, what: str = "this token") -> None:
+        self.spec = spec
+        self.what = what
+        self.item = parse(spec)
+        self.limiter = MovingWindowRateLimiter(MemoryStorage())
+
+    def charge(self, key: str) -> None:
+        if self.limiter.hit(self.item, key):
+            return
+        reset = self.limiter.get_window_stats(self.item, key).reset_time
+        retry_after = max(1, math.ceil(reset - time.time()))
+        raise ApiProblem(
+            429,
+            "Too many requests",
+            f"{self.what} is limited to {self.spec}",
+            {"Retry-After": str(retry_after)},
+        )
+
+
+def authorised(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Caller:
+    """The caller behind the request, if its token allows the matched route."""
+    try:
+        if credentials is None:
+            raise Unauthenticated("a bearer token is required")
+        caller = request.app.state.tokens.authenticate(credentials.credentials)
+    except Unauthenticated:
+        address = request.client.host if request.client else "unknown"
+        request.app.state.auth_failure_limiter.charge(address)  # 429 once over the limit
+        raise
+    ctx = request_context(request.scope)
+    if ctx is not None:
+        ctx.token_id = caller.principal
+    route = request.scope.get("route")
+    allowed = ROUTE_ROLES.get(getattr(route, "name", ""), frozenset())
+    if caller.role not in allowed:
+        raise OutOfScope(f"a {caller.role.value} token may not call this endpoint")
+    request.app.state.rate_limiter.charge(caller.principal)
+    return caller
+
+
+CallerDep = Annotated[Caller, Depends(authorised)]

@@ -1,0 +1,110 @@
+"""Privacy-officer and auditor endpoints: erasure requests, legal holds, reinstatement.
+
+Subject ids travel only in request bodies, never in URLs (URLs reach access logs).
+
+Exceptions: ``StoreUnavailable`` (503) while the erasure service is not wired in; core
+errors (``LegalHoldActive`` 409, ``NotFound`` 404, ...) reach the problem handlers.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from lethe.api.http.auth import CallerDep
+from lethe.api.http.problems import problem_responses
+from lethe.api.http.routes.deps import ErasureDep, MetricsDep
+from lethe.api.http.schemas import (
+    ErasureAccepted,
+    ErasureJobList,
+    ErasureJobOut,
+    ErasureRequestIn,
+    LegalHoldIn,
+    LegalHoldOut,
+    ReinstatementIn,
+    ReinstatementOut,
+    ResourceId,
+)
+
+router = APIRouter(tags=["erasure"])
+
+
+@router.post(
+    "/v1/erasure-requests",
+    name="request_erasure",
+    status_code=202,
+    response_model=ErasureAccepted,
+    responses=problem_responses(401, 403, 409, 413, 422, 429, 503),
+)
+def request_erasure(
+    body: ErasureRequestIn, caller: CallerDep, erasure: ErasureDep, metrics: MetricsDep
+) -> ErasureAccepted:
+    """File a right-to-forget request; the job runs in the background (due in 30 days)."""
+    job = erasure.request(caller, body.subject_id, body.legal_basis, body.reference)
+    metrics.forget_requests.inc()
+    return ErasureAccepted.from_domain(job)
+
+
+@router.get(
+    "/v1/erasure-requests",
+    name="list_erasure_requests",
+    response_model=ErasureJobList,
+    responses=problem_responses(401, 403, 422, 429, 503),
+)
+def list_erasure_requests(
+    caller: CallerDep,
+    erasure: ErasureDep,
+    status: Annotated[str | None, Query(max_length=32, pattern=r"^[a-z_]+$")] = None,
+    overdue: bool = False,
+) -> ErasureJobList:
+    """The tenant's erasure jobs, optionally by status or only those past their due date."""
+    jobs = erasure.list(caller, status=status, overdue=overdue)
+    return ErasureJobList(items=[ErasureJobOut.from_domain(j) for j in jobs])
+
+
+@router.get(
+    "/v1/erasure-requests/{job_id}",
+    name="get_erasure_request",
+    response_model=ErasureJobOut,
+    responses=problem_responses(401, 403, 404, 422, 429, 503),
+)
+def get_erasure_request(job_id: ResourceId, caller: CallerDep, erasure: ErasureDep) -> ErasureJobOut:
+    """One job with its steps, evidence and report id."""
+    return ErasureJobOut.from_domain(erasure.get(caller, job_id))
+
+
+@router.post(
+    "/v1/legal-holds",
+    name="place_legal_hold",
+    status_code=201,
+    response_model=LegalHoldOut,
+    responses=problem_responses(401, 403, 409, 413, 422, 429, 503),
+)
+def place_legal_hold(body: LegalHoldIn, caller: CallerDep, erasure: ErasureDep) -> LegalHoldOut:
+    """Block erasure of a subject until the hold is lifted."""
+    return LegalHoldOut.from_domain(erasure.place_hold(caller, body.subject_id, body.reason, body.reference))
+
+
+@router.delete(
+    "/v1/legal-holds/{hold_id}",
+    name="lift_legal_hold",
+    status_code=204,
+    response_class=Response,
+    responses=problem_responses(401, 403, 404, 409, 422, 429, 503),
+)
+def lift_legal_hold(hold_id: ResourceId, caller: CallerDep, erasure: ErasureDep) -> Response:
+    erasure.lift_hold(caller, hold_id)
+    return Response(status_code=204)
+
+
+@router.post(
+    "/v1/subject-reinstatements",
+    name="reinstate_subject",
+    status_code=201,
+    response_model=ReinstatementOut,
+    responses=problem_responses(401, 403, 404, 409, 413, 422, 429, 503),
+)
+def reinstate_subject(body: ReinstatementIn, caller: CallerDep, erasure: ErasureDep) -> ReinstatementOut:
+    """Lift the erasure fence of a forgotten subject: writes resume under a new key generation."""
+    return ReinstatementOut.from_domain(erasure.reinstate(caller, body.subject_id, body.reason))

@@ -1,0 +1,100 @@
+"""Memory endpoints for agents (write, read, search) and reviewers (promote).
+
+Exceptions: core errors propagate to the problem handlers (see ``vault.errors``).
+"""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import APIRouter, Response
+
+from lethe.api.http.auth import CallerDep
+from lethe.api.http.problems import problem_responses
+from lethe.api.http.routes.deps import ContainerDep, MetricsDep
+from lethe.api.http.schemas import (
+    IdempotencyHeader,
+    MemoryOut,
+    MemoryWrite,
+    PromoteIn,
+    ResourceId,
+    SearchIn,
+    SearchOut,
+)
+from lethe.vault.model import Status
+
+router = APIRouter(prefix="/v1/memories", tags=["memories"])
+
+
+@router.post(
+    "",
+    name="write_memory",
+    status_code=201,
+    response_model=MemoryOut,
+    responses={
+        200: {"model": MemoryOut, "description": "A retried idempotency key: the first result"},
+        **problem_responses(401, 403, 404, 409, 413, 422, 429, 503),
+    },
+)
+def write_memory(
+    body: MemoryWrite,
+    caller: CallerDep,
+    container: ContainerDep,
+    metrics: MetricsDep,
+    response: Response,
+    idempotency_key: IdempotencyHeader = None,
+) -> MemoryOut:
+    """Store a memory (201), or return the first result of a retried idempotency key (200)."""
+    outcome = container.memories.write(caller, body.to_command(idempotency_key))
+    if outcome.created:
+        metrics.writes.inc()
+        if outcome.item.status is Status.QUARANTINED:
+            metrics.quarantined.inc()
+        if outcome.item.supersedes_id:
+            metrics.supersessions.inc()
+    else:
+        response.status_code = 200
+    return MemoryOut.from_domain(outcome.item)
+
+
+@router.get(
+    "/{memory_id}",
+    name="get_memory",
+    response_model=MemoryOut,
+    responses=problem_responses(401, 403, 404, 422, 429, 503),
+)
+def get_memory(memory_id: ResourceId, caller: CallerDep, container: ContainerDep) -> MemoryOut:
+    """One memory in the caller's scope; anything else is 404, whoever owns it."""
+    return MemoryOut.from_domain(container.memories.get(caller, memory_id))
+
+
+@router.post(
+    "/search",
+    name="search_memories",
+    response_model=SearchOut,
+    responses=problem_responses(401, 403, 413, 422, 429, 503),
+)
+def search_memories(
+    body: SearchIn, caller: CallerDep, container: ContainerDep, metrics: MetricsDep
+) -> SearchOut:
+    """Scoped, ranked retrieval within a token budget."""
+    start = time.perf_counter()
+    result = container.search.search(caller, body.to_query())
+    metrics.search_seconds.observe(time.perf_counter() - start)
+    metrics.search_items.observe(len(result.items))
+    return SearchOut.from_domain(result)
+
+
+@router.post(
+    "/{memory_id}/promote",
+    name="promote_memory",
+    response_model=MemoryOut,
+    responses=problem_responses(401, 403, 404, 409, 413, 422, 429, 503),
+)
+def promote_memory(
+    memory_id: ResourceId, body: PromoteIn, caller: CallerDep, container: ContainerDep, metrics: MetricsDep
+) -> MemoryOut:
+    """A reviewer releases a quarantined memory: active and verified."""
+    item = container.memories.promote(caller, memory_id, body.expected_version)
+    metrics.promotions.inc()
+    return MemoryOut.from_domain(item)

@@ -1,0 +1,1 @@
+"""Credentials: API tokens, stored hashed, turned into a Caller."""

@@ -1,0 +1,200 @@
+"""API tokens: opaque bearer credentials that carry a caller's whole scope.
+
+A token is ``lethe_`` followed by 43 URL-safe characters (256 random bits). Only its
+SHA-256 is stored, so a copy of the database yields no usable credential; a high-entropy
+secret needs no slow hash. The scope of every request (tenant, role, agent, purposes)
+comes from the token row, never from a request body. ``Caller.principal`` is the token
+id, which is safe to log; the token itself never is.
+
+Exceptions:
+- ``Unauthenticated`` (401): the token is malformed, unknown, expired or revoked; one
+  error for all four, so a caller cannot tell which.
+- ``InvalidCommand`` (422): a token was requested with a scope that makes no sense (an
+  agent without an agent id or purposes, a bad purpose, a lifetime that is not positive
+  or is longer than ``MAX_TOKEN_TTL``, which also keeps expiry inside the calendar).
+- ``NotFound`` (404): revoking a token id that does not exist.
+- ``StoreUnavailable`` (503): from the unit of work, when the database is down.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import sqlalchemy as sa
+
+from lethe.vault.clock import from_db, to_db, utcnow
+from lethe.vault.errors import InvalidCommand, NotFound, Unauthenticated
+from lethe.vault.model import Caller, Role
+from lethe.vault.store.db import UnitOfWork
+from lethe.vault.store.tables import api_tokens
+
+TOKEN_PREFIX = "lethe_"  # noqa: S105 (a prefix, not a secret)
+MAX_TOKEN_TTL = timedelta(days=3650)
+_TOKEN = re.compile(r"^lethe_[A-Za-z0-9_-]{43}$")
+_PURPOSE = re.compile(r"^[a-z0-9][a-z0-9_.:-]{0,63}$")
+_TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$")
+# No ':' in agent ids: the core names non-agent writers "role:principal".
+_AGENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """What may be shown about a token after its creation: everything but the secret."""
+
+    id: str
+    role: Role
+    tenant_id: str
+    agent_id: str | None
+    purposes: tuple[str, ...]
+    description: str | None
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+    def active(self, now: datetime) -> bool:
+        return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class TokenService:
+    """Mints, checks, revokes and lists API tokens (``api_tokens`` table)."""
+
+    def __init__(self, uow: UnitOfWork, clock: Callable[[], datetime] = utcnow) -> None:
+        self.uow = uow
+        self.clock = clock
+
+    def create(
+        self,
+        role: Role | str,
+        tenant_id: str,
+        agent_id: str | None = None,
+        purposes: Iterable[str] = (),
+        ttl: timedelta | None = None,
+        description: str | None = None,
+    ) -> tuple[str, TokenInfo]:
+        """Mint a token; the plaintext is returned once and never stored."""
+        try:
+            role = Role(role)
+        except ValueError:
+            raise InvalidCommand(f"unknown role; expected one of {[r.value for r in Role]}") from None
+        purposes = tuple(dict.fromkeys(purposes))
+        if not _TENANT.match(tenant_id or ""):
+            raise InvalidCommand("tenant must be 1-64 letters, digits or '_', '.', ':', '@', '-'")
+        if agent_id is not None and not _AGENT.match(agent_id):
+            raise InvalidCommand("agent must be 1-64 letters, digits or '_', '.', '@', '-'")
+        if role is Role.AGENT and (agent_id is None or not purposes):
+            raise InvalidCommand("an agent token needs an agent id and at least one purpose")
+        for p in purposes:
+            if not _PURPOSE.match(p):
+                raise InvalidCommand("a purpose is 1-64 characters of a-z, 0-9, '_', '.', ':' or '-'")
+        if ttl is not None and not timedelta(0) < ttl <= MAX_TOKEN_TTL:
+            raise InvalidCommand(f"a token's lifetime must be positive and at most {MAX_TOKEN_TTL.days} days")
+        if description is not None and len(description) > 200:
+            raise InvalidCommand("description exceeds 200 characters")
+        now = self.clock()
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        info = TokenInfo(
+            id=str(uuid.uuid4()),
+            role=role,
+            tenant_id=tenant_id,
+            agent_id=agent_id,
+            purposes=purposes,
+            description=description,
+            created_at=now,
+            expires_at=now + ttl if ttl is not None else None,
+            revoked_at=None,
+        )
+        with self.uow.write() as conn:
+            conn.execute(
+                api_tokens.insert().values(
+                    id=info.id,
+                    token_hash=hash_token(token),
+                    role=role.value,
+                    tenant_id=tenant_id,
+                    agent_id=agent_id,
+                    purposes=json.dumps(list(purposes)),
+                    description=description,
+                    created_at=to_db(now),
+                    expires_at=to_db(info.expires_at) if info.expires_at else None,
+                )
+            )
+        return token, info
+
+    def authenticate(self, token: str | None) -> Caller:
+        """The caller a bearer token stands for; ``Unauthenticated`` for anything else."""
+        refused = Unauthenticated("a valid bearer token is required")
+        if not token or not _TOKEN.match(token):
+            raise refused
+        digest = hash_token(token)
+        with self.uow.read() as conn:
+            row = conn.execute(sa.select(api_tokens).where(api_tokens.c.token_hash == digest)).first()
+        # The lookup is by an index; comparing in constant time as well costs nothing.
+        if row is None or not hmac.compare_digest(row.token_hash, digest):
+            raise refused
+        info = _info(row)
+        if not info.active(self.clock()):
+            raise refused
+        return Caller(
+            tenant_id=info.tenant_id,
+            role=info.role,
+            agent_id=info.agent_id,
+            purposes=frozenset(info.purposes),
+            principal=info.id,
+        )
+
+    def revoke(self, token_id: str) -> TokenInfo:
+        """Revoke at once; revoking a revoked token is a no-op that keeps the first time."""
+        with self.uow.write() as conn:
+            row = conn.execute(sa.select(api_tokens).where(api_tokens.c.id == token_id)).first()
+            if row is None:
+                raise NotFound("token not found")
+            if row.revoked_at is None:
+                conn.execute(
+                    api_tokens.update()
+                    .where(api_tokens.c.id == token_id)
+                    .values(revoked_at=to_db(self.clock()))
+                )
+            row = conn.execute(sa.select(api_tokens).where(api_tokens.c.id == token_id)).one()
+        return _info(row)
+
+    def list(self, tenant_id: str) -> list[TokenInfo]:
+        with self.uow.read() as conn:
+            rows = conn.execute(
+                sa.select(api_tokens)
+                .where(api_tokens.c.tenant_id == tenant_id)
+                .order_by(api_tokens.c.created_at, api_tokens.c.id)
+            ).all()
+        return [_info(r) for r in rows]
+
+    def any_with_role(self, role: Role, tenant_id: str | None = None) -> bool:
+        """Whether a token of this role (in this tenant) was ever minted: first-run detection."""
+        with self.uow.read() as conn:
+            q = sa.select(api_tokens.c.id).where(api_tokens.c.role == role.value)
+            if tenant_id is not None:
+                q = q.where(api_tokens.c.tenant_id == tenant_id)
+            return conn.execute(q.limit(1)).first() is not None
+
+
+def _info(row) -> TokenInfo:  # type: ignore[no-untyped-def]
+    return TokenInfo(
+        id=row.id,
+        role=Role(row.role),
+        tenant_id=row.tenant_id,
+        agent_id=row.agent_id,
+        purposes=tuple(json.loads(row.purposes)),
+        description=row.description,
+        created_at=from_db(row.created_at),
+        expires_at=from_db(row.expires_at) if row.expires_at else None,
+        revoked_at=from_db(row.revoked_at) if row.revoked_at else None,
+    )

@@ -1,0 +1,1 @@
+"""The audit log: checkpoints, erasure certificates, offline verification, rendering."""

@@ -1,0 +1,410 @@
+"""Erasure certificates: what was done for a right-to-forget request, signed and provable.
+
+A certificate is one RFC 8785 canonical JSON document (format ``FORMAT``) holding the
+request, the subject commitment, every step with its time and evidence, what remains
+and why, backup coverage, a signed checkpoint of the audit log, and for every step's
+audit event its canonical bytes, leaf index and inclusion proof. An Ed25519 signature
+by the log's key covers ``SIGNATURE_DOMAIN`` followed by the canonical document without
+its ``signature`` member; ``vault.verify_certificate`` checks it all offline.
+
+The certificate is issued by the erasure job's ``reported`` step (``reported_step``),
+which runs after every other step. That step's own audit event is appended after the
+certificate exists, so it cannot be inside the certificate it produces: a certificate
+covers the steps up to the one before ``reported``, whatever they are (``compacted``
+included, when that step is installed before it). The ``reported`` event records the
+report id and the certificate's SHA-256, so the log itself commits to the certificate.
+
+Issuing is idempotent per job (a rerun after a crash returns the stored certificate),
+and fails closed: the issuer verifies its own certificate before storing it.
+
+Exceptions:
+- ``StepFailed`` (from ``vault.erasure``): the certificate cannot be issued now (a
+  preceding step is not recorded, the log refused to sign, or self-verification
+  failed); the job stays where it is and the runner retries.
+- ``NotFound`` (404): unknown report, or another tenant's.
+- ``OutOfScope`` (403): the caller's role may not read reports.
+- ``StoreUnavailable`` (503): the database is down.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from lethe.keys.signing import Ed25519Signer
+from lethe.vault.audit.checkpoint import key_id
+from lethe.vault.audit.log import AuditLog, LogInconsistent, b64
+from lethe.vault.audit.verify import FORMAT, signed_bytes, verify_certificate
+from lethe.vault.canonical import canonical_json
+from lethe.vault.clock import iso, utcnow
+from lethe.vault.erasure.service import RECEIVED, ErasureJob, ErasureStep, StepContext, StepFailed, StepSpec
+from lethe.vault.errors import NotFound, OutOfScope
+from lethe.vault.model import Caller, Role
+from lethe.vault.store.events import canonical_row
+from lethe.vault.store.tables import backups, erasure_jobs, erasure_reports, events
+
+__all__ = [
+    "MAX_CONSISTENCY_PROOFS",
+    "REPORTED",
+    "CertifiedStep",
+    "ErasureReport",
+    "ErasureReports",
+    "build_certificate",
+    "reported_step",
+    "sign_certificate",
+]
+
+REPORTED = "reported"
+MAX_CONSISTENCY_PROOFS = 32
+COMPACTED = "compacted"
+
+VERIFY_COMMAND = (
+    "lethe verify <certificate.json> --public-key <issuer-public-key.pem> "
+    "[--subject-id <subject id>] [--checkpoint <older checkpoint>]"
+)
+
+WHAT_REMAINS: tuple[tuple[str, str], ...] = (
+    (
+        "memory ids",
+        "Random identifiers that keep the audit trail and supersession history referentially "
+        "intact; they carry no content.",
+    ),
+    (
+        "tenant, agent, purpose and kind of each memory",
+        "Scope and retention accounting: which agent held what category of memory for which "
+        "purpose. They describe the record, not its content.",
+    ),
+    (
+        "statuses and timestamps",
+        "Accountability (GDPR Art. 5(2)): when each memory was written, changed and forgotten.",
+    ),
+    (
+        "subject_ref",
+        "A keyed HMAC of the subject id under the tenant's secret pepper. It keeps the erasure "
+        "fence (refusing new writes about the subject) and legal holds working. It is "
+        "pseudonymous, not anonymous: whoever holds the pepper and a candidate subject id can "
+        "recompute it.",
+    ),
+    (
+        "content_hmac",
+        "An HMAC of each content under a key derived from the subject's data key. With that key "
+        "destroyed it is an unlinkable commitment: it cannot be recomputed or dictionary-attacked.",
+    ),
+    (
+        "ciphertext digests",
+        "SHA-256 of each ciphertext. Audit events commit to the digest rather than to the "
+        "ciphertext, so dead ciphertext can be dropped and the log still verifies.",
+    ),
+    (
+        "the audit tree",
+        "Leaf hashes of every event and signed checkpoints. They are what makes this "
+        "certificate verifiable; events hold metadata and digests, never plaintext.",
+    ),
+)
+
+NOT_COMPACTED = (
+    "dead ciphertext in the event log",
+    "No compaction step ran before this certificate: the subject's ciphertext remains in the "
+    "append-only event log, encrypted under the destroyed key and unreadable by anyone.",
+)
+
+BACKUP_STATEMENT = (
+    "Backups hold the database only, never the key dir or the KMS. The subject's content in "
+    "any backup, including those listed (taken before the forget event), is ciphertext under "
+    "the key generation(s) destroyed by this request, so it is unreadable; restoring such a "
+    "backup re-applies the ledger of forgotten subjects, so the subject is not resurrected. "
+    "Copies made outside Lethe and the KMS's own backups or snapshots are not covered."
+)
+
+
+@dataclass(frozen=True)
+class ErasureReport:
+    """A stored certificate: ``document`` is its canonical JSON, byte for byte as signed."""
+
+    id: str
+    job_id: str
+    tenant_id: str
+    issued_at: str
+    document: bytes
+
+    def parsed(self) -> dict[str, Any]:
+        return json.loads(self.document)
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.document).hexdigest()
+
+
+@dataclass(frozen=True)
+class CertifiedStep:
+    step: ErasureStep
+    event: bytes
+    proof: list[bytes]
+
+
+def build_certificate(
+    *,
+    report_id: str,
+    issued_at: str,
+    job: ErasureJob,
+    origin: str,
+    public_key_raw: bytes,
+    checkpoint_note: str,
+    steps: Sequence[CertifiedStep],
+    consistency_proofs: Sequence[tuple[int, list[bytes]]],
+    backups_before: Sequence[dict[str, Any]],
+) -> dict[str, Any]:
+    """The unsigned certificate document (plain JSON values only)."""
+    names = [r.step.step for r in steps]
+    remains = [{"item": item, "why": why} for item, why in WHAT_REMAINS]
+    if COMPACTED not in names:
+        remains.append({"item": NOT_COMPACTED[0], "why": NOT_COMPACTED[1]})
+    return {
+        "format": FORMAT,
+        "report_id": report_id,
+        "issued_at": issued_at,
+        "issuer": {
+            "origin": origin,
+            "key_id": key_id(origin, public_key_raw).hex(),
+            "public_key_sha256": hashlib.sha256(public_key_raw).hexdigest(),
+        },
+        "tenant_id": job.tenant_id,
+        "request": {
+            "id": job.id,
+            "reference": job.reference,
+            "legal_basis": job.legal_basis,
+            "requested_by": job.requested_by,
+            "received_at": iso(job.received_at),
+            "completed_at": iso(steps[-1].step.completed_at),
+            "due_at": iso(job.due_at),
+        },
+        "subject": {
+            "commitment": job.subject_commitment,
+            "salt": job.commitment_salt,
+            "scheme": "hex(SHA-256(salt || UTF-8(tenant_id) || UTF-8(NFC(subject_id))))",
+            "subject_ref": job.subject_ref,
+        },
+        "steps": [
+            {
+                "name": r.step.step,
+                "completed_at": iso(r.step.completed_at),
+                "evidence": r.step.evidence,
+                "leaf_index": r.step.event_seq - 1,
+                "event": b64(r.event),
+                "inclusion_proof": [b64(h) for h in r.proof],
+            }
+            for r in steps
+        ],
+        "covers": (
+            f"every step up to {names[-1]}; the step that issues this certificate ({REPORTED}) "
+            "is logged after it and so is not covered by it"
+        ),
+        "what_remains": remains,
+        "backup_coverage": {"statement": BACKUP_STATEMENT, "backups_before_forget": list(backups_before)},
+        "checkpoint": {"note": checkpoint_note},
+        "consistency_proofs": [
+            {"tree_size": size, "proof": [b64(h) for h in proof]} for size, proof in consistency_proofs
+        ],
+        "verification": {
+            "command": VERIFY_COMMAND,
+            "signature_domain": "lethe-erasure-certificate/v1\\n",
+        },
+    }
+
+
+def sign_certificate(document: dict[str, Any], signer: Ed25519Signer, origin: str) -> bytes:
+    """Add the Ed25519 signature and return the canonical bytes of the whole document."""
+    unsigned = {k: v for k, v in document.items() if k != "signature"}
+    signature = signer.sign(signed_bytes(unsigned))
+    signed = {
+        **unsigned,
+        "signature": {
+            "algorithm": "Ed25519",
+            "key_id": key_id(origin, signer.public_key_raw()).hex(),
+            "value": b64(signature),
+        },
+    }
+    return canonical_json(signed)
+
+
+class ErasureReports:
+    """Issues, stores and serves erasure certificates."""
+
+    def __init__(
+        self, audit: AuditLog, signer: Ed25519Signer, clock: Callable[[], datetime] = utcnow
+    ) -> None:
+        self.audit = audit
+        self.signer = signer
+        self.clock = clock
+        self._uow = audit.uow
+
+    # -- reading --------------------------------------------------------------------------
+
+    def get(self, caller: Caller, report_id: str) -> ErasureReport:
+        """A report of the caller's tenant, for privacy officers and auditors."""
+        if caller.role not in (Role.PRIVACY_OFFICER, Role.AUDITOR):
+            raise OutOfScope("this credential's role may not read erasure reports")
+        report = self.load(report_id)
+        if report.tenant_id != caller.tenant_id:
+            raise NotFound("erasure report not found")
+        return report
+
+    def load(self, report_id: str) -> ErasureReport:
+        """Any tenant's report (for the operator's CLI)."""
+        with self._uow.read() as conn:
+            row = conn.execute(sa.select(erasure_reports).where(erasure_reports.c.id == report_id)).first()
+        if row is None:
+            raise NotFound("erasure report not found")
+        return _report(row)
+
+    def for_job(self, job_id: str) -> ErasureReport | None:
+        with self._uow.read() as conn:
+            row = conn.execute(sa.select(erasure_reports).where(erasure_reports.c.job_id == job_id)).first()
+        return _report(row) if row is not None else None
+
+    # -- issuing ---------------------------------------------------------------------------
+
+    def issue(self, job: ErasureJob, required_steps: Sequence[str] = ()) -> ErasureReport:
+        """Certify ``job``'s recorded steps; idempotent per job.
+
+        ``required_steps`` are the steps that must be recorded first (the reported step
+        passes every step that precedes it). Raises ``StepFailed`` if one is missing,
+        if the log refuses to sign, or if the certificate fails its own verification.
+        """
+        existing = self.for_job(job.id)
+        if existing is not None:
+            return existing
+        recorded = [s.step for s in job.steps]
+        missing = [name for name in (RECEIVED, *required_steps) if name not in recorded]
+        if missing:
+            raise StepFailed(f"cannot certify: step(s) {', '.join(missing)} not recorded")
+        try:
+            head = self.audit.sign()
+        except LogInconsistent as exc:
+            raise StepFailed(f"the audit log refused to sign a checkpoint: {exc.detail}") from exc
+        steps = sorted(job.steps, key=lambda s: s.event_seq)
+        if steps[-1].event_seq > head.tree_size:
+            raise StepFailed("the signed checkpoint does not cover every step")
+        with self._uow.read() as conn:
+            canonical = _canonical_events(conn, [s.event_seq for s in steps])
+            before = _backups_before(conn, _forget_seq(steps))
+        size = head.tree_size
+        records = [
+            CertifiedStep(s, canonical[s.event_seq], self.audit.inclusion_proof(s.event_seq - 1, size))
+            for s in steps
+        ]
+        consistency = [
+            (cp.tree_size, self.audit.consistency_proof(cp.tree_size, head.tree_size))
+            for cp in self.audit.stored(limit=MAX_CONSISTENCY_PROOFS, below=head.tree_size)
+            if cp.tree_size > 0
+        ]
+        report_id = str(uuid.uuid4())
+        issued_at = iso(self.clock())
+        document = build_certificate(
+            report_id=report_id,
+            issued_at=issued_at,
+            job=job,
+            origin=self.audit.origin,
+            public_key_raw=self.signer.public_key_raw(),
+            checkpoint_note=head.note,
+            steps=records,
+            consistency_proofs=consistency,
+            backups_before=before,
+        )
+        data = sign_certificate(document, self.signer, self.audit.origin)
+        check = verify_certificate(data, self.signer.public_key_pem(), tenant=job.tenant_id)
+        if not check.ok:
+            raise StepFailed(f"the certificate failed its own verification: {check.summary()}")
+        with self._uow.write() as conn:
+            row = conn.execute(sa.select(erasure_reports).where(erasure_reports.c.job_id == job.id)).first()
+            if row is not None:
+                return _report(row)  # another runner issued it first
+            conn.execute(
+                erasure_reports.insert().values(
+                    id=report_id,
+                    job_id=job.id,
+                    tenant_id=job.tenant_id,
+                    issued_at=issued_at,
+                    document=data.decode("utf-8"),
+                )
+            )
+            conn.execute(erasure_jobs.update().where(erasure_jobs.c.id == job.id).values(report_id=report_id))
+        return ErasureReport(report_id, job.id, job.tenant_id, issued_at, data)
+
+
+def _report(row: Any) -> ErasureReport:
+    return ErasureReport(row.id, row.job_id, row.tenant_id, row.issued_at, row.document.encode("utf-8"))
+
+
+def _canonical_events(conn: Connection, seqs: Sequence[int]) -> dict[int, bytes]:
+    """The canonical bytes of the events ``seqs``, recomputed from their rows."""
+    rows = conn.execute(sa.select(events).where(events.c.seq.in_(list(seqs)))).all()
+    found = {r.seq: canonical_row(r) for r in rows}
+    missing = [s for s in seqs if s not in found]
+    if missing:
+        raise StepFailed(f"audit events {missing} are missing from the log")
+    return found
+
+
+def _forget_seq(steps: Sequence[ErasureStep]) -> int | None:
+    """The seq of the ``subject.forgotten`` event (the tombstoned step records it)."""
+    for s in steps:
+        if s.step == "tombstoned":
+            seq = s.evidence.get("event_seq")
+            return seq if isinstance(seq, int) else s.event_seq
+    return None
+
+
+def _backups_before(conn: Connection, forget_seq: int | None) -> list[dict[str, Any]]:
+    """Backups whose log ends before the forget event: they still hold the subject's
+    ciphertext (encrypted under the destroyed key)."""
+    if forget_seq is None:
+        return []
+    rows = conn.execute(
+        sa.select(backups.c.id, backups.c.created_at, backups.c.tree_size)
+        .where(backups.c.tree_size < forget_seq)
+        .order_by(backups.c.created_at, backups.c.id)
+    ).all()
+    return [
+        {
+            "id": r.id,
+            "created_at": r.created_at,
+            "tree_size": r.tree_size,
+            "subject_content": "ciphertext under the destroyed key; unreadable",
+        }
+        for r in rows
+    ]
+
+
+def reported_step(
+    audit_log: AuditLog, signer: Ed25519Signer, reports: ErasureReports | None = None
+) -> StepSpec:
+    """The ``reported`` step: issue the certificate for every step before it.
+
+    Generic over what precedes it: the steps required are those listed before this one
+    in the erasure service (core steps, then e.g. ``compacted``). Its evidence names the
+    report, the checkpoint size it is anchored to and the certificate's SHA-256.
+    Non-transactional: signing a checkpoint takes the log's write lock itself.
+    """
+    service = reports or ErasureReports(audit_log, signer)
+
+    def run(ctx: StepContext, _conn: Connection | None) -> dict[str, Any]:
+        names = [s.name for s in ctx.service.steps]
+        preceding = names[: names.index(REPORTED)] if REPORTED in names else names
+        report = service.issue(ctx.job, preceding)
+        note = report.parsed()["checkpoint"]["note"]
+        return {
+            "report_id": report.id,
+            "checkpoint_tree_size": int(note.split("\n")[1]),
+            "certificate_sha256": report.sha256,
+        }
+
+    return StepSpec(REPORTED, run, transactional=False)

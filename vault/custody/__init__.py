@@ -1,0 +1,1 @@
+"""Custody of subjects' keys: the keyring and DEK cache, sealing, pseudonyms. Never hvac."""

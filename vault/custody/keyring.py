@@ -1,0 +1,189 @@
+"""Per-subject data keys: created through the KMS, stored wrapped, cached briefly.
+
+KMS round trips stay off the per-record path: a subject's data key is unwrapped once
+and then served from a bounded, short-TTL cache. Forgetting revokes a (tenant,
+subject, generation) in this process before the key is destroyed, and a revoked
+generation can never be cached again, so a read that was already in flight cannot
+put the old key back.
+
+Exceptions: ``SubjectForgotten`` (the subject's key generation is destroyed or fenced),
+``StoreUnavailable`` (the KMS is unreachable), ``KeyUnavailable`` (the key is gone).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from lethe.keys.protocol import KeyDestroyed, KeyManager, KmsError, KmsUnavailable, UnwrapFailed
+from lethe.vault.clock import to_db, utcnow
+from lethe.vault.errors import StoreUnavailable, SubjectForgotten, VaultError
+from lethe.vault.store.db import UnitOfWork
+from lethe.vault.store.tables import forgotten_subjects, subject_keys
+
+ACTIVE = "active"
+DESTROYED = "destroyed"
+
+
+class KeyUnavailable(VaultError):
+    status = 404
+    title = "Not found"
+
+
+@dataclass(frozen=True)
+class SubjectKey:
+    generation: int
+    data_key: bytes
+
+
+def key_name(tenant_id: str, subject_ref: str, generation: int) -> str:
+    """A KMS key name that carries no subject identifier (only hashes)."""
+    tenant = hashlib.sha256(tenant_id.encode()).hexdigest()[:16]
+    return f"lethe-{tenant}-{subject_ref[:40]}-g{generation}"
+
+
+class DekCache:
+    """Bounded LRU with TTL; revoked generations are refused forever."""
+
+    def __init__(self, max_entries: int = 10_000, ttl_seconds: float = 300.0) -> None:
+        self._max = max_entries
+        self._ttl = ttl_seconds
+        self._data: OrderedDict[tuple[str, str, int], tuple[float, bytes]] = OrderedDict()
+        self._revoked: set[tuple[str, str, int]] = set()
+        self._lock = threading.Lock()
+
+    def get(self, k: tuple[str, str, int]) -> bytes | None:
+        with self._lock:
+            hit = self._data.get(k)
+            if hit is None:
+                return None
+            if hit[0] < time.monotonic():
+                del self._data[k]
+                return None
+            self._data.move_to_end(k)
+            return hit[1]
+
+    def put(self, k: tuple[str, str, int], dek: bytes) -> None:
+        with self._lock:
+            if k in self._revoked:
+                return
+            self._data[k] = (time.monotonic() + self._ttl, dek)
+            self._data.move_to_end(k)
+            while len(self._data) > self._max:
+                self._data.popitem(last=False)
+
+    def revoke(self, tenant_id: str, subject_ref: str, generation: int) -> None:
+        with self._lock:
+            self._revoked.add((tenant_id, subject_ref, generation))
+            self._data.pop((tenant_id, subject_ref, generation), None)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def _kms_call(fn, *args):  # type: ignore[no-untyped-def]
+    try:
+        return fn(*args)
+    except KmsUnavailable as exc:
+        raise StoreUnavailable("key management service unavailable") from exc
+    except (KeyDestroyed, UnwrapFailed) as exc:
+        raise KeyUnavailable("the subject's key is not available") from exc
+    except KmsError as exc:
+        raise StoreUnavailable("key management service refused the request") from exc
+
+
+class SubjectKeyring:
+    def __init__(self, kms: KeyManager, uow: UnitOfWork, cache: DekCache | None = None) -> None:
+        self.kms = kms
+        self.uow = uow
+        self.cache = cache or DekCache()
+
+    def current(self, conn: Connection, tenant_id: str, subject_ref: str):  # type: ignore[no-untyped-def]
+        """The newest key row of the subject (any state), or None."""
+        return conn.execute(
+            sa.select(subject_keys)
+            .where(subject_keys.c.tenant_id == tenant_id, subject_keys.c.subject_ref == subject_ref)
+            .order_by(subject_keys.c.generation.desc())
+            .limit(1)
+        ).first()
+
+    def is_fenced(self, conn: Connection, tenant_id: str, subject_ref: str) -> bool:
+        return (
+            conn.execute(
+                sa.select(forgotten_subjects.c.generation).where(
+                    forgotten_subjects.c.tenant_id == tenant_id,
+                    forgotten_subjects.c.subject_ref == subject_ref,
+                )
+            ).first()
+            is not None
+        )
+
+    def key_for_write(self, tenant_id: str, subject_ref: str) -> SubjectKey:
+        """The subject's live key, created on first use. KMS calls happen outside DB transactions."""
+        with self.uow.read() as conn:
+            if self.is_fenced(conn, tenant_id, subject_ref):
+                raise SubjectForgotten("this subject was forgotten; a privacy officer must reinstate it")
+            row = self.current(conn, tenant_id, subject_ref)
+        if row is not None and row.state == ACTIVE:
+            return SubjectKey(
+                row.generation,
+                self._unwrap(tenant_id, subject_ref, row.generation, row.key_name, row.wrapped_dek),
+            )
+        generation = 1 if row is None else row.generation + 1
+        name = key_name(tenant_id, subject_ref, generation)
+        _kms_call(self.kms.create_key, name)
+        dk = _kms_call(self.kms.generate_data_key, name)
+        with self.uow.write() as conn:
+            existing = self.current(conn, tenant_id, subject_ref)
+            if existing is not None and existing.generation >= generation:
+                # Another writer created this generation first: use theirs.
+                if existing.state != ACTIVE:
+                    raise SubjectForgotten("this subject was forgotten; a privacy officer must reinstate it")
+                winner = existing
+            else:
+                conn.execute(
+                    subject_keys.insert().values(
+                        tenant_id=tenant_id,
+                        subject_ref=subject_ref,
+                        generation=generation,
+                        key_name=name,
+                        backend=self.kms.backend,
+                        wrapped_dek=dk.wrapped,
+                        state=ACTIVE,
+                        created_at=to_db(utcnow()),
+                    )
+                )
+                winner = None
+        if winner is not None:
+            return SubjectKey(
+                winner.generation,
+                self._unwrap(tenant_id, subject_ref, winner.generation, winner.key_name, winner.wrapped_dek),
+            )
+        self.cache.put((tenant_id, subject_ref, generation), dk.plaintext)
+        return SubjectKey(generation, dk.plaintext)
+
+    def key_for_read(
+        self, tenant_id: str, subject_ref: str, generation: int, name: str, wrapped: bytes, state: str
+    ) -> bytes:
+        """The data key of one generation; ``KeyUnavailable`` once it is destroyed."""
+        if state != ACTIVE:
+            self.cache.revoke(tenant_id, subject_ref, generation)
+            raise KeyUnavailable("the subject's key is not available")
+        return self._unwrap(tenant_id, subject_ref, generation, name, wrapped)
+
+    def _unwrap(self, tenant_id: str, subject_ref: str, generation: int, name: str, wrapped: bytes) -> bytes:
+        k = (tenant_id, subject_ref, generation)
+        dek = self.cache.get(k)
+        if dek is None:
+            dek = _kms_call(self.kms.unwrap_data_key, name, wrapped)
+            self.cache.put(k, dek)
+        return dek
+
+    def revoke(self, tenant_id: str, subject_ref: str, generation: int) -> None:
+        self.cache.revoke(tenant_id, subject_ref, generation)

@@ -1,0 +1,53 @@
+"""Pseudonymous references: subject refs and search-term hashes.
+
+Both are keyed HMACs under a secret that lives with the keys, not in the database,
+so a stolen database cannot be dictionary-attacked for subject ids (emails, phone
+numbers) or for the words of a memory.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from pathlib import Path
+
+from lethe.keys.envelope import create_secret_file, keyed_digest
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def create_pepper(path: Path) -> bool:
+    """Create the 0600 pepper file once; False if it already exists."""
+    return create_secret_file(path)
+
+
+class Pseudonymizer:
+    def __init__(self, secret: bytes) -> None:
+        if len(secret) < 32:
+            raise ValueError("pepper must be at least 32 bytes")
+        self._secret = secret
+        self._tenant_keys: dict[tuple[str, str], bytes] = {}
+
+    @classmethod
+    def from_file(cls, path: Path) -> Pseudonymizer:
+        return cls(Path(path).read_bytes())
+
+    def _tenant_key(self, tenant_id: str, use: str) -> bytes:
+        k = (tenant_id, use)
+        if k not in self._tenant_keys:
+            self._tenant_keys[k] = bytes.fromhex(keyed_digest(self._secret, f"{use}|{tenant_id}".encode()))
+        return self._tenant_keys[k]
+
+    def subject_ref(self, tenant_id: str, subject_id: str) -> str:
+        """HMAC-SHA256(tenant pepper, NFC(subject_id)), hex."""
+        return self.unnormalised_subject_ref(tenant_id, unicodedata.normalize("NFC", subject_id))
+
+    def unnormalised_subject_ref(self, tenant_id: str, subject_id: str) -> str:
+        """The ref of the id exactly as given: how stores before NFC normalisation keyed it."""
+        return keyed_digest(self._tenant_key(tenant_id, "subject"), subject_id.encode())
+
+    def term_hashes(self, tenant_id: str, text: str) -> set[str]:
+        """Blind-index terms: truncated keyed hashes of the lower-cased words (NFC)."""
+        key = self._tenant_key(tenant_id, "terms")
+        words = _WORD.findall(unicodedata.normalize("NFC", text).lower())
+        return {keyed_digest(key, w.encode())[:16] for w in words if len(w) > 1}

@@ -1,0 +1,126 @@
+"""Sealing memory content for one subject, and opening stored rows for callers.
+
+The envelope plaintext carries the subject id next to the content, so the subject id
+exists in clear nowhere in the database. The AAD binds tenant, subject ref, memory id
+and version: ciphertext moved to another row, tenant or version does not open.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from lethe.keys.envelope import DecryptionFailed, decrypt_for_subject, encrypt_for_subject
+from lethe.vault.clock import from_db
+from lethe.vault.custody.keyring import KeyUnavailable, SubjectKeyring
+from lethe.vault.model import Authority, Kind, MemoryItem, Provenance, SourceType, Status, Trust
+from lethe.vault.store.tables import subject_keys
+
+
+def aad(tenant_id: str, subject_ref: str, memory_id: str, version: int) -> bytes:
+    return f"lethe/v1|{tenant_id}|{subject_ref}|{memory_id}|{version}".encode()
+
+
+def seal(
+    dek: bytes, tenant_id: str, subject_ref: str, memory_id: str, version: int, subject_id: str, content: str
+) -> bytes:
+    body = json.dumps({"s": subject_id, "c": content}, separators=(",", ":")).encode()
+    return encrypt_for_subject(dek, body, aad(tenant_id, subject_ref, memory_id, version))
+
+
+def unseal(dek: bytes, row: Any) -> tuple[str, str]:
+    """(subject_id, content) of a memories row; ``DecryptionFailed`` if not authentic."""
+    body = decrypt_for_subject(
+        dek, row.ciphertext, aad(row.tenant_id, row.subject_ref, row.id, row.sealed_version)
+    )
+    doc = json.loads(body)
+    return doc["s"], doc["c"]
+
+
+def provenance_of(text: str) -> Provenance:
+    p = json.loads(text)
+    return Provenance(SourceType(p["source_type"]), p["source_ref"], tuple(p.get("sources") or ()))
+
+
+def to_item(
+    row: Any, subject_id: str | None, content: str | None, score: dict[str, float] | None = None
+) -> MemoryItem:
+    return MemoryItem(
+        id=row.id,
+        tenant_id=row.tenant_id,
+        agent_id=row.agent_id,
+        subject_ref=row.subject_ref,
+        subject_id=subject_id,
+        purpose=row.purpose,
+        kind=Kind(row.kind),
+        content=content,
+        content_hmac=row.content_hmac,
+        provenance=provenance_of(row.provenance),
+        authority=Authority(row.authority),
+        trust=Trust(row.trust),
+        confidence=row.confidence,
+        created_at=from_db(row.created_at),
+        expires_at=from_db(row.expires_at),
+        version=row.version,
+        status=Status(row.status),
+        supersedes_id=row.supersedes_id,
+        idempotency_key=row.idempotency_key,
+        score=score,
+    )
+
+
+def open_rows(
+    conn: Connection, keyring: SubjectKeyring, rows: Sequence[Any]
+) -> dict[tuple[str, str], tuple[str, str]]:
+    """Decrypt many rows with one key lookup per (subject, generation), keyed by
+    (tenant_id, id): a memory id alone does not name one memory.
+
+    Rows whose key is destroyed or whose bytes do not authenticate are left out: the
+    caller treats them as absent, never as an error that could leak which one failed.
+    """
+    wanted = {(r.tenant_id, r.subject_ref, r.key_generation) for r in rows if r.ciphertext is not None}
+    keys = _key_rows(conn, wanted)
+    out: dict[tuple[str, str], tuple[str, str]] = {}
+    deks: dict[tuple[str, str, int], bytes | None] = {}
+    for r in rows:
+        k = (r.tenant_id, r.subject_ref, r.key_generation)
+        if r.ciphertext is None or k not in keys:
+            continue
+        if k not in deks:
+            kr = keys[k]
+            try:
+                deks[k] = keyring.key_for_read(k[0], k[1], k[2], kr.key_name, kr.wrapped_dek, kr.state)
+            except KeyUnavailable:
+                deks[k] = None
+        dek = deks[k]
+        if dek is None:
+            continue
+        try:
+            out[(r.tenant_id, r.id)] = unseal(dek, r)
+        except DecryptionFailed:
+            continue
+    return out
+
+
+def _key_rows(conn: Connection, wanted: Iterable[tuple[str, str, int]]) -> dict[tuple[str, str, int], Any]:
+    wanted = list(wanted)
+    result: dict[tuple[str, str, int], Any] = {}
+    for i in range(0, len(wanted), 200):
+        chunk = wanted[i : i + 200]
+        cond = sa.or_(
+            *[
+                sa.and_(
+                    subject_keys.c.tenant_id == t,
+                    subject_keys.c.subject_ref == s,
+                    subject_keys.c.generation == g,
+                )
+                for t, s, g in chunk
+            ]
+        )
+        for row in conn.execute(sa.select(subject_keys).where(cond)):
+            result[(row.tenant_id, row.subject_ref, row.generation)] = row
+    return result

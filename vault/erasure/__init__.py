@@ -1,0 +1,1 @@
+"""The right to be forgotten: the erasure workflow, forgetting, compaction, backups."""

@@ -1,0 +1,306 @@
+"""Backups of the data store that can never bring a forgotten subject back.
+
+A backup is a consistent online snapshot of the database only (SQLite's backup API, or
+``pg_dump`` for PostgreSQL) plus a manifest (time, tree size, latest checkpoint, file
+digest). Key material lives in the key directory or the KMS and is never in a backup,
+so a snapshot taken before a forget holds ciphertext under a key that is destroyed.
+
+Restore loads the snapshot, then re-applies the ledger of forgotten subjects: the
+subjects forgotten in the store being replaced, and every subject whose key the KMS
+reports destroyed (the KMS is the ledger that survives losing the database). They are
+tombstoned and fenced again, and the summaries derived from them tombstoned again,
+before anyone can read.
+
+Exceptions: ``BackupError`` (the snapshot or restore could not be made: missing
+``pg_dump``, unreadable manifest, digest mismatch), ``StoreUnavailable``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from lethe.keys.envelope import create_private_file
+from lethe.keys.protocol import KeyDestroyed, KmsError
+from lethe.vault.clock import iso, to_db, utcnow
+from lethe.vault.custody.keyring import ACTIVE, DESTROYED, SubjectKeyring
+from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
+from lethe.vault.store.db import UnitOfWork, is_sqlite
+from lethe.vault.store.events import Event, SqlEventLog
+from lethe.vault.store.schema import upgrade
+from lethe.vault.store.tables import backups, checkpoints, forgotten_subjects, memories, subject_keys
+
+FORMAT = "lethe-backup/v1"
+BACKUP_CREATED, BACKUP_RESTORED = "backup.created", "backup.restored"
+
+
+class BackupError(Exception):
+    """A backup or restore could not be made; nothing was changed."""
+
+
+@dataclass(frozen=True)
+class BackupManifest:
+    format: str
+    id: str
+    created_at: str
+    database: str
+    file: str
+    sha256: str
+    tree_size: int
+    checkpoint: str | None
+    contains_key_material: bool = False
+
+    @classmethod
+    def load(cls, path: Path) -> BackupManifest:
+        try:
+            doc = json.loads(Path(path).read_text())
+            if doc.get("format") != FORMAT:
+                raise BackupError(f"not a {FORMAT} manifest")
+            return cls(**doc)
+        except (OSError, ValueError, TypeError) as exc:
+            raise BackupError(f"cannot read backup manifest {path}") from exc
+
+
+@dataclass(frozen=True)
+class RestoreReport:
+    backup_id: str
+    tree_size_restored: int
+    reforgotten: int
+    keys_found_destroyed: int
+    derived_retombstoned: int = 0
+
+
+def _sqlite_path(engine: Engine) -> Path:
+    return Path(engine.url.database or "")
+
+
+def _pg_env(engine: Engine) -> tuple[str, dict[str, str]]:
+    url = engine.url
+    env = dict(os.environ)
+    if url.password:
+        env["PGPASSWORD"] = str(url.password)
+    return url.set(drivername="postgresql", password=None).render_as_string(hide_password=False), env
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def create_backup(uow: UnitOfWork, dest_dir: Path, clock: Callable[[], datetime] = utcnow) -> Path:
+    """Write a snapshot and its manifest under ``dest_dir``; return the manifest path."""
+    backup_id, now = str(uuid.uuid4()), clock()
+    folder = Path(dest_dir) / f"lethe-backup-{now.strftime('%Y%m%dT%H%M%SZ')}-{backup_id[:8]}"
+    folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    folder.mkdir(mode=0o700)
+    engine = uow.engine
+    if is_sqlite(engine):
+        target = folder / "data.sqlite3"
+        src, dst = sqlite3.connect(_sqlite_path(engine)), sqlite3.connect(target)
+        try:
+            src.backup(dst)  # a consistent online snapshot
+            tree_size = dst.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0]
+            row = dst.execute("SELECT note FROM checkpoints ORDER BY tree_size DESC LIMIT 1").fetchone()
+        finally:
+            dst.close()
+            src.close()
+        checkpoint = row[0] if row else None
+        database = "sqlite"
+    else:
+        if shutil.which("pg_dump") is None:
+            shutil.rmtree(folder)
+            raise BackupError("pg_dump is not installed; install the PostgreSQL client tools to back up")
+        with uow.read() as conn:
+            tree_size = SqlEventLog().size(conn)
+            checkpoint = conn.execute(
+                sa.select(checkpoints.c.note).order_by(checkpoints.c.tree_size.desc()).limit(1)
+            ).scalar_one_or_none()
+        target = folder / "data.pgdump"
+        dsn, env = _pg_env(engine)
+        proc = subprocess.run(
+            ["pg_dump", "--format=custom", "--no-owner", f"--file={target}", dsn],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            shutil.rmtree(folder)
+            raise BackupError(f"pg_dump failed: {proc.stderr.strip()[:300]}")
+        database = "postgresql"
+    os.chmod(target, 0o600)
+    manifest = BackupManifest(
+        FORMAT, backup_id, iso(now), database, target.name, _sha256(target), tree_size, checkpoint
+    )
+    path = folder / "manifest.json"
+    create_private_file(path)
+    path.write_text(json.dumps(asdict(manifest), indent=2, sort_keys=True))
+    with uow.write() as conn:
+        conn.execute(
+            backups.insert().values(
+                id=backup_id, created_at=iso(now), tree_size=tree_size, location=str(folder)
+            )
+        )
+        SqlEventLog().append(
+            conn,
+            Event(
+                BACKUP_CREATED,
+                "_system",
+                {
+                    "backup_id": backup_id,
+                    "tree_size": tree_size,
+                    "database": database,
+                    "sha256": manifest.sha256,
+                },
+                occurred_at=iso(now),
+            ),
+        )
+    return path
+
+
+def restore_backup(
+    uow: UnitOfWork, keyring: SubjectKeyring, manifest_path: Path, clock: Callable[[], datetime] = utcnow
+) -> RestoreReport:
+    """Replace the store with the snapshot, then forget again whoever was forgotten since."""
+    manifest = BackupManifest.load(manifest_path)
+    source = Path(manifest_path).parent / manifest.file
+    if not source.exists() or _sha256(source) != manifest.sha256:
+        raise BackupError("backup file is missing or does not match its manifest digest")
+    engine = uow.engine
+    if (manifest.database == "sqlite") != is_sqlite(engine):
+        raise BackupError(f"a {manifest.database} backup cannot be restored into this database")
+    try:
+        keyring.kms.health()
+    except KmsError as exc:
+        raise BackupError("the KMS must be reachable to restore safely; nothing was changed") from exc
+    ledger = _live_ledger(uow)
+    engine.dispose()
+    if is_sqlite(engine):
+        src, dst = sqlite3.connect(source), sqlite3.connect(_sqlite_path(engine))
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+            src.close()
+    else:
+        dsn, env = _pg_env(engine)
+        proc = subprocess.run(
+            [
+                "pg_restore",
+                "--clean",
+                "--if-exists",
+                "--no-owner",
+                f"--dbname={dsn}",
+                str(source),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise BackupError(f"pg_restore failed: {proc.stderr.strip()[:300]}")
+    upgrade(engine)
+    destroyed = _keys_destroyed_at_kms(uow, keyring)
+    reforgotten = derived = 0
+    now = clock()
+    with uow.write() as conn:
+        # The live store's ledger keeps its request ids; keys the KMS reports destroyed fill in the rest.
+        subjects = {k: "restore-ledger" for k in destroyed} | {(t, s): r for t, s, r in ledger}
+        for (tenant_id, subject_ref), request_id in sorted(subjects.items()):
+            if not keyring.is_fenced(conn, tenant_id, subject_ref) or _has_live_memories(
+                conn, tenant_id, subject_ref
+            ):
+                tombstone_subject(conn, keyring, tenant_id, subject_ref, request_id or "restore-ledger")
+                reforgotten += 1
+            # Summaries that cite the subject may predate the snapshot's own purge (or the forget).
+            derived += len(purge_derived(conn, tenant_id, subject_ref, request_id, now).ids)
+        names = _destroyed_names(destroyed)
+        if names:
+            conn.execute(
+                subject_keys.update()
+                .where(subject_keys.c.key_name.in_(names))
+                .values(state=DESTROYED, destroyed_at=to_db(now))
+            )
+        SqlEventLog().append(
+            conn,
+            Event(
+                BACKUP_RESTORED,
+                "_system",
+                {
+                    "backup_id": manifest.id,
+                    "tree_size_restored": manifest.tree_size,
+                    "reforgotten": reforgotten,
+                    "derived_retombstoned": derived,
+                },
+                occurred_at=iso(now),
+            ),
+        )
+    return RestoreReport(manifest.id, manifest.tree_size, reforgotten, len(destroyed), derived)
+
+
+def _has_live_memories(conn: Connection, tenant_id: str, subject_ref: str) -> bool:
+    """A snapshot taken between an erasure's acceptance (fence up) and its tombstone."""
+    return (
+        conn.execute(
+            sa.select(memories.c.id)
+            .where(
+                memories.c.tenant_id == tenant_id,
+                memories.c.subject_ref == subject_ref,
+                memories.c.status != "forgotten",
+            )
+            .limit(1)
+        ).first()
+        is not None
+    )
+
+
+def _live_ledger(uow: UnitOfWork) -> set[tuple[str, str, str | None]]:
+    """Subjects forgotten in the store about to be replaced (if it is still readable)."""
+    try:
+        with uow.read() as conn:
+            rows = conn.execute(
+                sa.select(
+                    forgotten_subjects.c.tenant_id,
+                    forgotten_subjects.c.subject_ref,
+                    forgotten_subjects.c.request_id,
+                )
+            ).all()
+    except Exception:
+        return set()
+    return {(r.tenant_id, r.subject_ref, r.request_id) for r in rows}
+
+
+def _keys_destroyed_at_kms(uow: UnitOfWork, keyring: SubjectKeyring) -> dict[tuple[str, str], list[str]]:
+    """Subjects whose key the restored store thinks live but the KMS says destroyed."""
+    with uow.read() as conn:
+        rows = conn.execute(sa.select(subject_keys).where(subject_keys.c.state == ACTIVE)).all()
+    found: dict[tuple[str, str], list[str]] = {}
+    for r in rows:
+        try:
+            keyring.kms.unwrap_data_key(r.key_name, r.wrapped_dek)
+        except KeyDestroyed:
+            found.setdefault((r.tenant_id, r.subject_ref), []).append(r.key_name)
+        except KmsError as exc:
+            # Still safe: a destroyed key stays destroyed; the fence is re-applied on the next restore.
+            raise BackupError("the KMS failed during restore; run the restore again") from exc
+    return found
+
+
+def _destroyed_names(destroyed: dict[tuple[str, str], list[str]]) -> list[str]:
+    return [n for names in destroyed.values() for n in names]

@@ -1,0 +1,355 @@
+"""Log compaction: dead ciphertext leaves the event log and the projection, then the disk.
+
+Crypto-shredding already made a forgotten subject's ciphertext useless; compaction
+makes it absent. It nulls the ``ciphertext`` column of events (their canonical bytes
+commit to ``ciphertext_digest``, so the audit tree still verifies) in bounded
+transactional batches: a crash leaves every batch either done or not, and a rerun
+finishes the job. Physical reclamation follows: SQLite with ``secure_delete`` on, a
+WAL checkpoint (TRUNCATE) and VACUUM; PostgreSQL with VACUUM of the two tables.
+
+What is compacted: every ciphertext of a forgotten memory (always), and ciphertext of
+superseded or expired memories and of older versions of updated memories, once they
+have been dead for longer than the retention window. Active items' current ciphertext
+is never touched.
+
+Exceptions: ``StoreUnavailable`` (database unreachable), nothing else of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from lethe.keys.filescan import FileScanFailed, find_in_files
+from lethe.vault.clock import iso, to_db, utcnow
+from lethe.vault.erasure.service import DERIVED_PURGED, StepContext, StepFailed, StepSpec
+from lethe.vault.store.db import UnitOfWork, is_sqlite
+from lethe.vault.store.projection import MEMORY_WRITTEN
+from lethe.vault.store.tables import erasure_jobs, events, memories
+
+COMPACTED = "compacted"
+DEFAULT_RETENTION = timedelta(days=30)
+SCAN_SAMPLE = 64  # ciphertexts byte-scanned per compaction (bounded cost; the row check is complete)
+SLICE = 16  # bytes per distinctive ciphertext slice kept (in memory only) for the file scan
+Progress = Callable[[int, int], None]  # (done, total)
+
+
+@dataclass
+class CompactionResult:
+    events_rewritten: int = 0
+    projection_rows_rewritten: int = 0
+    batches: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+    reclaim: dict[str, Any] = field(default_factory=dict)
+    scan: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def bytes_reclaimed(self) -> int:
+        return max(0, self.bytes_before - self.bytes_after)
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "events_rewritten": self.events_rewritten,
+            "projection_rows_rewritten": self.projection_rows_rewritten,
+            "batches": self.batches,
+            "bytes_before": self.bytes_before,
+            "bytes_after": self.bytes_after,
+            "bytes_reclaimed": self.bytes_reclaimed,
+            "reclaim": self.reclaim,
+            "scan": self.scan,
+        }
+
+
+def slices_of(ciphertext: bytes) -> list[bytes]:
+    """Three distinctive slices (start of body, middle, end): random-looking, so a hit is real."""
+    body = ciphertext[13:] if len(ciphertext) > 13 + SLICE else ciphertext
+    if len(body) <= SLICE:
+        return [body]
+    mid = len(body) // 2
+    return [body[:SLICE], body[mid : mid + SLICE], body[-SLICE:]]
+
+
+@dataclass(frozen=True)
+class ErasedScope:
+    """One erasure's rows: the subject's memories and the derived ones purged with it."""
+
+    tenant_id: str
+    subject_ref: str
+    derived_ids: tuple[str, ...] = ()
+
+    def of_events(self) -> sa.ColumnElement[bool]:
+        own = sa.and_(events.c.tenant_id == self.tenant_id, events.c.subject_ref == self.subject_ref)
+        if self.derived_ids:
+            derived = sa.and_(events.c.tenant_id == self.tenant_id, events.c.memory_id.in_(self.derived_ids))
+            own = sa.or_(own, derived)
+        return sa.and_(own, events.c.type == MEMORY_WRITTEN)
+
+    def of_memories(self) -> sa.ColumnElement[bool]:
+        own = sa.and_(memories.c.tenant_id == self.tenant_id, memories.c.subject_ref == self.subject_ref)
+        if self.derived_ids:
+            derived = sa.and_(memories.c.tenant_id == self.tenant_id, memories.c.id.in_(self.derived_ids))
+            own = sa.or_(own, derived)
+        return own
+
+
+# Subjects whose erasure has not finished: their compaction is the erasure's own step, which
+# samples the ciphertext for its byte scan first; a scheduled run must not take that evidence.
+_ERASURE_RUNNING = sa.exists().where(
+    erasure_jobs.c.tenant_id == memories.c.tenant_id,
+    erasure_jobs.c.subject_ref == memories.c.subject_ref,
+    erasure_jobs.c.completed_at.is_(None),
+)
+
+
+class Compactor:
+    def __init__(
+        self,
+        uow: UnitOfWork,
+        retention: timedelta = DEFAULT_RETENTION,
+        batch_size: int = 1000,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.uow = uow
+        self.retention = retention
+        self.batch_size = batch_size
+        self.clock = clock
+
+    # -- selection --------------------------------------------------------------------
+
+    def _dead_events(self, only_forgotten: bool, scope: ErasedScope | None = None) -> sa.Select:
+        """Events whose ciphertext is dead: forgotten memories, or dead past the retention window."""
+        cutoff = self.clock() - self.retention
+        m, later = memories, events.alias("later")
+        forgotten = m.c.status == "forgotten"
+        dead_long_ago = sa.and_(m.c.status.in_(("superseded", "expired")), m.c.updated_at < to_db(cutoff))
+        # An older version of a memory that was rewritten: dead once the rewrite is old enough.
+        rewritten_long_ago = sa.exists().where(
+            later.c.tenant_id == events.c.tenant_id,
+            later.c.memory_id == events.c.memory_id,
+            later.c.type == MEMORY_WRITTEN,
+            later.c.seq > events.c.seq,
+            later.c.occurred_at < iso(cutoff),
+        )
+        q = (
+            sa.select(events.c.seq)
+            .select_from(
+                events.join(m, sa.and_(m.c.tenant_id == events.c.tenant_id, m.c.id == events.c.memory_id))
+            )
+            .where(events.c.ciphertext.is_not(None), events.c.type == MEMORY_WRITTEN)
+        )
+        if scope is not None:
+            q = q.where(forgotten, scope.of_events())
+        elif only_forgotten:
+            q = q.where(forgotten, ~_ERASURE_RUNNING)
+        else:
+            q = q.where(sa.or_(sa.and_(forgotten, ~_ERASURE_RUNNING), dead_long_ago, rewritten_long_ago))
+        return q.order_by(events.c.seq)
+
+    def _dead_projection(self, only_forgotten: bool, scope: ErasedScope | None = None) -> sa.Update:
+        cutoff = to_db(self.clock() - self.retention)
+        m = memories
+        dead = m.c.status == "forgotten"
+        if scope is not None:
+            dead = sa.and_(dead, scope.of_memories())
+        elif not only_forgotten:
+            dead = sa.or_(dead, sa.and_(m.c.status.in_(("superseded", "expired")), m.c.updated_at < cutoff))
+        return m.update().where(m.c.ciphertext.is_not(None), dead).values(ciphertext=None)
+
+    def dead_ciphertexts(self, only_forgotten: bool = False, scope: ErasedScope | None = None) -> list[bytes]:
+        """The ciphertexts compaction will remove (for recording scan slices first)."""
+        with self.uow.read() as conn:
+            seqs = conn.execute(self._dead_events(only_forgotten, scope)).scalars().all()
+            out: list[bytes] = []
+            for i in range(0, len(seqs), 500):
+                out += (
+                    conn.execute(sa.select(events.c.ciphertext).where(events.c.seq.in_(seqs[i : i + 500])))
+                    .scalars()
+                    .all()
+                )
+        return out
+
+    def ciphertext_events(self, scope: ErasedScope, still_held: bool = False) -> int:
+        """How many of the scope's events ever carried ciphertext (or still do)."""
+        held = events.c.ciphertext if still_held else events.c.ciphertext_digest
+        with self.uow.read() as conn:
+            return conn.execute(
+                sa.select(sa.func.count()).select_from(events).where(scope.of_events(), held.is_not(None))
+            ).scalar_one()
+
+    # -- the work -----------------------------------------------------------------------
+
+    def compact(
+        self,
+        only_forgotten: bool = False,
+        progress: Progress | None = None,
+        reclaim: bool | None = None,
+        scan_for: list[bytes] | None = None,
+        scope: ErasedScope | None = None,
+    ) -> CompactionResult:
+        """Rewrite dead ciphertext away in batches, then reclaim space and scan the files.
+
+        ``reclaim``: True always vacuums, False never, None (the default, for scheduled runs)
+        only when rows were rewritten, so an idle store is not rewritten every hour.
+        ``scope``: only one erasure's rows (its own step); without it, every forgotten
+        subject except those whose erasure is still running.
+        """
+        result = CompactionResult(bytes_before=self.store_bytes())
+        with self.uow.read() as conn:  # select once; each batch then updates by primary key
+            dead = conn.execute(self._dead_events(only_forgotten, scope)).scalars().all()
+        for i in range(0, len(dead), self.batch_size):
+            seqs = dead[i : i + self.batch_size]
+            with self.uow.write() as conn:
+                n = conn.execute(
+                    events.update()
+                    .where(events.c.seq.in_(seqs), events.c.ciphertext.is_not(None))
+                    .values(ciphertext=None)
+                ).rowcount
+            result.events_rewritten += n
+            result.batches += 1
+            if progress:
+                progress(i + len(seqs), len(dead))
+        with self.uow.write() as conn:
+            result.projection_rows_rewritten = conn.execute(
+                self._dead_projection(only_forgotten, scope)
+            ).rowcount
+        if reclaim or (reclaim is None and (result.events_rewritten or result.projection_rows_rewritten)):
+            result.reclaim = reclaim_space(self.uow.engine)  # VACUUM only when there is something to reclaim
+        result.bytes_after = self.store_bytes()
+        if scan_for is not None:
+            result.scan = scan_store(self.uow.engine, scan_for)
+        return result
+
+    def store_bytes(self) -> int:
+        engine = self.uow.engine
+        if is_sqlite(engine):
+            return sum(p.stat().st_size for p in sqlite_files(engine))
+        with self.uow.read() as conn:
+            return int(
+                conn.execute(
+                    sa.text("SELECT pg_total_relation_size('events') + pg_total_relation_size('memories')")
+                ).scalar_one()
+            )
+
+
+def sqlite_files(engine: Engine) -> list[Path]:
+    db = Path(engine.url.database or "")
+    return [p for p in (db, Path(f"{db}-wal"), Path(f"{db}-journal")) if p.exists()]
+
+
+def reclaim_space(engine: Engine) -> dict[str, Any]:
+    """Make the freed pages go away on disk, not only in the logical view."""
+    if is_sqlite(engine):
+        raw = engine.raw_connection()  # outside any transaction: VACUUM refuses to run inside one
+        try:
+            for sql in ("PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"):
+                raw.driver_connection.execute(sql)
+        finally:
+            raw.close()
+        return {"engine": "sqlite", "secure_delete": True, "wal_checkpoint": "TRUNCATE", "vacuum": True}
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.exec_driver_sql("VACUUM (ANALYZE) events")
+        conn.exec_driver_sql("VACUUM (ANALYZE) memories")
+        stats = conn.execute(
+            sa.text(
+                "SELECT relname, vacuum_count, n_dead_tup FROM pg_stat_user_tables "
+                "WHERE relname IN ('events', 'memories') ORDER BY relname"
+            )
+        ).all()
+    return {
+        "engine": "postgresql",
+        "vacuum": True,
+        "stats": {r.relname: {"vacuum_count": r.vacuum_count, "n_dead_tup": r.n_dead_tup} for r in stats},
+    }
+
+
+def scan_store(engine: Engine, ciphertexts: list[bytes], sample: int = SCAN_SAMPLE) -> dict[str, Any]:
+    """Show the dead ciphertexts are gone: a complete row check, and a byte scan of the files.
+
+    The row check covers every ciphertext (by digest). The byte scan (SQLite) searches the
+    database file and WAL for three slices of up to ``sample`` ciphertexts spread evenly
+    over the list, so its cost is bounded rather than growing with the subject's size. It
+    runs in a child process (``keys.filescan``): this process holds connections to these
+    files, and opening and closing them here would drop its SQLite locks.
+    """
+    digests = sorted({hashlib.sha256(c).hexdigest() for c in ciphertexts})
+    left = 0
+    with engine.connect() as conn:
+        for i in range(0, len(digests), 500):
+            left += conn.execute(
+                sa.select(sa.func.count())
+                .select_from(events)
+                .where(events.c.ciphertext_digest.in_(digests[i : i + 500]), events.c.ciphertext.is_not(None))
+            ).scalar_one()
+    result: dict[str, Any] = {"ciphertexts": len(ciphertexts), "rows_still_holding_them": left}
+    if not is_sqlite(engine):
+        result["method"] = "row check by digest (PostgreSQL pages are not byte-scanned)"
+        return result
+    step = max(1, len(ciphertexts) // sample) if ciphertexts else 1
+    chosen = ciphertexts[::step][:sample]
+    slices = [s for c in chosen for s in slices_of(c)]
+    files = sqlite_files(engine)
+    try:
+        hits = find_in_files(files, slices)
+    except FileScanFailed as exc:
+        raise StepFailed(str(exc)) from exc
+    result.update(
+        {
+            "method": "row check by digest, and byte scan of database file and WAL",
+            "files": [p.name for p in files],
+            "bytes_scanned": sum(p.stat().st_size for p in files if p.exists()),
+            "ciphertexts_scanned": len(chosen),
+            "slices": len(slices),
+            "slices_found": sum(len(found) for found in hits.values()),
+        }
+    )
+    return result
+
+
+def compacted_step(compactor: Compactor) -> StepSpec:
+    """The erasure job's ``compacted`` step: remove the subject's dead ciphertext, show it is gone.
+
+    The byte scan samples the ciphertext that is still there before compacting it. If
+    none is left to sample (a crash after an earlier attempt compacted it), the evidence
+    says the scan was not performed and why; the row check is complete either way.
+    """
+
+    def run(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
+        job = ctx.job
+        purge = [s.evidence for s in job.steps if s.step == DERIVED_PURGED]
+        derived = purge[0].get("derived_ids", []) if purge else []
+        scope = ErasedScope(job.tenant_id, job.subject_ref, tuple(derived))
+        ever = compactor.ciphertext_events(scope)
+        present = compactor.dead_ciphertexts(scope=scope)
+        result = compactor.compact(only_forgotten=True, scope=scope, reclaim=True, scan_for=present or None)
+        still = compactor.ciphertext_events(scope, still_held=True)
+        if still or result.scan.get("slices_found") or result.scan.get("rows_still_holding_them"):
+            raise StepFailed("dead ciphertext is still present in the store after compaction")
+        evidence = result.evidence()
+        evidence["row_check"] = {
+            "events_that_held_ciphertext": ever,
+            "events_still_holding_ciphertext": still,
+        }
+        if present:
+            evidence["scan"]["performed"] = True
+        else:
+            evidence["scan"] = {
+                "performed": False,
+                "reason": (
+                    "the subject had no ciphertext in the store"
+                    if not ever
+                    else "no byte scan evidence: the ciphertext had already been removed before this "
+                    "step could sample it (an earlier attempt compacted it and was interrupted); "
+                    "the row check is complete"
+                ),
+            }
+        return evidence
+
+    return StepSpec(COMPACTED, run, transactional=False)

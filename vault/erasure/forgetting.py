@@ -1,0 +1,134 @@
+"""The logical forget: tombstone a subject, then whatever was derived from it.
+
+``tombstone_subject``: one ``subject.forgotten`` event; every memory of the subject
+becomes ``forgotten``, loses its ciphertext in the projection and leaves the search
+index, and the erasure fence goes up, all in one transaction. ``purge_derived``: every
+summary built (transitively) from a forgotten memory, whoever its subject, is
+tombstoned too. Crypto-shredding (destroying the key) is the erasure workflow's next
+step; this module is the part that must happen first and at once. A backup restore
+re-applies both, so neither the subject nor a summary of it comes back.
+
+A summary's ``provenance.sources`` are memory ids of its own tenant: another tenant's
+memory under the same id is a different memory, and forgetting it purges nothing here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from lethe.vault.clock import iso, utcnow
+from lethe.vault.custody.keyring import SubjectKeyring
+from lethe.vault.model import SourceType, Status
+from lethe.vault.store.events import Event, SqlEventLog
+from lethe.vault.store.projection import MEMORY_TOMBSTONED, SUBJECT_FORGOTTEN, apply
+from lethe.vault.store.tables import memories, search_index
+
+
+@dataclass(frozen=True)
+class TombstoneEvidence:
+    seq: int
+    generation: int
+    memories_forgotten: int
+    index_entries_before: int
+    index_entries_after: int
+
+
+def tombstone_subject(
+    conn: Connection, keyring: SubjectKeyring, tenant_id: str, subject_ref: str, request_id: str | None = None
+) -> TombstoneEvidence:
+    """Append ``subject.forgotten`` and apply it, inside the caller's write transaction."""
+    scope = (memories.c.tenant_id == tenant_id, memories.c.subject_ref == subject_ref)
+    live = conn.execute(
+        sa.select(sa.func.count()).select_from(memories).where(*scope, memories.c.status != "forgotten")
+    ).scalar_one()
+    idx = (search_index.c.tenant_id == tenant_id, search_index.c.subject_ref == subject_ref)
+    before = conn.execute(sa.select(sa.func.count()).select_from(search_index).where(*idx)).scalar_one()
+    key = keyring.current(conn, tenant_id, subject_ref)
+    generation = key.generation if key is not None else 0
+    if key is not None:
+        keyring.revoke(tenant_id, subject_ref, generation)
+    event = SqlEventLog().append(
+        conn,
+        Event(
+            SUBJECT_FORGOTTEN,
+            tenant_id,
+            {"request_id": request_id, "generation": generation, "memories_forgotten": live},
+            None,
+            subject_ref,
+            occurred_at=iso(utcnow()),
+        ),
+    )
+    apply(conn, event)
+    after = conn.execute(sa.select(sa.func.count()).select_from(search_index).where(*idx)).scalar_one()
+    return TombstoneEvidence(event.seq, generation, live, before, after)
+
+
+@dataclass(frozen=True)
+class DerivedPurge:
+    ids: list[str]  # the summaries tombstoned, sorted
+    index_entries_removed: int
+
+
+def purge_derived(
+    conn: Connection, tenant_id: str, subject_ref: str, request_id: str | None, now: datetime
+) -> DerivedPurge:
+    """Tombstone summaries built from any forgotten memory of the subject, transitively.
+
+    Runs inside the caller's write transaction. Idempotent: summaries already forgotten
+    are left as they are.
+    """
+    gone = set(
+        conn.execute(
+            sa.select(memories.c.id).where(
+                memories.c.tenant_id == tenant_id, memories.c.subject_ref == subject_ref
+            )
+        ).scalars()
+    )
+    summaries = conn.execute(
+        sa.select(memories.c.id, memories.c.provenance, memories.c.version, memories.c.subject_ref).where(
+            memories.c.tenant_id == tenant_id,
+            memories.c.status != Status.FORGOTTEN.value,
+            memories.c.provenance.contains(SourceType.SUMMARY.value),
+        )
+    ).all()
+    parsed = [(s, json.loads(s.provenance)) for s in summaries]
+    cited = [
+        (s, set(p.get("sources") or ())) for s, p in parsed if p.get("source_type") == SourceType.SUMMARY
+    ]
+    tombstoned: list[str] = []
+    changed = True
+    while changed:
+        changed = False
+        for s, sources in cited:
+            if s.id not in gone and sources & gone:
+                gone.add(s.id)
+                tombstoned.append(s.id)
+                changed = True
+    removed = 0
+    if tombstoned:
+        removed = conn.execute(
+            sa.select(sa.func.count())
+            .select_from(search_index)
+            .where(search_index.c.tenant_id == tenant_id, search_index.c.memory_id.in_(tombstoned))
+        ).scalar_one()
+    log = SqlEventLog()
+    for s, _ in cited:
+        if s.id in tombstoned:
+            payload = {
+                "version": s.version + 1,
+                "reason": "derived_from_forgotten_subject",
+                "request_id": request_id,
+            }
+            apply(
+                conn,
+                log.append(
+                    conn,
+                    Event(MEMORY_TOMBSTONED, tenant_id, payload, s.id, s.subject_ref, occurred_at=iso(now)),
+                ),
+            )
+    return DerivedPurge(sorted(tombstoned), removed)

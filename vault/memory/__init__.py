@@ -1,0 +1,1 @@
+"""Governed memory: the write pipeline, reads, review, search, validation, the policy table."""

@@ -1,0 +1,478 @@
+"""The governed write pipeline, reads and promotion: the memory core's commands.
+
+Every command validates, decides standing from the policy table, then appends its
+events and applies them to the projection in one transaction. Concurrency is the
+database's job (compare-and-swap on ``version``, unique keys), never an in-process lock.
+Memory ids are unique per tenant only, so every lookup by id is the caller's tenant's:
+an id another tenant uses reads, and can be written, exactly like an unknown one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from lethe.keys.envelope import content_commitment, derive_key
+from lethe.vault.canonical import canonical_json
+from lethe.vault.clock import iso, to_db, utcnow
+from lethe.vault.custody.keyring import ACTIVE, SubjectKey, SubjectKeyring
+from lethe.vault.custody.pseudonyms import Pseudonymizer
+from lethe.vault.custody.sealing import open_rows, seal, to_item
+from lethe.vault.errors import (
+    IdempotencyConflict,
+    InvalidCommand,
+    NotFound,
+    OutOfScope,
+    PolicyRefused,
+    SubjectForgotten,
+    VersionConflict,
+)
+from lethe.vault.memory.policy import DEFAULT_POLICY, Limits, Standing
+from lethe.vault.memory.validation import ValidWrite, normal_subject_id, require_version, validate_write
+from lethe.vault.model import Caller, MemoryItem, Role, Status, Trust, WriteCommand
+from lethe.vault.store.db import UnitOfWork
+from lethe.vault.store.events import Event, SqlEventLog
+from lethe.vault.store.projection import (
+    MEMORY_EXPIRED,
+    MEMORY_PROMOTED,
+    MEMORY_SUPERSEDED,
+    MEMORY_WRITTEN,
+    apply,
+    apply_many,
+)
+from lethe.vault.store.tables import idempotency_keys, memories, search_index, subject_keys
+
+TokenCounter = Callable[[str], int]
+
+
+def estimate_tokens(text: str) -> int:
+    """About four bytes a token: close enough for budgeting, and cheap."""
+    return max(1, (len(text.encode()) + 3) // 4)
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    item: MemoryItem
+    created: bool  # False when an idempotent retry returned the first result
+
+
+class MemoryService:
+    def __init__(
+        self,
+        uow: UnitOfWork,
+        keyring: SubjectKeyring,
+        pseudonyms: Pseudonymizer,
+        limits: Limits | None = None,
+        policy: dict | None = None,
+        token_counter: TokenCounter = estimate_tokens,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.uow = uow
+        self.keyring = keyring
+        self.pseudonyms = pseudonyms
+        self.limits = limits or Limits()
+        self.policy: dict = policy or DEFAULT_POLICY
+        self.count_tokens = token_counter
+        self.clock = clock
+        self.log = SqlEventLog()
+
+    # -- writes -----------------------------------------------------------------------
+
+    def _admit(self, caller: Caller, cmd: WriteCommand, now: datetime) -> tuple[ValidWrite, Standing]:
+        """Validation and the policy table: everything decided before a key is touched."""
+        valid = validate_write(cmd, self.limits, now)
+        standing: Standing | None = self.policy.get((caller.role, valid.source_type))
+        if standing is None:
+            raise PolicyRefused(f"role {caller.role.value} may not write {valid.source_type.value} memories")
+        if not caller.may_use(cmd.purpose):
+            raise OutOfScope("the credential does not cover this purpose")
+        return valid, standing
+
+    def _written_event(
+        self,
+        caller: Caller,
+        agent_id: str,
+        cmd: WriteCommand,
+        valid: ValidWrite,
+        standing: Standing,
+        key: SubjectKey,
+        subject_ref: str,
+        memory_id: str,
+        version: int,
+        created_at: datetime,
+        now: datetime,
+        request_hash: str,
+    ) -> Event:
+        ciphertext = seal(
+            key.data_key, caller.tenant_id, subject_ref, memory_id, version, cmd.subject_id, cmd.content
+        )
+        payload = {
+            "agent_id": agent_id,
+            "purpose": cmd.purpose,
+            "kind": valid.kind.value,
+            "content_hmac": content_commitment(key.data_key, cmd.content.encode()),
+            "token_estimate": self.count_tokens(cmd.content),
+            "provenance": cmd.provenance.as_dict(),  # type: ignore[union-attr]
+            "authority": standing.authority.value,
+            "trust": standing.trust.value,
+            "status": standing.status.value,
+            "confidence": _decimal(cmd.confidence),
+            "created_at": iso(created_at),
+            "expires_at": iso(valid.expires_at),
+            "version": version,
+            "supersedes_id": cmd.supersedes_id,
+            "idempotency_key": cmd.idempotency_key,
+            "request_hash": request_hash,
+            "key_generation": key.generation,
+            "written_by": caller.principal,
+        }
+        return Event(
+            MEMORY_WRITTEN,
+            caller.tenant_id,
+            payload,
+            memory_id,
+            subject_ref,
+            ciphertext,
+            occurred_at=iso(now),
+        )
+
+    def _index_row(self, tenant_id: str, subject_ref: str, memory_id: str, content: str) -> dict:
+        terms = " ".join(sorted(self.pseudonyms.term_hashes(tenant_id, content)))
+        return {"memory_id": memory_id, "tenant_id": tenant_id, "subject_ref": subject_ref, "terms": terms}
+
+    def write(self, caller: Caller, cmd: WriteCommand) -> WriteOutcome:
+        cmd = replace(cmd, subject_id=normal_subject_id(cmd.subject_id))
+        now = self.clock()
+        valid, standing = self._admit(caller, cmd, now)
+        agent_id = _agent_of(caller)
+        subject_ref = self.pseudonyms.subject_ref(caller.tenant_id, cmd.subject_id)
+        key = self.keyring.key_for_write(caller.tenant_id, subject_ref)
+        request_hash = _request_hash(key.data_key, cmd)
+        try:
+            with self.uow.write() as conn:
+                first = self._idempotent_replay(conn, caller.tenant_id, agent_id, cmd, request_hash)
+                if first is not None:
+                    return WriteOutcome(first, created=False)
+                self._check_fence(conn, caller.tenant_id, subject_ref, key.generation)
+                memory_id, version, created_at = self._target(conn, caller, agent_id, subject_ref, cmd, now)
+                old = self._supersedable(conn, caller, agent_id, cmd) if cmd.supersedes_id else None
+                self._emit(
+                    conn,
+                    self._written_event(
+                        caller,
+                        agent_id,
+                        cmd,
+                        valid,
+                        standing,
+                        key,
+                        subject_ref,
+                        memory_id,
+                        version,
+                        created_at,
+                        now,
+                        request_hash,
+                    ),
+                )
+                if old is not None:
+                    self._emit(
+                        conn,
+                        Event(
+                            MEMORY_SUPERSEDED,
+                            caller.tenant_id,
+                            {"version": old.version + 1, "superseded_by": memory_id},
+                            old.id,
+                            old.subject_ref,
+                            occurred_at=iso(now),
+                        ),
+                    )
+                if version > 1:
+                    conn.execute(
+                        search_index.delete().where(
+                            search_index.c.tenant_id == caller.tenant_id,
+                            search_index.c.memory_id == memory_id,
+                        )
+                    )
+                conn.execute(
+                    search_index.insert().values(
+                        **self._index_row(caller.tenant_id, subject_ref, memory_id, cmd.content)
+                    )
+                )
+                row = conn.execute(_by_id(caller.tenant_id, memory_id)).one()
+        except IntegrityError as exc:
+            # A concurrent writer took the id or the idempotency key first.
+            with self.uow.read() as conn:
+                first = self._idempotent_replay(conn, caller.tenant_id, agent_id, cmd, request_hash)
+            if first is not None:
+                return WriteOutcome(first, created=False)
+            raise VersionConflict("a memory with this id already exists") from exc
+        return WriteOutcome(to_item(row, cmd.subject_id, cmd.content), created=True)
+
+    def import_batch(self, caller: Caller, cmds: list[WriteCommand]) -> int:
+        """Bulk import of new memories (migrations, benchmarks): same validation, policy,
+        encryption and events as ``write``, in one transaction with one round trip per table.
+        All or nothing: one bad command or reused idempotency key rejects the batch."""
+        now = self.clock()
+        agent_id = _agent_of(caller)
+        keys: dict[str, SubjectKey] = {}
+        batch, index_rows = [], []
+        for cmd in (replace(c, subject_id=normal_subject_id(c.subject_id)) for c in cmds):
+            if cmd.id is not None or cmd.supersedes_id is not None or cmd.expected_version:
+                raise InvalidCommand("a bulk import only creates new memories")
+            valid, standing = self._admit(caller, cmd, now)
+            ref = self.pseudonyms.subject_ref(caller.tenant_id, cmd.subject_id)
+            if ref not in keys:
+                keys[ref] = self.keyring.key_for_write(caller.tenant_id, ref)
+            memory_id = str(uuid.uuid4())
+            batch.append(
+                self._written_event(
+                    caller,
+                    agent_id,
+                    cmd,
+                    valid,
+                    standing,
+                    keys[ref],
+                    ref,
+                    memory_id,
+                    1,
+                    now,
+                    now,
+                    _request_hash(keys[ref].data_key, cmd),
+                )
+            )
+            index_rows.append(self._index_row(caller.tenant_id, ref, memory_id, cmd.content))
+        try:
+            with self.uow.write() as conn:
+                for ref, key in keys.items():
+                    self._check_fence(conn, caller.tenant_id, ref, key.generation)
+                apply_many(conn, self.log.append_many(conn, batch))
+                if index_rows:
+                    conn.execute(search_index.insert(), index_rows)
+        except IntegrityError as exc:
+            raise IdempotencyConflict("an idempotency key in the batch was already used") from exc
+        return len(batch)
+
+    def _emit(self, conn: Connection, event: Event) -> None:
+        apply(conn, self.log.append(conn, event))
+
+    def _idempotent_replay(
+        self, conn: Connection, tenant_id: str, agent_id: str, cmd: WriteCommand, request_hash: str
+    ) -> MemoryItem | None:
+        prior = conn.execute(
+            sa.select(idempotency_keys).where(
+                idempotency_keys.c.tenant_id == tenant_id,
+                idempotency_keys.c.agent_id == agent_id,
+                idempotency_keys.c.key == cmd.idempotency_key,
+            )
+        ).first()
+        if prior is None:
+            return None
+        if not hmac.compare_digest(prior.request_hash, request_hash):
+            raise IdempotencyConflict("this idempotency key was already used with a different request")
+        row = conn.execute(_by_id(tenant_id, prior.memory_id)).one()
+        opened = open_rows(conn, self.keyring, [row]).get((row.tenant_id, row.id))
+        if opened is None:
+            raise SubjectForgotten("the memory written under this key has been forgotten")
+        return to_item(row, *opened)
+
+    def _check_fence(self, conn: Connection, tenant_id: str, subject_ref: str, generation: int) -> None:
+        """Under the write lock: a forget that committed first wins, and this write is refused."""
+        state = conn.execute(
+            sa.select(subject_keys.c.state).where(
+                subject_keys.c.tenant_id == tenant_id,
+                subject_keys.c.subject_ref == subject_ref,
+                subject_keys.c.generation == generation,
+            )
+        ).scalar_one_or_none()
+        if state != ACTIVE or self.keyring.is_fenced(conn, tenant_id, subject_ref):
+            raise SubjectForgotten("this subject was forgotten; a privacy officer must reinstate it")
+
+    def _target(
+        self,
+        conn: Connection,
+        caller: Caller,
+        agent_id: str,
+        subject_ref: str,
+        cmd: WriteCommand,
+        now: datetime,
+    ) -> tuple[str, int, datetime]:
+        """(memory id, new version, created_at) for a create or an update-by-id."""
+        if cmd.id is None:
+            if cmd.expected_version != 0:
+                raise InvalidCommand("expected_version must be 0 when no id is given")
+            return str(uuid.uuid4()), 1, now
+        _check_id(cmd.id)
+        row = conn.execute(_by_id(caller.tenant_id, cmd.id)).first()
+        if row is None:
+            if cmd.expected_version != 0:
+                raise NotFound("memory not found")
+            return cmd.id, 1, now
+        if row.agent_id != agent_id or row.purpose != cmd.purpose:
+            raise NotFound("memory not found")
+        if row.version != cmd.expected_version:
+            raise VersionConflict(f"expected version {cmd.expected_version}, current is {row.version}")
+        if row.subject_ref != subject_ref:
+            raise InvalidCommand("an update cannot change the memory's subject")
+        if row.status in (Status.FORGOTTEN, Status.SUPERSEDED, Status.EXPIRED):
+            raise VersionConflict(f"a {row.status} memory cannot be updated")
+        return cmd.id, row.version + 1, row.created_at.replace(tzinfo=now.tzinfo)
+
+    def _supersedable(self, conn: Connection, caller: Caller, agent_id: str, cmd: WriteCommand):  # type: ignore[no-untyped-def]
+        """The memory a correction supersedes, checked (same tenant, agent, purpose; active).
+
+        One outside the caller's scope, a purpose its credential lacks included, is a
+        ``NotFound`` like an unknown id: the purpose rule must not confirm that it exists.
+        """
+        assert cmd.supersedes_id is not None  # only called for a correction
+        old = conn.execute(_by_id(caller.tenant_id, cmd.supersedes_id)).first()
+        if old is None or old.agent_id != agent_id or not caller.may_use(old.purpose):
+            raise NotFound("the superseded memory was not found")
+        if old.purpose != cmd.purpose:
+            raise InvalidCommand("a correction must keep the purpose of the memory it supersedes")
+        if old.status != Status.ACTIVE or old.id == cmd.id:
+            raise VersionConflict("only an active memory can be superseded")
+        return old
+
+    # -- reads and review -------------------------------------------------------------
+
+    def get(self, caller: Caller, memory_id: str) -> MemoryItem:
+        with self.uow.read() as conn:
+            row = conn.execute(_by_id(caller.tenant_id, memory_id)).first()
+            if row is None or not self._visible(caller, row):
+                raise NotFound("memory not found")
+            opened = open_rows(conn, self.keyring, [row]).get((row.tenant_id, row.id))
+        if opened is None:
+            raise NotFound("memory not found")
+        return to_item(row, *opened)
+
+    def _visible(self, caller: Caller, row) -> bool:  # type: ignore[no-untyped-def]
+        if row.tenant_id != caller.tenant_id or row.status in (Status.FORGOTTEN, Status.EXPIRED):
+            return False
+        if to_db(self.clock()) >= row.expires_at:
+            return False
+        if caller.role is Role.REVIEWER:
+            return True
+        if caller.role is Role.AGENT:
+            return (
+                row.agent_id == caller.agent_id
+                and caller.may_use(row.purpose)
+                and row.status != Status.QUARANTINED
+            )
+        return False
+
+    def promote(self, caller: Caller, memory_id: str, expected_version: int) -> MemoryItem:
+        """A reviewer moves a quarantined memory to active and verified."""
+        if caller.role is not Role.REVIEWER:
+            raise OutOfScope("only a reviewer can promote a memory")
+        require_version("expected_version", expected_version)
+        now = self.clock()
+        with self.uow.write() as conn:
+            row = conn.execute(_by_id(caller.tenant_id, memory_id)).first()
+            if row is None or row.status == Status.FORGOTTEN:
+                raise NotFound("memory not found")
+            if row.agent_id in (caller.agent_id, f"{caller.role.value}:{caller.principal}"):
+                raise OutOfScope("a memory cannot be promoted by the agent that wrote it")
+            if row.version != expected_version:
+                raise VersionConflict(f"expected version {expected_version}, current is {row.version}")
+            if row.status != Status.QUARANTINED:
+                raise VersionConflict(f"only a quarantined memory can be promoted (this one is {row.status})")
+            self._emit(
+                conn,
+                Event(
+                    MEMORY_PROMOTED,
+                    caller.tenant_id,
+                    {
+                        "version": row.version + 1,
+                        "trust": Trust.VERIFIED.value,
+                        "promoted_by": caller.principal,
+                    },
+                    memory_id,
+                    row.subject_ref,
+                    occurred_at=iso(now),
+                ),
+            )
+            row = conn.execute(_by_id(caller.tenant_id, memory_id)).one()
+            opened = open_rows(conn, self.keyring, [row]).get((row.tenant_id, row.id))
+        if opened is None:
+            raise NotFound("memory not found")
+        return to_item(row, *opened)
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def sweep_expired(self, batch: int = 500) -> int:
+        """Append an ``expired`` event for each live memory past its expiry."""
+        total = 0
+        while True:
+            now = self.clock()
+            with self.uow.write() as conn:
+                rows = conn.execute(
+                    sa.select(memories.c.id, memories.c.tenant_id, memories.c.subject_ref, memories.c.version)
+                    .where(
+                        memories.c.status.in_((Status.ACTIVE.value, Status.QUARANTINED.value)),
+                        memories.c.expires_at <= to_db(now),
+                    )
+                    .limit(batch)
+                ).all()
+                for r in rows:
+                    self._emit(
+                        conn,
+                        Event(
+                            MEMORY_EXPIRED,
+                            r.tenant_id,
+                            {"version": r.version + 1},
+                            r.id,
+                            r.subject_ref,
+                            occurred_at=iso(now),
+                        ),
+                    )
+            total += len(rows)
+            if len(rows) < batch:
+                return total
+
+
+def _by_id(tenant_id: str, memory_id: str) -> sa.Select:
+    """The tenant's memory under this id: ids are unique within a tenant, not across tenants."""
+    return sa.select(memories).where(memories.c.tenant_id == tenant_id, memories.c.id == memory_id)
+
+
+def _agent_of(caller: Caller) -> str:
+    return caller.agent_id or f"{caller.role.value}:{caller.principal}"
+
+
+def _check_id(memory_id: str) -> None:
+    try:
+        uuid.UUID(memory_id)
+    except ValueError:
+        raise InvalidCommand("id must be a UUID") from None
+
+
+def _decimal(x: float) -> float | int:
+    """Confidence as JSON-safe number (RFC 8785 has exact rules for floats)."""
+    return int(x) if float(x).is_integer() else round(float(x), 6)
+
+
+def _request_hash(data_key: bytes, cmd: WriteCommand) -> str:
+    """Keyed by the subject's data key: no dictionary attack on short contents."""
+    body = canonical_json(
+        {
+            "id": cmd.id,
+            "subject_id": cmd.subject_id,
+            "purpose": cmd.purpose,
+            "kind": cmd.kind,
+            "content": cmd.content,
+            "provenance": cmd.provenance.as_dict() if cmd.provenance else None,
+            "confidence": _decimal(cmd.confidence),
+            "expires_at": iso(cmd.expires_at) if cmd.expires_at else None,
+            "ttl_seconds": cmd.ttl_seconds,
+            "expected_version": cmd.expected_version,
+            "supersedes_id": cmd.supersedes_id,
+        }
+    )
+    return hmac.new(derive_key(data_key, b"lethe idempotency v1"), body, hashlib.sha256).hexdigest()

@@ -1,0 +1,144 @@
+"""Checks a write command before anything is encrypted or stored.
+
+Each failure is its own exception type with a message that names the field and the
+rule, never the content. Numbers are bounded before they are used: a version must fit
+the store's 32-bit column (and the request hash's canonical JSON), and a TTL is compared
+with the kind's maximum before a ``timedelta`` is built, which would overflow.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from lethe.vault.errors import (
+    ContentTooLarge,
+    InvalidCommand,
+    InvalidConfidence,
+    InvalidPurpose,
+    InvalidTtl,
+    MissingProvenance,
+    UnknownKind,
+)
+from lethe.vault.memory.policy import Limits
+from lethe.vault.model import Kind, SourceType, WriteCommand
+
+_PURPOSE = re.compile(r"^[a-z0-9][a-z0-9_.:-]*$")
+MAX_VERSION = 2**31 - 1  # versions are 32-bit integers in the store
+
+
+@dataclass(frozen=True)
+class ValidWrite:
+    kind: Kind
+    source_type: SourceType
+    expires_at: datetime
+
+
+def require_text(field: str, value: object, max_len: int, *, required: bool = True) -> None:
+    """Strings the stores can hold: PostgreSQL refuses NUL, and no field needs it."""
+    if value is None and not required:
+        return
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise InvalidCommand(f"{field} is required")
+    if len(value) > max_len:
+        raise InvalidCommand(f"{field} is at most {max_len} characters")
+    if "\x00" in value:
+        raise InvalidCommand(f"{field} must not contain NUL characters")
+
+
+SUBJECT_ID_MAX = 256
+
+
+def normal_subject_id(value: object) -> str:
+    """The subject id as Lethe keys it: Unicode NFC, never case-folded.
+
+    "José" typed on one system and "Jose\u0301" sent by another are the same person, so
+    every subject id is normalised before it becomes a ``subject_ref``, a sealed envelope
+    or a certificate commitment. Case is kept: identifiers such as opaque user ids are
+    case-sensitive in many systems, and folding them could merge two people.
+    """
+    require_text("subject_id", value, SUBJECT_ID_MAX * 4)
+    assert isinstance(value, str)
+    normal = unicodedata.normalize("NFC", value)
+    if len(normal) > SUBJECT_ID_MAX:
+        raise InvalidCommand(f"subject_id is at most {SUBJECT_ID_MAX} characters")
+    return normal
+
+
+def require_version(field: str, value: object) -> None:
+    """A version the store can hold: a whole number from 0 to ``MAX_VERSION`` (bool is not one)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_VERSION:
+        raise InvalidCommand(f"{field} must be a whole number from 0 to {MAX_VERSION}")
+
+
+def validate_write(cmd: WriteCommand, limits: Limits, now: datetime) -> ValidWrite:
+    for field, value, max_len in (
+        ("subject_id", cmd.subject_id, 256),
+        ("content", cmd.content, 10**9),
+        ("idempotency_key", cmd.idempotency_key, 128),
+    ):
+        require_text(field, value, max_len)
+    try:
+        kind = Kind(cmd.kind)
+    except ValueError:
+        raise UnknownKind(f"unknown kind {cmd.kind!r}; expected one of {[k.value for k in Kind]}") from None
+    prov = cmd.provenance
+    if prov is None or not prov.source_ref or not str(prov.source_ref).strip():
+        raise MissingProvenance("provenance with source_type and source_ref is required")
+    try:
+        source_type = SourceType(prov.source_type)
+    except ValueError:
+        raise MissingProvenance(
+            f"unknown provenance source_type; expected one of {[s.value for s in SourceType]}"
+        ) from None
+    require_text("provenance.source_ref", prov.source_ref, limits.max_ref_len)
+    for source in prov.sources:
+        require_text("provenance.sources[]", source, limits.max_ref_len)
+    if source_type is SourceType.SUMMARY and not prov.sources:
+        raise MissingProvenance("a summary must list the memory ids it was built from in provenance.sources")
+    if not cmd.purpose or len(cmd.purpose) > limits.max_purpose_len or not _PURPOSE.match(cmd.purpose):
+        raise InvalidPurpose("purpose must be 1-64 characters of a-z, 0-9, '_', '.', ':' or '-'")
+    if not cmd.subject_id or len(cmd.subject_id) > 256:
+        raise InvalidCommand("subject_id is required (at most 256 characters)")
+    if not cmd.idempotency_key or len(cmd.idempotency_key) > 128:
+        raise InvalidCommand("an idempotency key (1-128 characters) is required")
+    conf = cmd.confidence
+    if (
+        isinstance(conf, bool)
+        or not isinstance(conf, int | float)
+        or not 0 <= conf <= 1  # first: isfinite() overflows on a huge int
+        or not math.isfinite(conf)
+    ):
+        raise InvalidConfidence("confidence must be a number between 0 and 1")
+    if not isinstance(cmd.content, str) or not cmd.content:
+        raise InvalidCommand("content must be a non-empty string")
+    size = len(cmd.content.encode())
+    if size > limits.max_content_bytes:
+        raise ContentTooLarge(f"content is {size} bytes; the limit is {limits.max_content_bytes}")
+    require_version("expected_version", cmd.expected_version)
+    default_ttl, max_ttl = limits.ttl_for(kind)
+    if cmd.expires_at is not None and cmd.ttl_seconds is not None:
+        raise InvalidTtl("give expires_at or ttl_seconds, not both")
+    if cmd.ttl_seconds is not None:
+        seconds = cmd.ttl_seconds
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds != seconds:  # NaN
+            raise InvalidTtl("ttl_seconds must be a number of seconds")
+        if seconds <= 0:
+            raise InvalidTtl("ttl_seconds must be positive")
+        if seconds > max_ttl.total_seconds():  # checked before timedelta(), which would overflow
+            raise InvalidTtl(f"expiry exceeds the maximum for kind {kind.value} ({max_ttl.days} days)")
+        ttl = timedelta(seconds=seconds)
+    elif cmd.expires_at is not None:
+        if cmd.expires_at.tzinfo is None:
+            raise InvalidTtl("expires_at must carry a time zone")
+        ttl = cmd.expires_at - now
+        if ttl <= timedelta(0):
+            raise InvalidTtl("expires_at is in the past")
+    else:
+        ttl = default_ttl
+    if ttl > max_ttl:
+        raise InvalidTtl(f"expiry exceeds the maximum for kind {kind.value} ({max_ttl.days} days)")
+    return ValidWrite(kind, source_type, now + ttl)

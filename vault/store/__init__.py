@@ -1,0 +1,1 @@
+"""Storage: engines and transactions, tables, migrations, the event log, the projection, replay."""

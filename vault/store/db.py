@@ -1,0 +1,125 @@
+"""Engines and transactions: the unit of work every command runs in.
+
+SQLite runs in WAL mode with a busy timeout; write transactions start with
+``BEGIN IMMEDIATE`` so two processes never both read-then-upgrade (the classic
+SQLITE_BUSY deadlock). PostgreSQL write transactions take one advisory lock so event
+sequence numbers stay dense: they are Merkle leaf indices and may not have gaps.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from lethe.vault.errors import StoreUnavailable
+
+_EVENT_LOG_LOCK = 0x4C455448  # "LETH": the advisory lock that serialises appends
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def make_engine(url: str, *, echo: bool = False) -> Engine:
+    """Create an engine with the per-dialect settings Lethe relies on."""
+    if url.startswith("sqlite"):
+        engine = sa.create_engine(url, echo=echo, connect_args={"timeout": 30})
+
+        @sa.event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+            dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=FULL")
+            cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA secure_delete=ON")
+            try:
+                cur.execute("SELECT exp(0)")
+            except sqlite3.OperationalError:  # SQLite built without math functions
+                dbapi_conn.create_function("exp", 1, math.exp, deterministic=True)
+            cur.close()
+
+        @sa.event.listens_for(engine, "begin")
+        def _on_begin(conn: Connection) -> None:
+            mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
+            conn.exec_driver_sql(f"BEGIN {mode}")
+
+        return engine
+    return sa.create_engine(url, echo=echo, pool_pre_ping=True)
+
+
+def is_sqlite(engine: Engine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+_OUTAGE_HINTS = (
+    "locked",
+    "unable to open",
+    "could not connect",
+    "connection",
+    "server closed",
+    "disk i/o",
+    "lock timeout",
+)
+
+
+def _is_outage(exc: DBAPIError) -> bool:
+    """Outages (retry later) versus bugs (re-raised): only the former become 503s."""
+    if exc.connection_invalidated:
+        return True
+    return isinstance(exc, OperationalError) and any(h in str(exc.orig).lower() for h in _OUTAGE_HINTS)
+
+
+class UnitOfWork:
+    """Opens read and write transactions; translates driver outages to ``StoreUnavailable``."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @contextmanager
+    def write(self, lock_wait_ms: int | None = None) -> Iterator[Connection]:
+        """A serialised write transaction: commits on success, rolls back on any error.
+
+        ``lock_wait_ms`` bounds the wait for the write lock (readiness probes); by default
+        a writer waits as long as the driver's busy timeout allows.
+        """
+        sqlite = is_sqlite(self.engine)
+        try:
+            with self.engine.connect() as conn:
+                if sqlite:
+                    conn = conn.execution_options(sqlite_begin="IMMEDIATE")
+                    if lock_wait_ms is not None:  # on the driver connection: no transaction yet
+                        conn.connection.driver_connection.execute(f"PRAGMA busy_timeout={int(lock_wait_ms)}")
+                try:
+                    with conn.begin():
+                        if not sqlite:
+                            if lock_wait_ms is not None:
+                                conn.exec_driver_sql(f"SET LOCAL lock_timeout = {int(lock_wait_ms)}")
+                            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _EVENT_LOG_LOCK})
+                        yield conn
+                finally:
+                    if sqlite and lock_wait_ms is not None:
+                        raw = conn.connection.driver_connection
+                        raw.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        except DBAPIError as exc:
+            if _is_outage(exc):
+                raise StoreUnavailable("database unavailable") from exc
+            raise
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        try:
+            with self.engine.connect() as conn, conn.begin():
+                yield conn
+        except DBAPIError as exc:
+            if _is_outage(exc):
+                raise StoreUnavailable("database unavailable") from exc
+            raise
+
+    def ping(self) -> None:
+        with self.read() as conn:
+            conn.execute(sa.text("SELECT 1"))

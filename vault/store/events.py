@@ -1,0 +1,173 @@
+"""The append-only event log: the source of truth, and the leaves of the audit tree.
+
+An event's canonical bytes (RFC 8785 JSON) commit to ``ciphertext_digest`` and never
+to the ciphertext, so compaction can drop dead ciphertext and the tree still verifies.
+Sequence numbers are dense (1, 2, 3, ...): event ``seq`` is Merkle leaf ``seq - 1``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from lethe.vault.canonical import canonical_json
+from lethe.vault.clock import iso, utcnow
+from lethe.vault.merkle import leaf_hash
+from lethe.vault.store.tables import events
+
+
+@dataclass(frozen=True)
+class Event:
+    type: str
+    tenant_id: str
+    payload: dict[str, Any]
+    memory_id: str | None = None
+    subject_ref: str | None = None
+    ciphertext: bytes | None = field(default=None, repr=False)
+    occurred_at: str = field(default_factory=lambda: iso(utcnow()))
+    event_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    seq: int = 0
+    ciphertext_digest: str | None = None
+
+    def digest(self) -> str | None:
+        if self.ciphertext_digest is not None:
+            return self.ciphertext_digest
+        return hashlib.sha256(self.ciphertext).hexdigest() if self.ciphertext is not None else None
+
+
+def canonical_event(
+    seq: int,
+    event_id: str,
+    type_: str,
+    tenant_id: str,
+    memory_id: str | None,
+    subject_ref: str | None,
+    occurred_at: str,
+    payload: dict[str, Any],
+    ciphertext_digest: str | None,
+) -> bytes:
+    """The exact bytes a Merkle leaf commits to."""
+    return canonical_json(
+        {
+            "seq": seq,
+            "event_id": event_id,
+            "type": type_,
+            "tenant_id": tenant_id,
+            "memory_id": memory_id,
+            "subject_ref": subject_ref,
+            "occurred_at": occurred_at,
+            "payload": payload,
+            "ciphertext_digest": ciphertext_digest,
+        }
+    )
+
+
+def canonical_row(row: Any) -> bytes:
+    """Canonical bytes recomputed from a stored ``events`` row."""
+    return canonical_event(
+        row.seq,
+        row.event_id,
+        row.type,
+        row.tenant_id,
+        row.memory_id,
+        row.subject_ref,
+        row.occurred_at,
+        json.loads(row.payload),
+        row.ciphertext_digest,
+    )
+
+
+class EventLog(Protocol):
+    def append(self, conn: Connection, event: Event) -> Event: ...
+    def size(self, conn: Connection) -> int: ...
+
+
+class SqlEventLog:
+    """``EventLog`` over the ``events`` table; appends within the caller's transaction."""
+
+    def append(self, conn: Connection, event: Event) -> Event:
+        return self.append_many(conn, [event])[0]
+
+    def append_many(self, conn: Connection, batch: list[Event]) -> list[Event]:
+        """Append events with consecutive sequence numbers in one round trip (bulk paths)."""
+        first = self.size(conn) + 1
+        rows, out = [], []
+        for seq, e in enumerate(batch, start=first):
+            digest = e.digest()
+            canon = canonical_event(
+                seq,
+                e.event_id,
+                e.type,
+                e.tenant_id,
+                e.memory_id,
+                e.subject_ref,
+                e.occurred_at,
+                e.payload,
+                digest,
+            )
+            rows.append(
+                {
+                    "seq": seq,
+                    "event_id": e.event_id,
+                    "type": e.type,
+                    "tenant_id": e.tenant_id,
+                    "memory_id": e.memory_id,
+                    "subject_ref": e.subject_ref,
+                    "occurred_at": e.occurred_at,
+                    "payload": canonical_json(e.payload).decode(),
+                    "ciphertext": e.ciphertext,
+                    "ciphertext_digest": digest,
+                    "leaf_hash": leaf_hash(canon),
+                }
+            )
+            out.append(
+                Event(
+                    e.type,
+                    e.tenant_id,
+                    e.payload,
+                    e.memory_id,
+                    e.subject_ref,
+                    e.ciphertext,
+                    e.occurred_at,
+                    e.event_id,
+                    seq,
+                    digest,
+                )
+            )
+        if rows:
+            conn.execute(events.insert(), rows)
+        return out
+
+    def size(self, conn: Connection) -> int:
+        return conn.execute(sa.select(sa.func.coalesce(sa.func.max(events.c.seq), 0))).scalar_one()
+
+    def read(self, conn: Connection, start: int = 1, batch: int = 2000) -> Iterator[Event]:
+        """Events in order from ``start``, fetched in batches to bound memory."""
+        seq = start
+        while True:
+            rows = conn.execute(
+                sa.select(events).where(events.c.seq >= seq).order_by(events.c.seq).limit(batch)
+            ).all()
+            if not rows:
+                return
+            for r in rows:
+                yield Event(
+                    r.type,
+                    r.tenant_id,
+                    json.loads(r.payload),
+                    r.memory_id,
+                    r.subject_ref,
+                    r.ciphertext,
+                    r.occurred_at,
+                    r.event_id,
+                    r.seq,
+                    r.ciphertext_digest,
+                )
+            seq = rows[-1].seq + 1

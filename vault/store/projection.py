@@ -1,0 +1,232 @@
+"""Applies events to the projection tables. The one place state changes.
+
+Commands append an event and apply it here in the same transaction; ``replay`` applies
+the same events to an empty schema. Because both go through ``apply``, replay
+reproduces the live state by construction, and the compare-and-swap in each update
+(``WHERE version = :previous``) is what turns a lost race into a ``VersionConflict``.
+A memory is addressed by (tenant, id): two tenants may hold the same id.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from lethe.vault.clock import parse_iso, to_db
+from lethe.vault.errors import VersionConflict
+from lethe.vault.store.events import Event
+from lethe.vault.store.tables import forgotten_subjects, idempotency_keys, memories, search_index
+
+MEMORY_WRITTEN = "memory.written"
+MEMORY_PROMOTED = "memory.promoted"
+MEMORY_SUPERSEDED = "memory.superseded"
+MEMORY_EXPIRED = "memory.expired"
+MEMORY_TOMBSTONED = "memory.tombstoned"
+SUBJECT_FORGOTTEN = "subject.forgotten"
+SUBJECT_REINSTATED = "subject.reinstated"
+ERASURE_RECEIVED = "erasure.received"
+
+
+def _cas(conn: Connection, e: Event, previous: int, values: dict, *extra: sa.ColumnElement) -> None:
+    """Update the event's memory (its tenant's, by id) only if it is still at ``previous``."""
+    result = conn.execute(
+        memories.update()
+        .where(
+            memories.c.tenant_id == e.tenant_id,
+            memories.c.id == e.memory_id,
+            memories.c.version == previous,
+            *extra,
+        )
+        .values(**values)
+    )
+    if result.rowcount != 1:
+        raise VersionConflict("the memory changed since the expected version")
+
+
+def _written_rows(e: Event) -> tuple[dict, dict]:
+    """The projection row and idempotency row a ``memory.written`` event produces."""
+    p = e.payload
+    row = {
+        "tenant_id": e.tenant_id,
+        "agent_id": p["agent_id"],
+        "subject_ref": e.subject_ref,
+        "purpose": p["purpose"],
+        "kind": p["kind"],
+        "ciphertext": e.ciphertext,
+        "sealed_version": p["version"],
+        "key_generation": p["key_generation"],
+        "content_hmac": p["content_hmac"],
+        "token_estimate": p["token_estimate"],
+        "provenance": json.dumps(p["provenance"], sort_keys=True),
+        "authority": p["authority"],
+        "trust": p["trust"],
+        "confidence": p["confidence"],
+        "updated_at": to_db(parse_iso(e.occurred_at)),
+        "expires_at": to_db(parse_iso(p["expires_at"])),
+        "version": p["version"],
+        "status": p["status"],
+        "supersedes_id": p["supersedes_id"],
+        "idempotency_key": p["idempotency_key"],
+    }
+    idem = {
+        "tenant_id": e.tenant_id,
+        "agent_id": p["agent_id"],
+        "key": p["idempotency_key"],
+        "request_hash": p["request_hash"],
+        "memory_id": e.memory_id,
+        "version": p["version"],
+    }
+    return row, idem
+
+
+def _created_row(e: Event, row: dict) -> dict:
+    return {
+        **row,
+        "id": e.memory_id,
+        "created_at": to_db(parse_iso(e.payload["created_at"])),
+        "superseded_by": None,
+    }
+
+
+def _written(conn: Connection, e: Event) -> None:
+    row, idem = _written_rows(e)
+    if e.payload["version"] == 1:
+        conn.execute(memories.insert(), _created_row(e, row))
+    else:
+        _cas(conn, e, e.payload["version"] - 1, row, memories.c.status != "forgotten")
+    conn.execute(idempotency_keys.insert(), idem)
+
+
+def _transition(conn: Connection, e: Event, status: str, *guard: sa.ColumnElement, **extra: object) -> None:
+    """A status change: compare-and-swap on the previous version, bump it, stamp the time."""
+    v = e.payload["version"]
+    values = {"version": v, "status": status, "updated_at": to_db(parse_iso(e.occurred_at)), **extra}
+    _cas(conn, e, v - 1, values, *guard)
+
+
+def _promoted(conn: Connection, e: Event) -> None:
+    _transition(conn, e, "active", memories.c.status == "quarantined", trust=e.payload["trust"])
+
+
+def _superseded(conn: Connection, e: Event) -> None:
+    _transition(
+        conn, e, "superseded", memories.c.status == "active", superseded_by=e.payload["superseded_by"]
+    )
+
+
+def _expired(conn: Connection, e: Event) -> None:
+    _transition(conn, e, "expired", memories.c.status.in_(("active", "quarantined")))
+
+
+def _tombstoned(conn: Connection, e: Event) -> None:
+    """A derived artifact (a summary built from a forgotten memory) is forgotten too."""
+    _transition(conn, e, "forgotten", ciphertext=None)
+    conn.execute(
+        search_index.delete().where(
+            search_index.c.tenant_id == e.tenant_id, search_index.c.memory_id == e.memory_id
+        )
+    )
+
+
+def _forgotten(conn: Connection, e: Event) -> None:
+    scope = (memories.c.tenant_id == e.tenant_id, memories.c.subject_ref == e.subject_ref)
+    conn.execute(
+        memories.update()
+        .where(*scope, memories.c.status != "forgotten")
+        .values(
+            status="forgotten",
+            ciphertext=None,
+            version=memories.c.version + 1,
+            updated_at=to_db(parse_iso(e.occurred_at)),
+        )
+    )
+    # Forgotten items that lost their ciphertext earlier still must not keep any.
+    conn.execute(memories.update().where(*scope, memories.c.ciphertext.is_not(None)).values(ciphertext=None))
+    conn.execute(
+        search_index.delete().where(
+            search_index.c.tenant_id == e.tenant_id, search_index.c.subject_ref == e.subject_ref
+        )
+    )
+    conn.execute(
+        forgotten_subjects.delete().where(
+            forgotten_subjects.c.tenant_id == e.tenant_id, forgotten_subjects.c.subject_ref == e.subject_ref
+        )
+    )
+    conn.execute(
+        forgotten_subjects.insert().values(
+            tenant_id=e.tenant_id,
+            subject_ref=e.subject_ref,
+            forgotten_at=e.occurred_at,
+            generation=e.payload["generation"],
+            request_id=e.payload.get("request_id"),
+        )
+    )
+
+
+def _erasure_received(conn: Connection, e: Event) -> None:
+    """The erasure fence goes up when the request is accepted, not when the job first runs."""
+    fenced = conn.execute(
+        sa.select(forgotten_subjects.c.tenant_id).where(
+            forgotten_subjects.c.tenant_id == e.tenant_id, forgotten_subjects.c.subject_ref == e.subject_ref
+        )
+    ).first()
+    if fenced is None:
+        conn.execute(
+            forgotten_subjects.insert().values(
+                tenant_id=e.tenant_id,
+                subject_ref=e.subject_ref,
+                forgotten_at=e.occurred_at,
+                generation=0,
+                request_id=e.payload.get("request_id"),
+            )
+        )
+
+
+def _reinstated(conn: Connection, e: Event) -> None:
+    conn.execute(
+        forgotten_subjects.delete().where(
+            forgotten_subjects.c.tenant_id == e.tenant_id, forgotten_subjects.c.subject_ref == e.subject_ref
+        )
+    )
+
+
+_HANDLERS: dict[str, Callable[[Connection, Event], None]] = {
+    MEMORY_WRITTEN: _written,
+    MEMORY_PROMOTED: _promoted,
+    MEMORY_SUPERSEDED: _superseded,
+    MEMORY_EXPIRED: _expired,
+    MEMORY_TOMBSTONED: _tombstoned,
+    SUBJECT_FORGOTTEN: _forgotten,
+    SUBJECT_REINSTATED: _reinstated,
+    ERASURE_RECEIVED: _erasure_received,
+}
+
+
+def apply_many(conn: Connection, batch: list[Event]) -> None:
+    """Apply events in order; runs of new-memory events become one bulk insert each."""
+    run: list[Event] = []
+
+    def flush() -> None:
+        if run:
+            pairs = [(_created_row(e, r), i) for e in run for r, i in [_written_rows(e)]]
+            conn.execute(memories.insert(), [p[0] for p in pairs])
+            conn.execute(idempotency_keys.insert(), [p[1] for p in pairs])
+            run.clear()
+
+    for e in batch:
+        if e.type == MEMORY_WRITTEN and e.payload["version"] == 1:
+            run.append(e)
+        else:
+            flush()
+            apply(conn, e)
+    flush()
+
+
+def apply(conn: Connection, event: Event) -> None:
+    """Apply one event; events without projection effects (audit-only) are ignored."""
+    handler = _HANDLERS.get(event.type)
+    if handler is not None:
+        handler(conn, event)

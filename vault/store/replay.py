@@ -1,0 +1,83 @@
+"""Rebuild the projection from the event log, or check that it would come out the same.
+
+The projection (``memories``, ``idempotency_keys``, ``forgotten_subjects``) is derived
+and disposable. ``check`` applies every event to an empty scratch database and
+compares it with the live tables row by row; ``rebuild`` replaces the live projection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from lethe.vault.store.db import UnitOfWork, make_engine
+from lethe.vault.store.events import SqlEventLog
+from lethe.vault.store.projection import apply
+from lethe.vault.store.tables import forgotten_subjects, idempotency_keys, memories, metadata, search_index
+
+COMPARED = (memories, idempotency_keys, forgotten_subjects)
+Progress = Callable[[int], None]
+
+
+@dataclass
+class ReplayReport:
+    events: int
+    differences: list[str] = field(default_factory=list)
+
+    @property
+    def identical(self) -> bool:
+        return not self.differences
+
+
+def _apply_all(source: Connection, target: Connection, progress: Progress | None) -> int:
+    n = 0
+    for event in SqlEventLog().read(source):
+        apply(target, event)
+        n += 1
+        if progress and n % 1000 == 0:
+            progress(n)
+    return n
+
+
+def _rows(conn: Connection, table: sa.Table) -> dict[tuple, tuple]:
+    pk = [c.name for c in table.primary_key.columns]
+    cols = [c.name for c in table.columns]
+    out = {}
+    for r in conn.execute(sa.select(table)):
+        m = r._mapping
+        out[tuple(m[c] for c in pk)] = tuple(m[c] for c in cols)
+    return out
+
+
+def check(engine: Engine, progress: Progress | None = None) -> ReplayReport:
+    """Replay into a scratch in-memory database and diff it against the live projection."""
+    scratch = make_engine("sqlite://")
+    metadata.create_all(scratch, tables=[*COMPARED, search_index])
+    with UnitOfWork(engine).read() as src, scratch.begin() as dst:
+        n = _apply_all(src, dst, progress)
+        report = ReplayReport(events=n)
+        for table in COMPARED:
+            live, replayed = _rows(src, table), _rows(dst, table)
+            cols = [c.name for c in table.columns]
+            for key in sorted(set(live) | set(replayed), key=repr):
+                a, b = live.get(key), replayed.get(key)
+                if a is None or b is None:
+                    where = "replay" if a is None else "live projection"
+                    report.differences.append(f"{table.name} {key}: only in the {where}")
+                elif a != b:
+                    diff = [c for c, x, y in zip(cols, a, b, strict=True) if x != y]
+                    report.differences.append(f"{table.name} {key}: columns differ: {', '.join(diff)}")
+    scratch.dispose()
+    return report
+
+
+def rebuild(engine: Engine, progress: Progress | None = None) -> ReplayReport:
+    """Replace the live projection with one rebuilt from events, in one transaction."""
+    with UnitOfWork(engine).write() as conn:
+        for table in COMPARED:
+            conn.execute(table.delete())
+        n = _apply_all(conn, conn, progress)
+    return ReplayReport(events=n)

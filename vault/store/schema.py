@@ -1,0 +1,92 @@
+"""Creates, checks and upgrades the database schema through Alembic migrations.
+
+A process never migrates a store it merely opens: ``lethe init`` creates the schema of
+a new store and ``lethe migrate`` upgrades an existing one (after a backup), so a
+server and a CLI of different releases can never race to rewrite the schema under each
+other. Everything else calls ``require_current`` and refuses a store at another revision.
+
+Exceptions: ``StoreNotReady`` (the schema is missing, older or newer than this release).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from alembic.util import CommandError
+from sqlalchemy.engine import Engine
+
+from lethe.vault.errors import StoreNotReady
+
+_MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def _config() -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(_MIGRATIONS))
+    return cfg
+
+
+@dataclass(frozen=True)
+class SchemaState:
+    current: str | None  # None: no schema yet
+    head: str  # the revision this release writes
+    known: bool  # False: written by a release newer than this one
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.current == self.head
+
+
+def schema_state(engine: Engine) -> SchemaState:
+    script = ScriptDirectory.from_config(_config())
+    head = script.get_current_head()
+    assert head is not None
+    with engine.connect() as conn:
+        current = MigrationContext.configure(conn).get_current_revision()
+    known = True
+    if current is not None:
+        try:
+            known = script.get_revision(current) is not None
+        except CommandError:
+            known = False
+    return SchemaState(current, head, known)
+
+
+def require_current(engine: Engine) -> SchemaState:
+    """Refuse a store this release did not write, naming the command that fixes it."""
+    state = schema_state(engine)
+    if state.current is None:
+        raise StoreNotReady("the database has no Lethe schema; run `lethe init` to create one")
+    if not state.known:
+        raise StoreNotReady(
+            f"the store's schema is at revision {state.current}, written by a newer Lethe than this "
+            f"one (which knows up to {state.head}); upgrade Lethe, or restore a backup this release wrote"
+        )
+    if not state.up_to_date:
+        raise StoreNotReady(
+            f"the store's schema is at revision {state.current}; this Lethe needs {state.head}. "
+            "Stop every Lethe process on this store, take a backup (`lethe backup create`), "
+            "then run `lethe migrate`"
+        )
+    return state
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Bring the schema to ``revision`` (``lethe init`` and ``lethe migrate`` only)."""
+    cfg = _config()
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, revision)
+
+
+def autogenerate(engine: Engine, message: str) -> None:
+    """Developer helper: write a new revision from the difference to ``tables.py``."""
+    cfg = _config()
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.revision(cfg, message=message, autogenerate=True)
