@@ -37,7 +37,7 @@ at once, each loading whole tenants, with a 256 MiB SQLite page cache on the loa
 own connections (``LOADER_CACHE_KIB``; measured 1,138 -> 1,610 items/s at 150k items);
 the measured phases use Lethe's engine settings unchanged.
 
-``python -m api.bench load|loadgen`` are the entry points of those subprocesses (spec
+``python -m lethe.api.bench load|loadgen`` are the entry points of those subprocesses (spec
 as JSON on stdin, results as JSON lines on stdout); this module imports only the
 standard library at import time so the load generator stays light.
 
@@ -71,7 +71,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lethe.api.openbao_dev import OpenBaoDevServer, find_bao_binary
+from lethe.api.bench.openbao import OpenBaoDevServer, find_bao_binary
 
 AGENT_ID = "agent-1"
 SCAN_SAMPLE = 200  # dead ciphertexts whose slices the compaction figure scans the files for
@@ -1912,12 +1912,9 @@ def _loadgen_main(spec: dict[str, Any]) -> None:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1 or argv[0] not in ("load", "loadgen"):
-        print("usage: python -m api.bench load|loadgen  (spec as JSON on stdin)", file=sys.stderr)
+        print("usage: python -m lethe.api.bench load|loadgen  (spec as JSON on stdin)", file=sys.stderr)
         return 2
     spec = json.loads(sys.stdin.read())
     (_load_main if argv[0] == "load" else _loadgen_main)(spec)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
