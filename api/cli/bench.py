@@ -1,4 +1,4 @@
-"""``lethe bench``: run the benchmark (``api.bench``), print the figures, write the report.
+"""``lethe bench``: run the benchmark (``lethe.api.bench``), print the figures, write the report.
 
 Exit codes: 0 when every figure was measured (a missed target is a result, not a
 failure), 1 when a figure could not be measured, 2 when the run could not start or a
@@ -7,7 +7,6 @@ required part is missing (``--kms vault`` without OpenBao).
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 import time
@@ -18,6 +17,12 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from lethe.api.bench.context import BenchError
+from lethe.api.bench.report import write_json, write_markdown
+from lethe.api.bench.runner import Bench
+from lethe.api.bench.scales import SCALES
+from lethe.api.bench.summary import summary_rows
 
 # Not on a terminal (a log, a test), rich would wrap the table at 80 columns.
 console = Console() if sys.stdout.isatty() else Console(width=160)
@@ -59,8 +64,6 @@ def bench(
     ),
 ) -> None:
     """Measure Lethe against same-machine baselines and write docs/performance.md."""
-    from lethe.api.bench import SCALES, Bench, BenchError, render_markdown, summary_rows
-
     command = "lethe " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     started = time.perf_counter()
 
@@ -84,12 +87,10 @@ def bench(
         table.add_row(*row[:5], f"[{style}]{escape(row[5])}[/{style}]" if style else row[5])
     console.print(table)
 
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(render_markdown(results))
+    write_markdown(results, output)
     console.print(f"wrote {output}")
     if json_file is not None:
-        json_file.parent.mkdir(parents=True, exist_ok=True)
-        json_file.write_text(json.dumps(results, indent=2, default=str) + "\n")
+        write_json(results, json_file)
         console.print(f"wrote {json_file}")
     if results["errors"]:
         for e in results["errors"]:
