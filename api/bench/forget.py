@@ -20,11 +20,13 @@ from lethe.api.bench.context import RunContext
 from lethe.api.bench.stats import ratio
 from lethe.api.bench.workload import LEGAL_BASIS, REFERENCE, load_subjects, officer_caller
 from lethe.api.bootstrap import Container
+from lethe.vault.audit.certificate import REPORTED
 from lethe.vault.clock import utcnow
+from lethe.vault.erasure.compaction import COMPACTED
+from lethe.vault.erasure.service import CORE_STEPS, RECEIVED
 from lethe.vault.store.tables import memories
 
-COMPACTED, REPORTED = "compacted", "reported"
-HEADLINE_STEPS = ("received", "tombstoned", "derived_purged", "key_destroyed", "verified")
+HEADLINE_STEPS = (RECEIVED, *CORE_STEPS)  # received -> verified
 STEPS = (*HEADLINE_STEPS, COMPACTED, REPORTED)  # every step of a job, in order
 TENANT = "bench-forget"
 

@@ -1,5 +1,5 @@
-"""What the bench writes and who writes it: memories like those of ``vault.memory.bulk``,
-the callers, the bulk loads.
+"""What the bench writes and who writes it: memories like those of ``vault.memory.bulk``
+(its vocabulary, the kind and source type of the core's enums), the callers, the bulk loads.
 
 Every generated store reads alike, so the figures measure the same kind of data.
 """
@@ -10,25 +10,20 @@ import random
 import uuid
 
 from lethe.api.bench.scales import AGENT_ID, PURPOSE
+from lethe.vault.memory.bulk import WORDS
 from lethe.vault.memory.service import MemoryService
-from lethe.vault.model import Caller, Provenance, Role, SourceType, WriteCommand
+from lethe.vault.model import Caller, Kind, Provenance, Role, SourceType, WriteCommand
 
 LEGAL_BASIS = "gdpr-art17-1a"  # of every erasure request the bench files
 REFERENCE = "BENCH"
-# The vocabulary of vault/bulk.py, so every generated store reads alike.
-WORDS = (
-    *("tea", "coffee", "paris", "berlin", "allergy", "meeting", "invoice", "flight", "hotel"),
-    *("birthday", "gluten", "vegan", "python", "rust", "budget", "deadline", "project"),
-    *("garden", "piano", "running", "cycling", "music"),
-)
 
 
 def write_command(rng: random.Random, subject: str, ref: str, words: int = 8) -> WriteCommand:
-    """One memory like those of ``vault.memory.bulk``: eight words from a small vocabulary."""
+    """One memory like those of ``vault.memory.bulk``: eight words from its vocabulary."""
     return WriteCommand(
         subject_id=subject,
         purpose=PURPOSE,
-        kind="fact",
+        kind=Kind.FACT.value,  # a plain str as callers send it; an enum takes canonical_json's slow path
         content=f"{' '.join(rng.choices(WORDS, k=words))} #{ref}",
         provenance=Provenance(SourceType.USER_STATEMENT, f"bench/{ref}"),
         idempotency_key=uuid.uuid4().hex,
