@@ -32,7 +32,7 @@ from lethe.vault.model import Role
 # The per-token limit (600/minute by default) would cap the load at 160 rps; the limiter
 # still runs on every request.
 RATE_LIMIT = "100000000/minute"
-SERVE = "from api.cli import app; app(prog_name='lethe')"
+SERVE = "from lethe.api.cli import app; app(prog_name='lethe')"
 Body = Callable[[], dict[str, Any]] | None  # a request body maker; None: no body
 
 
