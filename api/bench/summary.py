@@ -39,16 +39,23 @@ def summary_rows(results: dict[str, Any]) -> list[Row]:
     for label, key, figure_rows in _FIGURES:
         fig = figs.get(key, {})
         if "error" in fig or "skipped" in fig:
-            rows.append((label, "", "", "", fig.get("target", ""), verdict(fig)))
+            rows.append(row(label, "", target=fig.get("target", ""), verdict=verdict(fig)))
         else:
             rows += figure_rows(fig)
     rows += _rss_rows(figs.get("peak_rss", {}))
     return rows
 
 
+def row(
+    figure: str, ours: str, baseline: str = "", ratio: str = "", target: str = "", verdict: str = ""
+) -> Row:
+    """One summary row; a figure without a target leaves the last two cells empty."""
+    return (figure, ours, baseline, ratio, target, verdict)
+
+
 def _writes(w: dict[str, Any]) -> list[Row]:
     return [
-        (
+        row(
             "1. Governed encrypted writes (SQLite)",
             f"{fmt(w['ours_per_s'])} writes/s",
             f"{fmt(w['baseline_per_s'])} plain inserts/s",
@@ -61,7 +68,7 @@ def _writes(w: dict[str, Any]) -> list[Row]:
 
 def _envelope(v: dict[str, Any]) -> list[Row]:
     return [
-        (
+        row(
             "2. Per-record encryption on OpenBao",
             f"{fmt(v['envelope_per_s'], 0)}/s cached data key",
             f"{fmt(v['transit_per_record_per_s'], 0)}/s Transit encrypt",
@@ -69,20 +76,18 @@ def _envelope(v: dict[str, Any]) -> list[Row]:
             ">= 20x",
             verdict(v),
         ),
-        (
+        row(
             "2b. Durable writes on OpenBao",
             f"{fmt(v['ours_writes_per_s'])} writes/s",
             f"{fmt(v['naive_writes_per_s'])} writes/s, Transit per record",
             f"{fmt(v['writes_ratio'], 2)}x",
-            "",
-            "",
         ),
     ]
 
 
 def _search(sr: dict[str, Any]) -> list[Row]:
     return [
-        (
+        row(
             f"3. Scoped search p95, scope {sr['scope_items']:,}",
             f"{fmt(sr['large']['p95_ms'], 2)} ms in {sr['large_store_items']:,} items",
             f"{fmt(sr['small']['p95_ms'], 2)} ms in {sr['small_store_items']:,} items",
@@ -94,27 +99,21 @@ def _search(sr: dict[str, Any]) -> list[Row]:
 
 
 def _forget(fg: dict[str, Any]) -> list[Row]:
-    rows: list[Row] = [
-        (
+    rows = [
+        row(
             f"4. Forget {int(n):,} memories (to verified)",
             f"{fmt(r['headline_ms'])} ms (+ compaction {fmt(r['compaction_ms'])} ms)",
             f"{fmt(r['baseline_delete_ms'])} ms plain DELETE",
             fmt(r["ratio"]),
-            "",
-            "",
         )
         for n, r in fg["subjects"].items()
     ]
     lg = fg.get("large_store")
     if lg:
         rows.append(
-            (
+            row(
                 f"4. Forget {lg['memories']:,} in {lg['store_items']:,}-item store",
                 f"{fmt(lg['headline_ms'])} ms (+ compaction {fmt(lg['compaction_ms'])} ms)",
-                "",
-                "",
-                "",
-                "",
             )
         )
     return rows
@@ -122,34 +121,30 @@ def _forget(fg: dict[str, Any]) -> list[Row]:
 
 def _compaction(cp: dict[str, Any]) -> list[Row]:
     return [
-        (
+        row(
             "5. Compaction (rewrite)",
             f"{fmt(cp['rewrite_events_per_s'], 0)} events/s ({fmt(cp['end_to_end_events_per_s'], 0)} with "
             "VACUUM)",
             f"{fmt(cp['baseline_update_rows_per_s'], 0)} rows/s plain UPDATE",
             fmt(cp["ratio"], 2),
-            "",
-            "",
         )
     ]
 
 
 def _replay(rp: dict[str, Any]) -> list[Row]:
     return [
-        (
+        row(
             "5. Replay check",
             f"{fmt(rp['events_per_s'], 0)} events/s ({'identical' if rp['identical'] else 'DIFFERS'})",
             f"{fmt(rp['baseline_read_events_per_s'], 0)} events/s plain read",
             fmt(rp["ratio"], 3),
-            "",
-            "",
         )
     ]
 
 
 def _http(h: dict[str, Any]) -> list[Row]:
     return [
-        (
+        row(
             f"6. HTTP search, concurrency {h['concurrency']}",
             f"{fmt(h['requests_per_s'])} req/s, p99 {fmt(h['p99_ms'])} ms",
             f"{fmt(h['auth_only']['requests_per_s'])} req/s auth only, p99 "
@@ -165,20 +160,18 @@ def _rss_rows(m: dict[str, Any]) -> list[Row]:
     if not m.get("phases"):
         return []
     name, peak = max(m["phases"].items(), key=lambda kv: kv[1] or 0)
-    rows: list[Row] = [
-        (
+    rows = [
+        row(
             "7. Peak RSS (bench process)",
             f"{fmt(peak)} MiB ({name})",
             f"{fmt(m['start_mb'])} MiB at start",
             fmt(ratio(peak or 0, m["start_mb"] or 0), 1),
-            "",
-            "",
         )
     ]
     sub = m.get("subprocesses") or {}
     if sub:
         k, val = max(sub.items(), key=lambda kv: kv[1] or 0)
-        rows.append(("7. Peak RSS (subprocesses)", f"{fmt(val)} MiB ({k})", "", "", "", ""))
+        rows.append(row("7. Peak RSS (subprocesses)", f"{fmt(val)} MiB ({k})"))
     return rows
 
 
