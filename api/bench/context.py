@@ -45,7 +45,13 @@ class RunContext:
     """One run's shared state; figures read and add to it, ``close()`` releases it all."""
 
     def __init__(
-        self, scale: Scale, kms: str, root: Path, loaders: int, say: Callable[[str], None], results: dict
+        self,
+        scale: Scale,
+        kms: str,
+        root: Path,
+        loaders: int,
+        say: Callable[[str], None],
+        results: dict[str, Any],
     ) -> None:
         self.scale = scale
         self.kms = kms
