@@ -20,12 +20,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from lethe.api.bench.context import BenchError
-from lethe.api.bench.report import write_json, write_markdown
-from lethe.api.bench.runner import Bench
-from lethe.api.bench.scales import SCALES
-from lethe.api.bench.summary import summary_rows
-
 # Not on a terminal (a log, a test), rich would wrap the table at 80 columns.
 console = Console() if sys.stdout.isatty() else Console(width=160)
 err = Console(stderr=True, soft_wrap=True)
@@ -68,6 +62,14 @@ def bench(
     ),
 ) -> None:
     """Measure Lethe against same-machine baselines; --output writes the Markdown report."""
+    # Lazy: the benchmark pulls in hvac (its OpenBao figure) and every figure's module; at
+    # the top, every `lethe` process, `lethe serve` on the local KMS too, would carry them.
+    from lethe.api.bench.context import BenchError
+    from lethe.api.bench.report import write_json, write_markdown
+    from lethe.api.bench.runner import Bench
+    from lethe.api.bench.scales import SCALES
+    from lethe.api.bench.summary import summary_rows
+
     command = "lethe " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     started = time.perf_counter()
 

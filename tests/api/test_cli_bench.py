@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import lethe.api.cli.bench as cli_bench
+import lethe.api.bench.runner
 from lethe.api.bench.scales import FIGURES, SCALES
 from lethe.api.cli.main import app
 
@@ -43,7 +43,7 @@ class FakeBench:
 
 @pytest.fixture
 def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(cli_bench, "Bench", FakeBench)
+    monkeypatch.setattr(lethe.api.bench.runner, "Bench", FakeBench)
     monkeypatch.chdir(tmp_path)
 
     def invoke(*args: str):  # type: ignore[no-untyped-def]
