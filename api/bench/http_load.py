@@ -1,0 +1,177 @@
+"""Figure 6, ``http_search``: authenticated search over HTTP against a real ``lethe serve``.
+
+The server runs as a subprocess over the large store; the load comes from a separate
+process (``loadgen``: ``Scale.concurrency`` threads, keep-alive connections), bounded in
+time and count. Baseline: an authenticated request that does no search (``GET`` of a
+missing memory).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import random
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+from lethe.api.bench.context import BenchError, RunContext
+from lethe.api.bench.rss import peak_rss_mb
+from lethe.api.bench.scales import AGENT_ID, PURPOSE, TARGETS
+from lethe.api.bench.stats import ratio
+from lethe.api.bench.subprocesses import clean_env, free_port, terminate
+from lethe.api.bench.workload import query_words
+from lethe.vault.access.tokens import TokenService
+from lethe.vault.model import Role
+
+# The per-token limit (600/minute by default) would cap the load at 160 rps; the limiter
+# still runs on every request.
+RATE_LIMIT = "100000000/minute"
+SERVE = "from lethe.api.cli import app; app(prog_name='lethe')"
+Body = Callable[[], dict[str, Any]] | None  # a request body maker; None: no body
+
+
+def measure(ctx: RunContext) -> dict[str, Any]:
+    """Search, one-subject search and auth-only load, each in its own phase."""
+    s = ctx.scale
+    c = ctx.stores["large"]
+    rng = random.Random(14)
+    tokens = [
+        TokenService(c.uow).create(
+            Role.AGENT,
+            rng.choice(ctx.tenants["large"]),
+            agent_id=AGENT_ID,
+            purposes=[PURPOSE],
+            description=f"bench {i}",
+        )[0]
+        for i in range(s.concurrency)
+    ]
+    port = free_port()
+    server, log_path = _serve(ctx, port)
+    runs: dict[str, Any] = {}
+    try:
+        _wait_ready(server, port, log_path)
+        for name, method, path, body in _plan(ctx, rng):
+            with ctx.phase(f"6 HTTP {name} (server + load generator subprocesses)") as info:
+                requests = [
+                    {
+                        "method": method,
+                        "path": path or f"/v1/memories/{uuid.uuid4()}",
+                        "body": json.dumps(body()) if body else None,
+                    }
+                    for _ in range(64)
+                ]
+                runs[name] = _loadgen(ctx, port, tokens, requests)
+                info["load_generator_peak_rss_mb"] = runs[name].get("peak_rss_mb")
+        server_rss = peak_rss_mb(server.pid)
+    finally:
+        terminate(server, timeout=30)
+    ctx.subprocess_rss("lethe serve", server_rss)
+    ctx.subprocess_rss("load generator", max(r.get("peak_rss_mb") or 0 for r in runs.values()))
+    head = runs["search"]
+    met = head["requests_per_s"] >= 500 and head["latency"]["p99_ms"] <= 100 and head["errors"] == 0
+    return {
+        "concurrency": s.concurrency,
+        "seconds": s.http_seconds,
+        "max_requests": s.http_max_requests,
+        "store_items": s.large_store,
+        "scope_items": s.scope,
+        "search": head,
+        "search_subject": runs["search_subject"],
+        "auth_only": runs["auth_only"],
+        "requests_per_s": head["requests_per_s"],
+        "p99_ms": head["latency"]["p99_ms"],
+        "ratio": ratio(head["requests_per_s"], runs["auth_only"]["requests_per_s"]),
+        "target": TARGETS["http_search"],
+        "met": met,
+        "server_peak_rss_mb": server_rss,
+        "rate_limit": RATE_LIMIT,
+    }
+
+
+def _plan(ctx: RunContext, rng: random.Random) -> list[tuple[str, str, str | None, Body]]:
+    """(name, method, path, body) of each load; a None path is a fresh missing memory."""
+    subjects = ctx.scale.subjects_per_scope
+
+    def search() -> dict[str, Any]:
+        return {"query": query_words(rng), "purpose": PURPOSE, "limit": 10, "token_budget": 2000}
+
+    def search_subject() -> dict[str, Any]:
+        return {
+            "query": query_words(rng),
+            "purpose": PURPOSE,
+            "subject_id": f"subject-{rng.randrange(subjects)}",
+            "limit": 10,
+            "token_budget": 2000,
+        }
+
+    return [
+        ("search", "POST", "/v1/memories/search", search),
+        ("search_subject", "POST", "/v1/memories/search", search_subject),
+        ("auth_only", "GET", None, None),
+    ]
+
+
+def _serve(ctx: RunContext, port: int) -> tuple[subprocess.Popen[bytes], Path]:
+    """``lethe serve`` on the large store, its output in ``logs/serve.log`` under the root."""
+    env = {"data_dir": str(ctx.root / "search-large"), "kms": ctx.kms, "rate_limit": RATE_LIMIT}
+    if ctx.kms == "vault":
+        env |= ctx.openbao_spec()
+    log_path = ctx.root / "logs" / "serve.log"
+    log_path.parent.mkdir(exist_ok=True)
+    with log_path.open("w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-c", SERVE, "serve", "--host", "127.0.0.1", "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=clean_env(**env),
+        )
+    return server, log_path
+
+
+def _wait_ready(server: subprocess.Popen[bytes], port: int, log_path: Path) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise BenchError(f"lethe serve exited with {server.returncode}: {log_path.read_text()[-2000:]}")
+        with suppress(OSError, http.client.HTTPException):
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/readyz")
+            if conn.getresponse().status == 200:
+                conn.close()
+                return
+            conn.close()
+        time.sleep(0.2)
+    raise BenchError("lethe serve did not become ready within 120 s")
+
+
+def _loadgen(ctx: RunContext, port: int, tokens: list[str], requests: list[dict[str, Any]]) -> dict[str, Any]:
+    """Run ``python -m lethe.api.bench loadgen`` once; its last stdout line is the result."""
+    s = ctx.scale
+    spec = {
+        "host": "127.0.0.1",
+        "port": port,
+        "tokens": tokens,
+        "requests": requests,
+        "concurrency": s.concurrency,
+        "seconds": s.http_seconds,
+        "warmup": s.http_warmup,
+        "max_requests": s.http_max_requests,
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "lethe.api.bench", "loadgen"],
+        input=json.dumps(spec),
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        timeout=s.http_seconds + s.http_warmup + 120,
+    )
+    if out.returncode != 0:
+        raise BenchError(f"the load generator failed: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])

@@ -1,0 +1,39 @@
+"""Figure 7, ``peak_rss``: the peak resident memory of every phase and of the subprocesses.
+
+Each phase resets the high-water mark (``/proc/self/clear_refs``) and reads ``VmHWM`` at
+its end; subprocesses report their own. Standard library only (the load generator uses it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def reset_peak_rss() -> bool:
+    """Reset this process's RSS high-water mark (Linux: ``5`` to ``/proc/self/clear_refs``)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def peak_rss_mb(pid: int | str = "self") -> float | None:
+    """``VmHWM`` of a process in MiB, or None where /proc is not there."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def measure(results: dict[str, Any]) -> dict[str, Any]:
+    """The figure, from what the phases and subprocesses recorded in ``results``."""
+    return {
+        "start_mb": results["start_rss_mb"],
+        "phases": {k: v.get("peak_rss_mb") for k, v in results["phases"].items()},
+        "subprocesses": results.get("subprocess_rss_mb", {}),
+    }

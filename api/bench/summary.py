@@ -1,0 +1,187 @@
+"""The summary table, one row per figure: printed by ``lethe bench`` and opening the report.
+
+Also the number formatting both share (``fmt``), so the terminal and the Markdown agree.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from lethe.api.bench.stats import ratio
+
+Row = tuple[str, str, str, str, str, str]  # figure, Lethe, baseline, ratio, target, verdict
+
+
+def fmt(x: Any, digits: int = 1) -> str:
+    """A number with thousands separators; ``n/a`` for None and NaN; anything else as text."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    if isinstance(x, int | float):
+        return f"{x:,.{digits}f}"
+    return str(x)
+
+
+def verdict(fig: dict[str, Any]) -> str:
+    """``met``, ``missed``, ``error``, the reason it was skipped, or nothing (no target)."""
+    if "error" in fig:
+        return "error"
+    if "skipped" in fig:
+        return fig["skipped"]
+    met = fig.get("met")
+    return "met" if met else ("missed" if met is False else "")
+
+
+def summary_rows(results: dict[str, Any]) -> list[Row]:
+    """(figure, ours, baseline, ratio, target, verdict) for the table printed and written."""
+    figs = results["figures"]
+    rows: list[Row] = []
+    for label, key, figure_rows in _FIGURES:
+        fig = figs.get(key, {})
+        if "error" in fig or "skipped" in fig:
+            rows.append(row(label, "", target=fig.get("target", ""), verdict=verdict(fig)))
+        else:
+            rows += figure_rows(fig)
+    rows += _rss_rows(figs.get("peak_rss", {}))
+    return rows
+
+
+def row(
+    figure: str, ours: str, baseline: str = "", ratio: str = "", target: str = "", verdict: str = ""
+) -> Row:
+    """One summary row; a figure without a target leaves the last two cells empty."""
+    return (figure, ours, baseline, ratio, target, verdict)
+
+
+def _writes(w: dict[str, Any]) -> list[Row]:
+    return [
+        row(
+            "1. Governed encrypted writes (SQLite)",
+            f"{fmt(w['ours_per_s'])} writes/s",
+            f"{fmt(w['baseline_per_s'])} plain inserts/s",
+            fmt(w["ratio"], 2),
+            ">= 0.5",
+            verdict(w),
+        )
+    ]
+
+
+def _envelope(v: dict[str, Any]) -> list[Row]:
+    return [
+        row(
+            "2. Per-record encryption on OpenBao",
+            f"{fmt(v['envelope_per_s'], 0)}/s cached data key",
+            f"{fmt(v['transit_per_record_per_s'], 0)}/s Transit encrypt",
+            f"{fmt(v['ratio'])}x",
+            ">= 20x",
+            verdict(v),
+        ),
+        row(
+            "2b. Durable writes on OpenBao",
+            f"{fmt(v['ours_writes_per_s'])} writes/s",
+            f"{fmt(v['naive_writes_per_s'])} writes/s, Transit per record",
+            f"{fmt(v['writes_ratio'], 2)}x",
+        ),
+    ]
+
+
+def _search(sr: dict[str, Any]) -> list[Row]:
+    return [
+        row(
+            f"3. Scoped search p95, scope {sr['scope_items']:,}",
+            f"{fmt(sr['large']['p95_ms'], 2)} ms in {sr['large_store_items']:,} items",
+            f"{fmt(sr['small']['p95_ms'], 2)} ms in {sr['small_store_items']:,} items",
+            fmt(sr["ratio"], 2),
+            "<= 1.5, p95 <= 20 ms",
+            verdict(sr),
+        )
+    ]
+
+
+def _forget(fg: dict[str, Any]) -> list[Row]:
+    rows = [
+        row(
+            f"4. Forget {int(n):,} memories (to verified)",
+            f"{fmt(r['headline_ms'])} ms (+ compaction {fmt(r['compaction_ms'])} ms)",
+            f"{fmt(r['baseline_delete_ms'])} ms plain DELETE",
+            fmt(r["ratio"]),
+        )
+        for n, r in fg["subjects"].items()
+    ]
+    lg = fg.get("large_store")
+    if lg:
+        rows.append(
+            row(
+                f"4. Forget {lg['memories']:,} in {lg['store_items']:,}-item store",
+                f"{fmt(lg['headline_ms'])} ms (+ compaction {fmt(lg['compaction_ms'])} ms)",
+            )
+        )
+    return rows
+
+
+def _compaction(cp: dict[str, Any]) -> list[Row]:
+    return [
+        row(
+            "5. Compaction (rewrite)",
+            f"{fmt(cp['rewrite_events_per_s'], 0)} events/s ({fmt(cp['end_to_end_events_per_s'], 0)} with "
+            "VACUUM)",
+            f"{fmt(cp['baseline_update_rows_per_s'], 0)} rows/s plain UPDATE",
+            fmt(cp["ratio"], 2),
+        )
+    ]
+
+
+def _replay(rp: dict[str, Any]) -> list[Row]:
+    return [
+        row(
+            "5. Replay check",
+            f"{fmt(rp['events_per_s'], 0)} events/s ({'identical' if rp['identical'] else 'DIFFERS'})",
+            f"{fmt(rp['baseline_read_events_per_s'], 0)} events/s plain read",
+            fmt(rp["ratio"], 3),
+        )
+    ]
+
+
+def _http(h: dict[str, Any]) -> list[Row]:
+    return [
+        row(
+            f"6. HTTP search, concurrency {h['concurrency']}",
+            f"{fmt(h['requests_per_s'])} req/s, p99 {fmt(h['p99_ms'])} ms",
+            f"{fmt(h['auth_only']['requests_per_s'])} req/s auth only, p99 "
+            f"{fmt(h['auth_only']['latency']['p99_ms'])} ms",
+            fmt(h["ratio"], 2),
+            ">= 500 req/s, p99 <= 100 ms",
+            verdict(h),
+        )
+    ]
+
+
+def _rss_rows(m: dict[str, Any]) -> list[Row]:
+    if not m.get("phases"):
+        return []
+    name, peak = max(m["phases"].items(), key=lambda kv: kv[1] or 0)
+    rows = [
+        row(
+            "7. Peak RSS (bench process)",
+            f"{fmt(peak)} MiB ({name})",
+            f"{fmt(m['start_mb'])} MiB at start",
+            fmt(ratio(peak or 0, m["start_mb"] or 0), 1),
+        )
+    ]
+    sub = m.get("subprocesses") or {}
+    if sub:
+        k, val = max(sub.items(), key=lambda kv: kv[1] or 0)
+        rows.append(row("7. Peak RSS (subprocesses)", f"{fmt(val)} MiB ({k})"))
+    return rows
+
+
+# (label of the row when the figure failed or was skipped, figure key, its rows), in report order.
+_FIGURES = (
+    ("1. Governed encrypted writes (SQLite)", "write_throughput", _writes),
+    ("2. Per-record encryption on OpenBao", "vault_envelope", _envelope),
+    ("3. Scoped search p95, scope 1,000", "search_latency", _search),
+    ("4. Forget", "forget_latency", _forget),
+    ("5. Compaction", "compaction", _compaction),
+    ("5. Replay check", "replay", _replay),
+    ("6. HTTP search, concurrency 16", "http_search", _http),
+)

@@ -1,0 +1,129 @@
+"""Figure 1, ``write_throughput``: governed encrypted writes against plain inserts.
+
+``MemoryService.write`` (one durable transaction each, SQLite, local KMS) against plain
+SQLAlchemy Core inserts of the same rows (same columns and sizes, plaintext content) into
+an equivalent table at the same durability, one transaction per insert. The two alternate
+in rounds so that drift on the machine hits both alike. Ratio ours/baseline.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from typing import Any
+
+import sqlalchemy as sa
+
+from lethe.api.bench.baselines import plain_memories_table, plain_sqlite_engine
+from lethe.api.bench.context import RunContext
+from lethe.api.bench.scales import TARGETS
+from lethe.api.bench.stats import percentiles, rate, ratio
+from lethe.api.bench.workload import agent_caller, warm_subjects, write_command
+from lethe.api.bootstrap import Container
+from lethe.keys.envelope import content_commitment
+from lethe.vault.custody.sealing import seal
+from lethe.vault.model import Caller, WriteCommand
+from lethe.vault.store.tables import memories
+
+TENANT = "bench-writes"
+
+
+def measure(ctx: RunContext) -> dict[str, Any]:
+    """Time the writes and the inserts, then split a write's cost into key lookup and crypto."""
+    c = ctx.build("writes")
+    try:
+        caller = agent_caller(TENANT)
+        rng = random.Random(11)
+        subjects = warm_subjects(c.memories, caller, rng)  # first write creates the key: not timed
+        ours, base, cmds = _interleaved(ctx, c, caller, subjects, rng)
+        with c.uow.read() as conn:
+            sizes = conn.execute(
+                sa.select(
+                    sa.func.avg(sa.func.length(memories.c.ciphertext)),
+                    sa.func.avg(sa.func.length(memories.c.provenance)),
+                ).where(memories.c.tenant_id == TENANT)
+            ).one()
+        key_us, crypto_us = _cost_of_a_write(c, caller, subjects[0], cmds)
+    finally:
+        c.close()
+    ours_rate, base_rate = rate(ours), rate(base)
+    r = ratio(ours_rate, base_rate)
+    mean_write_us = sum(ours) / len(ours) * 1e6
+    return {
+        "writes": len(ours),
+        "subjects": len(subjects),
+        "rounds": ctx.scale.write_rounds,
+        "ours_per_s": round(ours_rate, 1),
+        "baseline_per_s": round(base_rate, 1),
+        "ratio": r,
+        "target": TARGETS["write_throughput"],
+        "met": r >= 0.5,
+        "ours_latency": percentiles(ours),
+        "baseline_latency": percentiles(base),
+        "mean_ciphertext_bytes": round(float(sizes[0] or 0), 1),
+        "mean_provenance_bytes": round(float(sizes[1] or 0), 1),
+        "key_lookup_us_per_write": round(key_us, 1),
+        "encryption_us_per_write": round(crypto_us, 1),
+        "encryption_share_of_write": round(crypto_us / mean_write_us, 4),
+    }
+
+
+def _interleaved(
+    ctx: RunContext, c: Container, caller: Caller, subjects: list[str], rng: random.Random
+) -> tuple[list[float], list[float], list[WriteCommand]]:
+    """Per round: Lethe's writes, then the same rows (plaintext) inserted into the baseline."""
+    s = ctx.scale
+    md = sa.MetaData()
+    table = plain_memories_table(md)
+    base_engine = plain_sqlite_engine(ctx.root / "writes" / "baseline.sqlite3")
+    md.create_all(base_engine)
+    ours: list[float] = []
+    base: list[float] = []
+    cmds: list[WriteCommand] = []
+    per_round = math.ceil(s.writes / s.write_rounds)
+    for r in range(s.write_rounds):
+        written: dict[str, str] = {}
+        for i in range(per_round):
+            cmd = write_command(rng, subjects[i % len(subjects)], f"w/{r}/{i}")
+            cmds.append(cmd)
+            t = time.perf_counter()
+            out = c.memories.write(caller, cmd)
+            ours.append(time.perf_counter() - t)
+            written[out.item.id] = cmd.content
+        with c.uow.read() as conn:
+            rows = conn.execute(
+                sa.select(memories).where(
+                    memories.c.tenant_id == caller.tenant_id, memories.c.id.in_(list(written))
+                )
+            ).all()
+        plain = []
+        for row in rows:
+            m = dict(row._mapping)
+            del m["ciphertext"]
+            m["content"] = written[m["id"]]
+            plain.append(m)
+        for m in plain:
+            t = time.perf_counter()
+            with base_engine.begin() as conn:
+                conn.execute(table.insert(), m)
+            base.append(time.perf_counter() - t)
+    base_engine.dispose()
+    return ours, base, cmds
+
+
+def _cost_of_a_write(
+    c: Container, caller: Caller, subject: str, cmds: list[WriteCommand]
+) -> tuple[float, float]:
+    """Where the time of a write goes: µs of key lookup, and of the encryption itself."""
+    ref = c.pseudonyms.subject_ref(caller.tenant_id, subject)
+    t = time.perf_counter()
+    for _ in range(len(cmds)):
+        key = c.keyring.key_for_write(caller.tenant_id, ref)
+    key_us = (time.perf_counter() - t) / len(cmds) * 1e6
+    t = time.perf_counter()
+    for i, cmd in enumerate(cmds):
+        seal(key.data_key, caller.tenant_id, ref, str(i), 1, cmd.subject_id, cmd.content)
+        content_commitment(key.data_key, cmd.content.encode())
+    crypto_us = (time.perf_counter() - t) / len(cmds) * 1e6
+    return key_us, crypto_us
