@@ -176,7 +176,7 @@ def token_create(
     """Mint a token and print it once."""
     from datetime import timedelta
 
-    from lethe.api.http.schemas import TokenCreated
+    from lethe.api.http.schemas.tokens import TokenCreated
     from lethe.vault.access.tokens import TokenService
 
     with container() as c:
@@ -218,7 +218,7 @@ def token_list(
     """List a tenant's tokens (ids and scope; the tokens themselves are not stored)."""
     from rich.table import Table
 
-    from lethe.api.http.schemas import TokenOut
+    from lethe.api.http.schemas.tokens import TokenOut
     from lethe.vault.access.tokens import TokenService
     from lethe.vault.clock import utcnow
 

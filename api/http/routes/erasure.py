@@ -15,7 +15,8 @@ from fastapi import APIRouter, Query, Response
 from lethe.api.http.auth import CallerDep
 from lethe.api.http.problems import problem_responses
 from lethe.api.http.routes.deps import ErasureDep, MetricsDep
-from lethe.api.http.schemas import (
+from lethe.api.http.schemas.common import ResourceId
+from lethe.api.http.schemas.erasure import (
     ErasureAccepted,
     ErasureJobList,
     ErasureJobOut,
@@ -24,7 +25,6 @@ from lethe.api.http.schemas import (
     LegalHoldOut,
     ReinstatementIn,
     ReinstatementOut,
-    ResourceId,
 )
 
 router = APIRouter(tags=["erasure"])

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Response
 from lethe.api.http.auth import CallerDep
 from lethe.api.http.problems import problem_responses
 from lethe.api.http.routes.deps import TokensDep
-from lethe.api.http.schemas import TokenCreate, TokenCreated
+from lethe.api.http.schemas.tokens import TokenCreate, TokenCreated
 from lethe.vault.errors import OutOfScope
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"])
