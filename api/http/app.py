@@ -2,8 +2,8 @@
 
 Nothing is built at import time. The lifespan builds the ``Container`` (through
 ``api.bootstrap.build``), wraps its KMS in the timing proxy, and runs the background
-work: a periodic expiry sweep and, when the build has an erasure service, its job
-runner. Shutdown stops the loops (letting a run in progress finish) and closes the
+work (``api.http.background``): a periodic expiry sweep, the erasure job runner and
+compaction. Shutdown stops the loops (letting a run in progress finish) and closes the
 container.
 
 Middleware, outermost first: request context and access log (``api.http.logging``),
@@ -62,14 +62,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             container.memories.sweep_expired,
             metrics.expirations.inc,
         )
-        erasure_service = getattr(container, "erasure", None)
-        if erasure_service is not None and hasattr(erasure_service, "run_pending"):
-            work.every(
-                settings.erasure_interval_seconds,
-                "erasure_runner",
-                erasure_service.run_pending,
-                metrics.forget_completions.inc,
-            )
+        work.every(
+            settings.erasure_interval_seconds,
+            "erasure_runner",
+            container.erasure.run_pending,
+            metrics.forget_completions.inc,
+        )
         work.every(
             settings.compaction_interval_seconds,
             "compaction",
@@ -98,7 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.auth_failure_limiter = RateLimiter(
         settings.auth_failure_rate_limit, "failed authentication from this address"
     )
-    problems.install(app)
+    problems.install(app, metrics)
     routers = [m.router for m in (health, memories, erasure, tokens, audit)]
     check_route_roles(routers)
     for router in routers:

@@ -12,7 +12,6 @@ import asyncio
 import logging
 from collections.abc import Callable
 from contextlib import suppress
-from typing import Any
 
 log = logging.getLogger("lethe.api")
 Job = Callable[[], int]  # a unit of background work; returns how much it did
@@ -25,10 +24,10 @@ class BackgroundWork:
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
-    def every(self, seconds: float, name: str, fn: Job, on_result: Callable[[int], Any]) -> None:
+    def every(self, seconds: float, name: str, fn: Job, on_result: Callable[[int], object]) -> None:
         self._tasks.append(asyncio.create_task(self._loop(seconds, name, fn, on_result), name=name))
 
-    async def _loop(self, seconds: float, name: str, fn: Job, on_result: Callable[[int], Any]) -> None:
+    async def _loop(self, seconds: float, name: str, fn: Job, on_result: Callable[[int], object]) -> None:
         while not self._stop.is_set():
             try:
                 n = await asyncio.to_thread(fn)

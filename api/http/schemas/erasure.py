@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from lethe.api.http.schemas.common import Strict, SubjectId
+from lethe.vault.erasure.service import ErasureJob, LegalHold, Reinstatement
 
 
 class ErasureRequestIn(Strict):
@@ -23,7 +24,7 @@ class ErasureAccepted(BaseModel):
     due_at: datetime
 
     @classmethod
-    def from_domain(cls, job: Any) -> ErasureAccepted:
+    def from_domain(cls, job: ErasureJob) -> ErasureAccepted:
         return cls(id=job.id, status=job.status, received_at=job.received_at, due_at=job.due_at)
 
 
@@ -51,7 +52,7 @@ class ErasureJobOut(BaseModel):
     overdue: bool
 
     @classmethod
-    def from_domain(cls, job: Any) -> ErasureJobOut:
+    def from_domain(cls, job: ErasureJob) -> ErasureJobOut:
         return cls(
             id=job.id,
             tenant_id=job.tenant_id,
@@ -95,7 +96,7 @@ class LegalHoldOut(BaseModel):
     lifted_at: datetime | None
 
     @classmethod
-    def from_domain(cls, hold: Any) -> LegalHoldOut:
+    def from_domain(cls, hold: LegalHold) -> LegalHoldOut:
         return cls(
             id=hold.id,
             tenant_id=hold.tenant_id,
@@ -118,5 +119,5 @@ class ReinstatementOut(BaseModel):
     reinstated_at: datetime
 
     @classmethod
-    def from_domain(cls, r: Any) -> ReinstatementOut:
+    def from_domain(cls, r: Reinstatement) -> ReinstatementOut:
         return cls(tenant_id=r.tenant_id, generation=r.generation, reinstated_at=r.reinstated_at)
