@@ -1,4 +1,5 @@
-"""What routes get from the app: the container (every service), the metrics, the token service.
+"""What routes get from the request: the container (every service), the metrics, the token
+service, and the bounded ids and headers routes accept.
 
 Exceptions: none; the app sets all three before it serves a request.
 """
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Header, Path, Request
 
 from lethe.api.bootstrap import Container
 from lethe.api.http.metrics import Metrics
@@ -25,6 +26,12 @@ def get_metrics(request: Request) -> Metrics:
 def get_tokens(request: Request) -> TokenService:
     return request.app.state.tokens
 
+
+# Ids in URLs: uuids in practice; anything else is refused before it reaches a query.
+ResourceId = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._:-]+$")]
+IdempotencyHeader = Annotated[
+    str | None, Header(alias="Idempotency-Key", min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$")
+]
 
 ContainerDep = Annotated[Container, Depends(get_container)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]

@@ -14,8 +14,7 @@ from fastapi import APIRouter, Query, Response
 
 from lethe.api.http.auth import CallerDep
 from lethe.api.http.problems import problem_responses
-from lethe.api.http.routes.deps import ContainerDep, MetricsDep
-from lethe.api.http.schemas.common import ResourceId
+from lethe.api.http.routes.deps import ContainerDep, MetricsDep, ResourceId
 from lethe.api.http.schemas.erasure import (
     ErasureAccepted,
     ErasureJobList,

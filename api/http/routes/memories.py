@@ -11,8 +11,7 @@ from fastapi import APIRouter, Response
 
 from lethe.api.http.auth import CallerDep
 from lethe.api.http.problems import problem_responses
-from lethe.api.http.routes.deps import ContainerDep, MetricsDep
-from lethe.api.http.schemas.common import IdempotencyHeader, ResourceId
+from lethe.api.http.routes.deps import ContainerDep, IdempotencyHeader, MetricsDep, ResourceId
 from lethe.api.http.schemas.memories import MemoryOut, MemoryWrite, PromoteIn, SearchIn, SearchOut
 from lethe.vault.model import Status
 

@@ -1,11 +1,12 @@
-"""What every schema module shares: the strict base model, ids in URLs, bounded subject ids."""
+"""What every schema module shares: the strict base model of request bodies, bounded subject ids.
+
+Plain pydantic (no FastAPI), so the CLI can print these models without loading the web stack.
+"""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import Header
-from fastapi import Path as PathParam
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
@@ -24,11 +25,6 @@ class Strict(BaseModel):
         return value
 
 
-# Ids in URLs: uuids in practice; anything else is refused before it reaches a query.
-ResourceId = Annotated[str, PathParam(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._:-]+$")]
-IdempotencyHeader = Annotated[
-    str | None, Header(alias="Idempotency-Key", min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$")
-]
 SubjectId = Annotated[
     str, Field(min_length=1, max_length=256, description="The data subject; only ever sent in bodies.")
 ]
