@@ -12,7 +12,6 @@ from __future__ import annotations
 from enum import StrEnum
 
 from lethe.vault.audit.certificate import ErasureReport
-from lethe.vault.audit.render import render_html, render_pdf
 from lethe.vault.audit.verify import verify_certificate
 
 
@@ -37,6 +36,8 @@ def render_report(report: ErasureReport, public_key_pem: bytes, fmt: ReportForma
     """The certificate as ``fmt``: the signed bytes for JSON, else a verified rendering."""
     if fmt is ReportFormat.JSON:
         return report.document
+    from lethe.vault.audit.render import render_html, render_pdf  # fpdf2 takes ~0.5 s to import
+
     result = verify_certificate(report.document, public_key_pem, tenant=report.tenant_id)
     if fmt is ReportFormat.HTML:
         return render_html(report.document, result).encode("utf-8")
