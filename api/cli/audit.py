@@ -25,6 +25,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from lethe.api.cli.common import ExitCode, console, container, err, fail, print_json
+from lethe.api.http.schemas.audit import PublicKeyOut
 from lethe.api.report_formats import ReportFormat, render_report
 from lethe.api.settings import Settings
 from lethe.api.signing_key import load_signer, log_origin
@@ -165,15 +166,7 @@ def audit_public_key(
     if output is not None:
         output.write_text(info.pem, encoding="ascii")
     if as_json:
-        print_json(
-            {
-                "origin": info.origin,
-                "pem": info.pem,
-                "key_id": info.key_id,
-                "vkey": info.vkey,
-                "fingerprint_sha256": info.fingerprint,
-            }
-        )
+        print_json(PublicKeyOut.from_domain(info))
         return
     typer.echo(info.pem.rstrip("\n"))
     typer.echo(f"origin:      {info.origin}")

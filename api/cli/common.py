@@ -16,7 +16,7 @@ Exceptions: none escape a command; ``fail`` and ``container`` turn errors into e
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from enum import IntEnum
 from typing import Any, NoReturn
@@ -47,11 +47,11 @@ def fail(message: str, code: ExitCode) -> NoReturn:
     raise typer.Exit(code)
 
 
-def print_json(data: BaseModel | list[BaseModel] | dict[str, Any]) -> None:
+def print_json(data: BaseModel | Sequence[BaseModel] | dict[str, Any]) -> None:
     """Print ``--json`` output: a response model (or a list of them) as the HTTP API would."""
     if isinstance(data, BaseModel):
         data = data.model_dump(mode="json")
-    elif isinstance(data, list):
+    elif not isinstance(data, dict):
         data = [m.model_dump(mode="json") for m in data]
     typer.echo(json.dumps(data, indent=2))
 

@@ -1,14 +1,18 @@
-"""Right to be forgotten: ``lethe forget``, ``lethe erasure list|show``."""
+"""Right to be forgotten: ``lethe forget``, ``lethe erasure list|show``.
+
+``--json`` prints the HTTP bodies: ``forget`` and ``show`` an ``ErasureJobOut`` (as
+``GET /v1/erasure-requests/{id}``), ``list`` an ``ErasureJobList`` (as ``GET /v1/erasure-requests``).
+"""
 
 from __future__ import annotations
 
-import json
 import time
 
 import typer
 from rich.table import Table
 
 from lethe.api.cli.common import ExitCode, console, container, officer, print_json
+from lethe.api.http.schemas.erasure import ErasureJobList, ErasureJobOut
 from lethe.vault.erasure.service import ErasureJob
 
 WAIT_SECONDS = 300.0  # how long `lethe forget` follows a job another runner is advancing
@@ -16,32 +20,6 @@ WAIT_SECONDS = 300.0  # how long `lethe forget` follows a job another runner is 
 app = typer.Typer()
 erasure_app = typer.Typer(help="Inspect erasure requests.", no_args_is_help=True)
 app.add_typer(erasure_app, name="erasure")
-
-
-def _job_json(job: ErasureJob) -> dict:
-    return {
-        "id": job.id,
-        "tenant_id": job.tenant_id,
-        "status": job.status,
-        "legal_basis": job.legal_basis,
-        "reference": job.reference,
-        "requested_by": job.requested_by,
-        "received_at": job.received_at.isoformat(),
-        "due_at": job.due_at.isoformat(),
-        "completed_at": job.completed_at.isoformat() if job.completed_at else None,
-        "overdue": job.overdue,
-        "last_error": job.last_error,
-        "report_id": job.report_id,
-        "steps": [
-            {
-                "step": s.step,
-                "completed_at": s.completed_at.isoformat(),
-                "event_seq": s.event_seq,
-                "evidence": s.evidence,
-            }
-            for s in job.steps
-        ],
-    }
 
 
 def _show(job: ErasureJob) -> None:
@@ -83,7 +61,7 @@ def forget(
             time.sleep(0.5)
         job = c.erasure.get(officer(tenant), job.id)
     if as_json:
-        print_json(_job_json(job))
+        print_json(ErasureJobOut.from_domain(job))
     else:
         _show(job)
     if wait and job.completed_at is None:
@@ -101,7 +79,7 @@ def erasure_list(
     with container() as c:
         jobs = c.erasure.list(officer(tenant), status=status, overdue=overdue)
     if as_json:
-        typer.echo(json.dumps([_job_json(j) for j in jobs], indent=2))
+        print_json(ErasureJobList.from_domain(jobs))
         return
     table = Table("id", "status", "legal basis", "received", "due", "overdue", "report")
     for j in jobs:
@@ -127,6 +105,6 @@ def erasure_show(
     with container() as c:
         job = c.erasure.get(officer(tenant), job_id)
     if as_json:
-        print_json(_job_json(job))
+        print_json(ErasureJobOut.from_domain(job))
     else:
         _show(job)

@@ -69,7 +69,7 @@ def token_list(
     with container() as c:
         infos = TokenService(c.uow).list(tenant)
     if as_json:
-        print_json([TokenOut(**TokenOut.fields_of(i)) for i in infos])
+        print_json([TokenOut.from_domain(i) for i in infos])
         return
     now = utcnow()
     table = Table("id", "role", "agent", "purposes", "created", "expires", "state")

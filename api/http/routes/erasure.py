@@ -59,7 +59,7 @@ def list_erasure_requests(
 ) -> ErasureJobList:
     """The tenant's erasure jobs, optionally by status or only those past their due date."""
     jobs = container.erasure.list(caller, status=status, overdue=overdue)
-    return ErasureJobList(items=[ErasureJobOut.from_domain(j) for j in jobs])
+    return ErasureJobList.from_domain(jobs)
 
 
 @router.get(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -78,6 +79,10 @@ class ErasureJobOut(BaseModel):
 
 class ErasureJobList(BaseModel):
     items: list[ErasureJobOut]
+
+    @classmethod
+    def from_domain(cls, jobs: Sequence[ErasureJob]) -> ErasureJobList:
+        return cls(items=[ErasureJobOut.from_domain(j) for j in jobs])
 
 
 class LegalHoldIn(Strict):

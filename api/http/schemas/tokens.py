@@ -48,6 +48,10 @@ class TokenOut(BaseModel):
             "revoked_at": info.revoked_at,
         }
 
+    @classmethod
+    def from_domain(cls, info: TokenInfo) -> TokenOut:
+        return cls(**cls.fields_of(info))
+
 
 class TokenCreated(TokenOut):
     token: str = Field(description="The bearer token. Shown once; only its hash is stored.")
