@@ -41,7 +41,7 @@ def token_create(
             description=description,
         )
     if as_json:
-        print_json(TokenCreated.from_domain(token, info))
+        print_json(TokenCreated.from_minted(token, info))
         return
     typer.echo(f"token (shown once, store it now): {token}")
     typer.echo(

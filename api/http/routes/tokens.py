@@ -39,4 +39,4 @@ def create_token(body: TokenCreate, caller: CallerDep, tokens: TokensDep, respon
         description=body.description,
     )
     response.headers["Cache-Control"] = "no-store"
-    return TokenCreated.from_domain(token, info)
+    return TokenCreated.from_minted(token, info)

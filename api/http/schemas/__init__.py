@@ -5,8 +5,9 @@ The CLI prints these same models for its ``--json`` output, so the two never dri
 
 Every request model forbids unknown fields: a body naming ``tenant_id`` or
 ``agent_id`` is a 422, because scope comes from the token and a silently ignored
-field would let a client believe it chose its tenant. Response models are built from
-domain objects with ``from_domain`` so the wire format is stated in one place.
+field would let a client believe it chose its tenant. Response models (``common.Out``)
+read a domain object's attributes of the same names (``from_domain``), so the wire
+format is stated once, as the model's fields.
 
 Every number a request accepts is bounded, so none reaches an overflow in the clock,
 the store or the request hash, and strict (``"10"`` or ``true`` is not a number; an int

@@ -5,7 +5,7 @@ Plain pydantic (no FastAPI), so the CLI can print these models without loading t
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -23,6 +23,20 @@ class Strict(BaseModel):
         if any(isinstance(v, str) and "\x00" in v for v in values):
             raise ValueError("must not contain NUL characters")
         return value
+
+
+class Out(BaseModel):
+    """A response body read from the attributes of the domain object of the same field names.
+
+    The fields are the whole mapping, stated once: a field added here is filled from the
+    attribute of that name, and no second list of fields can fall behind.
+    """
+
+    model_config = ConfigDict(from_attributes=True)
+
+    @classmethod
+    def from_domain(cls, obj: object) -> Self:
+        return cls.model_validate(obj)
 
 
 SubjectId = Annotated[

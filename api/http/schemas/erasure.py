@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from lethe.api.http.schemas.common import Strict, SubjectId
-from lethe.vault.erasure.service import ErasureJob, LegalHold, Reinstatement
+from lethe.api.http.schemas.common import Out, Strict, SubjectId
+from lethe.vault.erasure.service import ErasureJob
 
 
 class ErasureRequestIn(Strict):
@@ -18,25 +18,27 @@ class ErasureRequestIn(Strict):
     reference: str | None = Field(default=None, max_length=200)
 
 
-class ErasureAccepted(BaseModel):
+class ErasureAccepted(Out):
+    """An erasure request just filed (the 202 answer)."""
+
     id: str
     status: str
     received_at: datetime
     due_at: datetime
 
-    @classmethod
-    def from_domain(cls, job: ErasureJob) -> ErasureAccepted:
-        return cls(id=job.id, status=job.status, received_at=job.received_at, due_at=job.due_at)
 
+class ErasureStepOut(Out):
+    """One completed step, with the evidence recorded in its audit event."""
 
-class ErasureStepOut(BaseModel):
     step: str
     completed_at: datetime
     event_seq: int
     evidence: dict[str, Any]
 
 
-class ErasureJobOut(BaseModel):
+class ErasureJobOut(Out):
+    """An erasure request with its steps, their evidence and, once issued, its report id."""
+
     id: str
     tenant_id: str
     status: str
@@ -52,32 +54,10 @@ class ErasureJobOut(BaseModel):
     steps: list[ErasureStepOut]
     overdue: bool
 
-    @classmethod
-    def from_domain(cls, job: ErasureJob) -> ErasureJobOut:
-        return cls(
-            id=job.id,
-            tenant_id=job.tenant_id,
-            status=job.status,
-            legal_basis=job.legal_basis,
-            reference=job.reference,
-            requested_by=job.requested_by,
-            received_at=job.received_at,
-            due_at=job.due_at,
-            updated_at=job.updated_at,
-            completed_at=job.completed_at,
-            last_error=job.last_error,
-            report_id=job.report_id,
-            steps=[
-                ErasureStepOut(
-                    step=s.step, completed_at=s.completed_at, event_seq=s.event_seq, evidence=dict(s.evidence)
-                )
-                for s in job.steps
-            ],
-            overdue=job.overdue,
-        )
-
 
 class ErasureJobList(BaseModel):
+    """Erasure requests of the caller's tenant."""
+
     items: list[ErasureJobOut]
 
     @classmethod
@@ -91,7 +71,9 @@ class LegalHoldIn(Strict):
     reference: str | None = Field(default=None, max_length=200)
 
 
-class LegalHoldOut(BaseModel):
+class LegalHoldOut(Out):
+    """A legal hold on a subject (the subject itself is never shown)."""
+
     id: str
     tenant_id: str
     reason: str
@@ -100,29 +82,15 @@ class LegalHoldOut(BaseModel):
     placed_at: datetime
     lifted_at: datetime | None
 
-    @classmethod
-    def from_domain(cls, hold: LegalHold) -> LegalHoldOut:
-        return cls(
-            id=hold.id,
-            tenant_id=hold.tenant_id,
-            reason=hold.reason,
-            reference=hold.reference,
-            placed_by=hold.placed_by,
-            placed_at=hold.placed_at,
-            lifted_at=hold.lifted_at,
-        )
-
 
 class ReinstatementIn(Strict):
     subject_id: SubjectId
     reason: str = Field(min_length=1, max_length=500)
 
 
-class ReinstatementOut(BaseModel):
+class ReinstatementOut(Out):
+    """A reinstated subject: writes resume under this new key generation."""
+
     tenant_id: str
     generation: int
     reinstated_at: datetime
-
-    @classmethod
-    def from_domain(cls, r: Reinstatement) -> ReinstatementOut:
-        return cls(tenant_id=r.tenant_id, generation=r.generation, reinstated_at=r.reinstated_at)

@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, Field
 
-from lethe.api.http.schemas.common import Strict, SubjectId
+from lethe.api.http.schemas.common import Out, Strict, SubjectId
 from lethe.vault.errors import InvalidCommand
 from lethe.vault.memory.search import MAX_LIMIT, MAX_QUERY_CHARS
 from lethe.vault.memory.validation import MAX_VERSION
 from lethe.vault.model import (
     Authority,
     Kind,
-    MemoryItem,
     Provenance,
     SearchQuery,
-    SearchResult,
     SourceType,
     Status,
     Trust,
@@ -74,13 +71,15 @@ class MemoryWrite(Strict):
         )
 
 
-class ProvenanceOut(BaseModel):
+class ProvenanceOut(Out):
     source_type: SourceType
     source_ref: str
     sources: list[str]
 
 
-class MemoryOut(BaseModel):
+class MemoryOut(Out):
+    """A memory; ``subject_id`` and ``content`` are decrypted for a caller in scope."""
+
     id: str
     tenant_id: str
     agent_id: str
@@ -101,38 +100,6 @@ class MemoryOut(BaseModel):
     supersedes_id: str | None
     idempotency_key: str | None
 
-    @classmethod
-    def fields_of(cls, item: MemoryItem) -> dict[str, Any]:
-        return {
-            "id": item.id,
-            "tenant_id": item.tenant_id,
-            "agent_id": item.agent_id,
-            "subject_ref": item.subject_ref,
-            "subject_id": item.subject_id,
-            "purpose": item.purpose,
-            "kind": item.kind,
-            "content": item.content,
-            "content_hmac": item.content_hmac,
-            "provenance": ProvenanceOut(
-                source_type=item.provenance.source_type,
-                source_ref=item.provenance.source_ref,
-                sources=list(item.provenance.sources),
-            ),
-            "authority": item.authority,
-            "trust": item.trust,
-            "confidence": item.confidence,
-            "created_at": item.created_at,
-            "expires_at": item.expires_at,
-            "version": item.version,
-            "status": item.status,
-            "supersedes_id": item.supersedes_id,
-            "idempotency_key": item.idempotency_key,
-        }
-
-    @classmethod
-    def from_domain(cls, item: MemoryItem) -> MemoryOut:
-        return cls(**cls.fields_of(item))
-
 
 class Score(BaseModel):
     lexical: float
@@ -142,11 +109,9 @@ class Score(BaseModel):
 
 
 class ScoredMemoryOut(MemoryOut):
-    score: Score
+    """A memory found by a search, with its score."""
 
-    @classmethod
-    def from_domain(cls, item: MemoryItem) -> ScoredMemoryOut:
-        return cls(**cls.fields_of(item), score=Score(**(item.score or {})))
+    score: Score
 
 
 class SearchIn(Strict):
@@ -168,18 +133,12 @@ class SearchIn(Strict):
         )
 
 
-class SearchOut(BaseModel):
+class SearchOut(Out):
+    """What a search found within its token budget."""
+
     items: list[ScoredMemoryOut]
     used_tokens: int
     skipped_over_budget: int
-
-    @classmethod
-    def from_domain(cls, result: SearchResult) -> SearchOut:
-        return cls(
-            items=[ScoredMemoryOut.from_domain(i) for i in result.items],
-            used_tokens=result.used_tokens,
-            skipped_over_budget=result.skipped_over_budget,
-        )
 
 
 class PromoteIn(Strict):

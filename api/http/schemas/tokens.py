@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from lethe.api.http.schemas.common import Strict
+from lethe.api.http.schemas.common import Out, Strict
 from lethe.vault.access.tokens import MAX_TOKEN_TTL, TokenInfo
 from lethe.vault.model import Role
 
@@ -23,7 +22,9 @@ class TokenCreate(Strict):
     description: str | None = Field(default=None, max_length=200)
 
 
-class TokenOut(BaseModel):
+class TokenOut(Out):
+    """A token's id and scope: everything about it but the secret."""
+
     id: str
     role: Role
     tenant_id: str
@@ -34,28 +35,10 @@ class TokenOut(BaseModel):
     expires_at: datetime | None
     revoked_at: datetime | None
 
-    @classmethod
-    def fields_of(cls, info: TokenInfo) -> dict[str, Any]:
-        return {
-            "id": info.id,
-            "role": info.role,
-            "tenant_id": info.tenant_id,
-            "agent_id": info.agent_id,
-            "purposes": list(info.purposes),
-            "description": info.description,
-            "created_at": info.created_at,
-            "expires_at": info.expires_at,
-            "revoked_at": info.revoked_at,
-        }
-
-    @classmethod
-    def from_domain(cls, info: TokenInfo) -> TokenOut:
-        return cls(**cls.fields_of(info))
-
 
 class TokenCreated(TokenOut):
     token: str = Field(description="The bearer token. Shown once; only its hash is stored.")
 
     @classmethod
-    def from_domain(cls, token: str, info: TokenInfo) -> TokenCreated:
-        return cls(token=token, **cls.fields_of(info))
+    def from_minted(cls, token: str, info: TokenInfo) -> TokenCreated:
+        return cls(token=token, **TokenOut.from_domain(info).model_dump())
