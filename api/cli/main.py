@@ -13,11 +13,23 @@ import os
 
 import typer
 
-from lethe.api.cli import audit, backup, bench, erasure, store, tokens
+from lethe.api.cli.audit import app as audit_commands
+from lethe.api.cli.backup import app as backup_commands
+from lethe.api.cli.bench import app as bench_commands
+from lethe.api.cli.erasure import app as erasure_commands
+from lethe.api.cli.store import app as store_commands
+from lethe.api.cli.tokens import app as token_commands
 
 app = typer.Typer(help="Lethe: a crypto-shredding privacy vault for AI agents' memory.", no_args_is_help=True)
-for area in (store, tokens, erasure, backup, audit, bench):
-    app.add_typer(area.app)
+for commands in (
+    store_commands,
+    token_commands,
+    erasure_commands,
+    backup_commands,
+    audit_commands,
+    bench_commands,
+):
+    app.add_typer(commands)
 
 
 @app.callback()
