@@ -10,8 +10,8 @@ Middleware, outermost first: request context and access log (``api.http.logging`
 then the body limits (``api.http.middleware``).
 
 Exceptions: ``RuntimeError`` at creation if a ``/v1`` route has no entry in
-``api.auth.ROUTE_ROLES`` (access policy must be complete); ``ValueError`` for an
-unparsable rate limit. At run time every error is a problem response (``api.problems``).
+``api.http.auth.ROUTE_ROLES`` (access policy must be complete); ``ValueError`` for an
+unparsable rate limit. At run time every error is a problem response (``api.http.problems``).
 """
 
 from __future__ import annotations
