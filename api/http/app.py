@@ -27,7 +27,7 @@ from fastapi.routing import APIRoute
 from lethe.api.bootstrap import Container, build
 from lethe.api.http import problems
 from lethe.api.http.auth import ROUTE_ROLES, RateLimiter
-from lethe.api.http.background import BackgroundWork
+from lethe.api.http.background import start_server_work
 from lethe.api.http.logging import RequestContextMiddleware
 from lethe.api.http.metrics import InstrumentedKms, Metrics
 from lethe.api.http.middleware import BodyLimitMiddleware
@@ -55,25 +55,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         instrument_kms(container, metrics)
         app.state.container = container
         app.state.tokens = TokenService(container.uow)
-        work = BackgroundWork()
-        work.every(
-            settings.sweep_interval_seconds,
-            "expiry_sweep",
-            container.memories.sweep_expired,
-            metrics.expirations.inc,
-        )
-        work.every(
-            settings.erasure_interval_seconds,
-            "erasure_runner",
-            container.erasure.run_pending,
-            metrics.forget_completions.inc,
-        )
-        work.every(
-            settings.compaction_interval_seconds,
-            "compaction",
-            lambda: container.compactor.compact().events_rewritten,
-            lambda n: None,
-        )
+        work = start_server_work(container, settings, metrics)
         try:
             yield
         finally:

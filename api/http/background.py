@@ -13,6 +13,10 @@ import logging
 from collections.abc import Callable
 from contextlib import suppress
 
+from lethe.api.bootstrap import Container
+from lethe.api.http.metrics import Metrics
+from lethe.api.settings import Settings
+
 log = logging.getLogger("lethe.api")
 Job = Callable[[], int]  # a unit of background work; returns how much it did
 
@@ -49,3 +53,27 @@ class BackgroundWork:
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
+
+
+def start_server_work(container: Container, settings: Settings, metrics: Metrics) -> BackgroundWork:
+    """Start the server's periodic jobs (on the running event loop), each counted in ``metrics``."""
+    work = BackgroundWork()
+    work.every(
+        settings.sweep_interval_seconds,
+        "expiry_sweep",
+        container.memories.sweep_expired,
+        metrics.expirations.inc,
+    )
+    work.every(
+        settings.erasure_interval_seconds,
+        "erasure_runner",
+        container.erasure.run_pending,
+        metrics.forget_completions.inc,
+    )
+    work.every(
+        settings.compaction_interval_seconds,
+        "compaction",
+        lambda: container.compactor.compact().events_rewritten,
+        lambda n: None,
+    )
+    return work
