@@ -10,45 +10,45 @@
 - ``lethe audit public-key [-o FILE] [--json]``: the key auditors pin.
 - ``lethe report get ID [--format json|html|pdf] [-o FILE]``.
 
-``register(app)`` adds them to the ``lethe`` Typer app (see the end of ``api/cli.py``).
-
-Exceptions: none escape; errors become exit codes (1: verification failed or the
-command was refused; 2: bad input files or configuration).
+Exceptions: none escape; errors become exit codes (``api.cli.common.ExitCode``;
+1: verification failed or the command was refused; 2: bad input files or configuration).
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import time
-from enum import StrEnum
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-__all__ = ["register"]
+from lethe.api.cli.common import ExitCode, console, container, err, fail, print_json
+from lethe.api.http.schemas.audit import PublicKeyOut
+from lethe.api.report_formats import ReportFormat, render_report
+from lethe.api.settings import Settings
+from lethe.api.signing_key import load_signer, log_origin
+from lethe.vault.audit.log import public_key_info
+from lethe.vault.audit.verify import verify_certificate
 
-console = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-
-
-class ReportFormat(StrEnum):
-    JSON = "json"
-    HTML = "html"
-    PDF = "pdf"
+app = typer.Typer()
+audit_app = typer.Typer(
+    help="The tamper-evident audit log: verify, sign, show the key.", no_args_is_help=True
+)
+report_app = typer.Typer(help="Erasure certificates (reports).", no_args_is_help=True)
+app.add_typer(audit_app, name="audit")
+app.add_typer(report_app, name="report")
 
 
 def _read(path: Path, what: str) -> bytes:
     try:
         return path.read_bytes()
     except OSError as exc:
-        err.print(f"[red]error:[/red] cannot read the {what} {escape(str(path))}: {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        fail(f"cannot read the {what} {path}: {exc}", ExitCode.SETUP)
 
 
+@app.command("verify")
 def verify(
     report: Path = typer.Argument(..., help="The erasure certificate (JSON) to verify.", dir_okay=False),
     public_key: Path = typer.Option(
@@ -70,8 +70,6 @@ def verify(
     as_json: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
 ) -> None:
     """Verify an erasure certificate offline (no database, no server, no network)."""
-    from lethe.vault.audit.verify import verify_certificate
-
     doc = _read(report, "certificate")
     pem = _read(public_key, "public key")
     if subject_id == "-":
@@ -84,15 +82,13 @@ def verify(
     )
     elapsed = time.perf_counter() - started
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "ok": result.ok,
-                    "report_id": result.report_id,
-                    "first_failure": result.first_failure.name if result.first_failure else None,
-                    "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in result.checks],
-                }
-            )
+        print_json(
+            {
+                "ok": result.ok,
+                "report_id": result.report_id,
+                "first_failure": result.first_failure.name if result.first_failure else None,
+                "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in result.checks],
+            }
         )
     else:
         table = Table("check", "result", "detail", title=f"Erasure certificate {result.report_id or '?'}")
@@ -104,31 +100,28 @@ def verify(
             typer.echo(f"failed checks: {', '.join(result.failed)}")
         typer.echo(f"{result.summary()} [{elapsed * 1000:.1f} ms]")
     if not result.ok:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.REFUSED)
 
 
+@audit_app.command("verify")
 def audit_verify(as_json: bool = typer.Option(False, "--json")) -> None:
     """Recompute every leaf from the event rows and every signed root; name the first bad index."""
-    from lethe.api.cli.main import container
-
     with container() as c:
         started = time.perf_counter()
         result = c.audit.verify_log()
         elapsed = time.perf_counter() - started
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "ok": result.ok,
-                    "tree_size": result.tree_size,
-                    "checkpoints_checked": result.checkpoints_checked,
-                    "latest_checkpoint_size": result.latest_checkpoint_size,
-                    "first_bad_index": result.first_bad_index,
-                    "bad_range": list(result.bad_range) if result.bad_range else None,
-                    "problem": result.problem,
-                    "seconds": round(elapsed, 3),
-                }
-            )
+        print_json(
+            {
+                "ok": result.ok,
+                "tree_size": result.tree_size,
+                "checkpoints_checked": result.checkpoints_checked,
+                "latest_checkpoint_size": result.latest_checkpoint_size,
+                "first_bad_index": result.first_bad_index,
+                "bad_range": list(result.bad_range) if result.bad_range else None,
+                "problem": result.problem,
+                "seconds": round(elapsed, 3),
+            }
         )
     elif result.ok:
         signed = result.latest_checkpoint_size
@@ -148,47 +141,32 @@ def audit_verify(as_json: bool = typer.Option(False, "--json")) -> None:
         )
         typer.echo(f"audit log FAILED: {where}: {result.problem}")
     if not result.ok:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.REFUSED)
 
 
+@audit_app.command("checkpoint")
 def audit_checkpoint() -> None:
     """Sign a checkpoint of the current log (after checking it extends the last one) and print it."""
-    from lethe.api.cli.main import container
-
     with container() as c:
         note = c.audit.checkpoint()
     sys.stdout.write(note)
 
 
+@audit_app.command("public-key")
 def audit_public_key(
     output: Path | None = typer.Option(None, "-o", "--output", help="Also write the PEM to this file."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Print the log's public key, key id and note verifier key (what auditors pin)."""
-    from lethe.api.settings import Settings
-    from lethe.api.signing_key import load_signer, log_origin
-    from lethe.vault.audit.log import public_key_info
-
     settings = Settings()
     try:
         info = public_key_info(load_signer(settings), log_origin(settings))
     except (ValueError, OSError) as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}")
-        raise typer.Exit(2) from None
+        fail(str(exc), ExitCode.SETUP)
     if output is not None:
         output.write_text(info.pem, encoding="ascii")
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "origin": info.origin,
-                    "pem": info.pem,
-                    "key_id": info.key_id,
-                    "vkey": info.vkey,
-                    "fingerprint_sha256": info.fingerprint,
-                }
-            )
-        )
+        print_json(PublicKeyOut.from_domain(info))
         return
     typer.echo(info.pem.rstrip("\n"))
     typer.echo(f"origin:      {info.origin}")
@@ -197,46 +175,20 @@ def audit_public_key(
     typer.echo(f"fingerprint: sha256:{info.fingerprint}")
 
 
+@report_app.command("get")
 def report_get(
     report_id: str = typer.Argument(..., metavar="ID"),
     fmt: ReportFormat = typer.Option(ReportFormat.JSON, "--format", case_sensitive=False),
     output: Path | None = typer.Option(None, "-o", "--output", help="Write here instead of stdout."),
 ) -> None:
     """Fetch an erasure certificate as signed JSON, or rendered as HTML or PDF."""
-    from lethe.api.cli.main import container
-    from lethe.vault.audit.render import render_html, render_pdf
-    from lethe.vault.audit.verify import verify_certificate
-
     with container() as c:
         report = c.reports.load(report_id)
         pem = c.audit.public_key().pem.encode("ascii")
-    if fmt is ReportFormat.JSON:
-        data = report.document
-    else:
-        result = verify_certificate(report.document, pem, tenant=report.tenant_id)
-        data = (
-            render_html(report.document, result).encode("utf-8")
-            if fmt is ReportFormat.HTML
-            else render_pdf(report.document, result)
-        )
+    data = render_report(report, pem, fmt)
     if output is not None:
         output.write_bytes(data)
         err.print(f"wrote {fmt.value} certificate {report.id} to {escape(str(output))}")
     else:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``verify``, ``audit ...`` and ``report get`` to the ``lethe`` app."""
-    app.command("verify")(verify)
-    audit_app = typer.Typer(
-        help="The tamper-evident audit log: verify, sign, show the key.", no_args_is_help=True
-    )
-    audit_app.command("verify")(audit_verify)
-    audit_app.command("checkpoint")(audit_checkpoint)
-    audit_app.command("public-key")(audit_public_key)
-    app.add_typer(audit_app, name="audit")
-    report_app = typer.Typer(help="Erasure certificates (reports).", no_args_is_help=True)
-    report_app.command("get")(report_get)
-    app.add_typer(report_app, name="report")

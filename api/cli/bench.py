@@ -37,7 +37,10 @@ class KmsName(StrEnum):
 
 _VERDICT_STYLE = {"met": "green", "missed": "red", "error": "bold red"}
 
+app = typer.Typer()
 
+
+@app.command("bench")
 def bench(
     scale: ScaleName = typer.Option(
         ScaleName.small, "--scale", help="small: 100k-item large store (minutes); full: 1M items."
@@ -103,8 +106,3 @@ def bench(
         for e in results["errors"]:
             err.print(f"[red]not measured:[/red] {escape(e)}")
         raise typer.Exit(1)
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``bench`` to the ``lethe`` app."""
-    app.command("bench")(bench)

@@ -24,6 +24,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from lethe.api.http.metrics import Metrics
 from lethe.vault.errors import VaultError
 
 PROBLEM_JSON = "application/problem+json"
@@ -100,14 +101,12 @@ def field_errors(errors: Sequence[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def install(app: FastAPI) -> None:
-    """Register the handlers that turn every error into a problem response."""
+def install(app: FastAPI, metrics: Metrics) -> None:
+    """Register the handlers that turn every error into a problem response (conflicts counted)."""
 
     @app.exception_handler(VaultError)
     async def _vault(request: Request, exc: VaultError) -> JSONResponse:
-        metrics = getattr(request.app.state, "metrics", None)
-        if metrics is not None:
-            metrics.count_problem(exc)
+        metrics.count_problem(exc)
         invalid = request.headers.get("authorization") is not None
         return problem_response(
             exc.status, exc.title, exc.detail, request.url.path, headers=_auth_headers(exc.status, invalid)

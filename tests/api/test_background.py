@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from lethe.api.http.app import BackgroundWork
+from lethe.api.http.background import BackgroundWork
 from lethe.api.http.logging import JsonFormatter
 
 SECRET = "CANARY-subject@example.com"

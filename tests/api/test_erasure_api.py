@@ -1,7 +1,4 @@
-"""Privacy-officer and auditor endpoints over HTTP (SQLite and PostgreSQL).
-
-Skipped only while ``vault.erasure`` cannot be imported (it lands separately).
-"""
+"""Privacy-officer and auditor endpoints over HTTP (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -11,8 +8,6 @@ import uuid
 import pytest
 
 from tests.api.conftest import Api, assert_problem, bearer, memory_body
-
-pytest.importorskip("lethe.vault.erasure.service")
 
 BASIS = "gdpr-art17-1a"
 
@@ -133,17 +128,3 @@ def test_forget_requests_and_completions_are_counted(api: Api, officer: dict[str
     while "lethe_forget_completions_total 1.0" not in api.client.get("/metrics").text:
         assert time.monotonic() < deadline, "the erasure runner did not complete the job"
         time.sleep(0.2)
-
-
-@pytest.mark.parametrize("backend", ["sqlite"])
-def test_routes_answer_503_while_the_erasure_service_is_missing(
-    api: Api, officer: dict[str, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(api.container, "erasure", None)
-    r = api.client.post(
-        "/v1/erasure-requests", json={"subject_id": "x", "legal_basis": BASIS}, headers=officer
-    )
-    assert assert_problem(r, 503)["detail"] == "erasure service not available"
-    assert_problem(api.client.get("/v1/erasure-requests", headers=officer), 503)
-    # Authorisation still comes first.
-    assert_problem(api.client.get("/v1/erasure-requests", headers=bearer(api.mint())), 403)

@@ -1,18 +1,18 @@
-"""What routes get from the app: the container, the metrics, the erasure service.
+"""What routes get from the request: the container (every service), the metrics, the token
+service, and the bounded ids and headers routes accept.
 
-Exceptions: ``StoreUnavailable`` (503) when the erasure service is not wired in.
+Exceptions: none; the app sets all three before it serves a request.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Header, Path, Request
 
 from lethe.api.bootstrap import Container
 from lethe.api.http.metrics import Metrics
 from lethe.vault.access.tokens import TokenService
-from lethe.vault.errors import StoreUnavailable
 
 
 def get_container(request: Request) -> Container:
@@ -27,15 +27,12 @@ def get_tokens(request: Request) -> TokenService:
     return request.app.state.tokens
 
 
-def get_erasure(request: Request) -> Any:
-    """The erasure service, if this build has one (it lands separately from the API)."""
-    service = getattr(request.app.state.container, "erasure", None)
-    if service is None:
-        raise StoreUnavailable("erasure service not available")
-    return service
-
+# Ids in URLs: uuids in practice; anything else is refused before it reaches a query.
+ResourceId = Annotated[str, Path(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._:-]+$")]
+IdempotencyHeader = Annotated[
+    str | None, Header(alias="Idempotency-Key", min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$")
+]
 
 ContainerDep = Annotated[Container, Depends(get_container)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]
 TokensDep = Annotated[TokenService, Depends(get_tokens)]
-ErasureDep = Annotated[Any, Depends(get_erasure)]

@@ -2,8 +2,8 @@
 
 Subject ids travel only in request bodies, never in URLs (URLs reach access logs).
 
-Exceptions: ``StoreUnavailable`` (503) while the erasure service is not wired in; core
-errors (``LegalHoldActive`` 409, ``NotFound`` 404, ...) reach the problem handlers.
+Exceptions: core errors (``LegalHoldActive`` 409, ``NotFound`` 404, ...) reach the
+problem handlers.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from fastapi import APIRouter, Query, Response
 
 from lethe.api.http.auth import CallerDep
 from lethe.api.http.problems import problem_responses
-from lethe.api.http.routes.deps import ErasureDep, MetricsDep
-from lethe.api.http.schemas import (
+from lethe.api.http.routes.deps import ContainerDep, MetricsDep, ResourceId
+from lethe.api.http.schemas.erasure import (
     ErasureAccepted,
     ErasureJobList,
     ErasureJobOut,
@@ -24,7 +24,6 @@ from lethe.api.http.schemas import (
     LegalHoldOut,
     ReinstatementIn,
     ReinstatementOut,
-    ResourceId,
 )
 
 router = APIRouter(tags=["erasure"])
@@ -38,10 +37,10 @@ router = APIRouter(tags=["erasure"])
     responses=problem_responses(401, 403, 409, 413, 422, 429, 503),
 )
 def request_erasure(
-    body: ErasureRequestIn, caller: CallerDep, erasure: ErasureDep, metrics: MetricsDep
+    body: ErasureRequestIn, caller: CallerDep, container: ContainerDep, metrics: MetricsDep
 ) -> ErasureAccepted:
     """File a right-to-forget request; the job runs in the background (due in 30 days)."""
-    job = erasure.request(caller, body.subject_id, body.legal_basis, body.reference)
+    job = container.erasure.request(caller, body.subject_id, body.legal_basis, body.reference)
     metrics.forget_requests.inc()
     return ErasureAccepted.from_domain(job)
 
@@ -54,13 +53,13 @@ def request_erasure(
 )
 def list_erasure_requests(
     caller: CallerDep,
-    erasure: ErasureDep,
+    container: ContainerDep,
     status: Annotated[str | None, Query(max_length=32, pattern=r"^[a-z_]+$")] = None,
     overdue: bool = False,
 ) -> ErasureJobList:
     """The tenant's erasure jobs, optionally by status or only those past their due date."""
-    jobs = erasure.list(caller, status=status, overdue=overdue)
-    return ErasureJobList(items=[ErasureJobOut.from_domain(j) for j in jobs])
+    jobs = container.erasure.list(caller, status=status, overdue=overdue)
+    return ErasureJobList.from_domain(jobs)
 
 
 @router.get(
@@ -69,9 +68,9 @@ def list_erasure_requests(
     response_model=ErasureJobOut,
     responses=problem_responses(401, 403, 404, 422, 429, 503),
 )
-def get_erasure_request(job_id: ResourceId, caller: CallerDep, erasure: ErasureDep) -> ErasureJobOut:
+def get_erasure_request(job_id: ResourceId, caller: CallerDep, container: ContainerDep) -> ErasureJobOut:
     """One job with its steps, evidence and report id."""
-    return ErasureJobOut.from_domain(erasure.get(caller, job_id))
+    return ErasureJobOut.from_domain(container.erasure.get(caller, job_id))
 
 
 @router.post(
@@ -81,9 +80,11 @@ def get_erasure_request(job_id: ResourceId, caller: CallerDep, erasure: ErasureD
     response_model=LegalHoldOut,
     responses=problem_responses(401, 403, 409, 413, 422, 429, 503),
 )
-def place_legal_hold(body: LegalHoldIn, caller: CallerDep, erasure: ErasureDep) -> LegalHoldOut:
+def place_legal_hold(body: LegalHoldIn, caller: CallerDep, container: ContainerDep) -> LegalHoldOut:
     """Block erasure of a subject until the hold is lifted."""
-    return LegalHoldOut.from_domain(erasure.place_hold(caller, body.subject_id, body.reason, body.reference))
+    return LegalHoldOut.from_domain(
+        container.erasure.place_hold(caller, body.subject_id, body.reason, body.reference)
+    )
 
 
 @router.delete(
@@ -93,8 +94,8 @@ def place_legal_hold(body: LegalHoldIn, caller: CallerDep, erasure: ErasureDep) 
     response_class=Response,
     responses=problem_responses(401, 403, 404, 409, 422, 429, 503),
 )
-def lift_legal_hold(hold_id: ResourceId, caller: CallerDep, erasure: ErasureDep) -> Response:
-    erasure.lift_hold(caller, hold_id)
+def lift_legal_hold(hold_id: ResourceId, caller: CallerDep, container: ContainerDep) -> Response:
+    container.erasure.lift_hold(caller, hold_id)
     return Response(status_code=204)
 
 
@@ -105,6 +106,6 @@ def lift_legal_hold(hold_id: ResourceId, caller: CallerDep, erasure: ErasureDep)
     response_model=ReinstatementOut,
     responses=problem_responses(401, 403, 404, 409, 413, 422, 429, 503),
 )
-def reinstate_subject(body: ReinstatementIn, caller: CallerDep, erasure: ErasureDep) -> ReinstatementOut:
+def reinstate_subject(body: ReinstatementIn, caller: CallerDep, container: ContainerDep) -> ReinstatementOut:
     """Lift the erasure fence of a forgotten subject: writes resume under a new key generation."""
-    return ReinstatementOut.from_domain(erasure.reinstate(caller, body.subject_id, body.reason))
+    return ReinstatementOut.from_domain(container.erasure.reinstate(caller, body.subject_id, body.reason))

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request, Response
 
 from lethe.api.http.problems import ApiProblem, problem_responses
 from lethe.api.http.routes.deps import ContainerDep, MetricsDep
-from lethe.api.http.schemas import Health
+from lethe.api.http.schemas.health import Health
 from lethe.vault.store.readiness import check_readiness
 
 router = APIRouter(tags=["health"])

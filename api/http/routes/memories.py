@@ -11,16 +11,8 @@ from fastapi import APIRouter, Response
 
 from lethe.api.http.auth import CallerDep
 from lethe.api.http.problems import problem_responses
-from lethe.api.http.routes.deps import ContainerDep, MetricsDep
-from lethe.api.http.schemas import (
-    IdempotencyHeader,
-    MemoryOut,
-    MemoryWrite,
-    PromoteIn,
-    ResourceId,
-    SearchIn,
-    SearchOut,
-)
+from lethe.api.http.routes.deps import ContainerDep, IdempotencyHeader, MetricsDep, ResourceId
+from lethe.api.http.schemas.memories import MemoryOut, MemoryWrite, PromoteIn, SearchIn, SearchOut
 from lethe.vault.model import Status
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Response
 from lethe.api.http.auth import CallerDep
 from lethe.api.http.problems import problem_responses
 from lethe.api.http.routes.deps import TokensDep
-from lethe.api.http.schemas import TokenCreate, TokenCreated
+from lethe.api.http.schemas.tokens import TokenCreate, TokenCreated
 from lethe.vault.errors import OutOfScope
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"])
@@ -39,4 +39,4 @@ def create_token(body: TokenCreate, caller: CallerDep, tokens: TokensDep, respon
         description=body.description,
     )
     response.headers["Cache-Control"] = "no-store"
-    return TokenCreated.from_domain(token, info)
+    return TokenCreated.from_minted(token, info)

@@ -1,48 +1,49 @@
 """The audit HTTP routes serve verifiable checkpoints, proofs and tenant-scoped reports.
 
-The router is mounted on a bare app with a ``FakeCaller`` dependency (the real app mounts
-it behind ``api.auth.authorised``); the fake enforces ``AUDIT_ROUTE_ROLES`` the same way.
+Served by the real app, so every call is authorised by a real token against
+``api.http.auth.ROUTE_ROLES``, the one access policy of every route.
 """
 
 from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Iterator
 
 import pytest
-from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
+from httpx import Response
 from pypdf import PdfReader
 
 from lethe.api.bootstrap import Container
 from lethe.api.http import problems
-from lethe.api.http.routes.audit import AUDIT_ROUTE_ROLES, make_router
 from lethe.vault.audit.checkpoint import parse_and_verify
 from lethe.vault.audit.verify import verify_certificate
-from lethe.vault.errors import OutOfScope
 from lethe.vault.merkle import verify_consistency, verify_inclusion
-from lethe.vault.model import Caller, Role
+from tests.api.conftest import Api, bearer
 from tests.conftest import agent, officer, write_cmd
 
 
-def fake_caller(request: Request) -> Caller:
-    """``X-Role`` / ``X-Tenant`` headers instead of a token; roles checked per route name."""
-    role = Role(request.headers.get("x-role", "auditor"))
-    route = request.scope["route"].name
-    if role.value not in AUDIT_ROUTE_ROLES[route]:
-        raise OutOfScope("role not allowed")
-    return Caller(request.headers.get("x-tenant", "t1"), role, principal="test")
+class Client:
+    """The app's test client with a token per role of tenant t1 (auditor unless told)."""
+
+    def __init__(self, api: Api) -> None:
+        self.http: TestClient = api.client
+        self.tokens = {role: bearer(api.mint(role)) for role in ("auditor", "privacy_officer", "agent")}
+        self.tokens["auditor of t2"] = bearer(api.mint("auditor", tenant="t2"))
+
+    def get(self, url: str, role: str = "auditor", params: dict[str, int | str] | None = None) -> Response:
+        return self.http.get(url, headers=self.tokens[role], params=params)
 
 
 @pytest.fixture
-def client(lethe: Container) -> Iterator[TestClient]:
-    app = FastAPI()
-    problems.install(app)
-    app.include_router(make_router(fake_caller))
-    app.state.container = lethe
-    with TestClient(app) as c:
-        yield c
+def lethe(api: Api) -> Container:
+    """The app's own container (not a second one over the same store)."""
+    return api.container
+
+
+@pytest.fixture
+def client(api: Api) -> Client:
+    return Client(api)
 
 
 def forget(c: Container) -> str:
@@ -53,9 +54,7 @@ def forget(c: Container) -> str:
     return c.erasure.get(officer(), job.id).report_id
 
 
-def test_checkpoint_public_key_and_proofs_verify_against_each_other(
-    lethe: Container, client: TestClient
-) -> None:
+def test_checkpoint_public_key_and_proofs_verify_against_each_other(lethe: Container, client: Client) -> None:
     for i in range(6):
         lethe.memories.write(agent(), write_cmd(f"m{i}"))
     key = client.get("/v1/audit/public-key").json()
@@ -76,12 +75,12 @@ def test_checkpoint_public_key_and_proofs_verify_against_each_other(
 
     too_big = client.get("/v1/audit/proofs/inclusion", params={"index": 0, "tree_size": 999})
     assert too_big.status_code == 422 and too_big.headers["content-type"] == problems.PROBLEM_JSON
-    assert client.get("/v1/audit/checkpoint", headers={"x-role": "agent"}).status_code == 403
-    assert client.get("/v1/audit/checkpoint", headers={"x-role": "privacy_officer"}).status_code == 403
+    assert client.get("/v1/audit/checkpoint", role="agent").status_code == 403
+    assert client.get("/v1/audit/checkpoint", role="privacy_officer").status_code == 403
 
 
 def test_erasure_reports_are_served_verbatim_rendered_and_tenant_scoped(
-    lethe: Container, client: TestClient
+    lethe: Container, client: Client
 ) -> None:
     report_id = forget(lethe)
     stored = lethe.reports.load(report_id).document
@@ -90,7 +89,7 @@ def test_erasure_reports_are_served_verbatim_rendered_and_tenant_scoped(
     raw = client.get(f"/v1/erasure-reports/{report_id}")
     assert raw.status_code == 200 and raw.content == stored
     assert verify_certificate(raw.content, pem, subject_id="alice@example.com").ok
-    officer_view = client.get(f"/v1/erasure-reports/{report_id}", headers={"x-role": "privacy_officer"})
+    officer_view = client.get(f"/v1/erasure-reports/{report_id}", role="privacy_officer")
     assert officer_view.status_code == 200
 
     page = client.get(f"/v1/erasure-reports/{report_id}", params={"format": "html"})
@@ -99,7 +98,7 @@ def test_erasure_reports_are_served_verbatim_rendered_and_tenant_scoped(
     assert pdf.headers["content-type"] == "application/pdf"
     assert report_id in PdfReader(io.BytesIO(pdf.content)).pages[0].extract_text()
 
-    other = client.get(f"/v1/erasure-reports/{report_id}", headers={"x-tenant": "t2"})
+    other = client.get(f"/v1/erasure-reports/{report_id}", role="auditor of t2")
     assert other.status_code == 404
     assert client.get("/v1/erasure-reports/no-such-report").status_code == 404
-    assert client.get(f"/v1/erasure-reports/{report_id}", headers={"x-role": "agent"}).status_code == 403
+    assert client.get(f"/v1/erasure-reports/{report_id}", role="agent").status_code == 403

@@ -1,0 +1,76 @@
+"""What every ``lethe`` command shares: the store for one command, output, exit codes.
+
+Exit codes (the same for every command):
+- 0 success;
+- 1 ``REFUSED``: the core refused the command (a ``VaultError``) or a check failed;
+- 2 ``SETUP``: configuration, start-up or an input file is wrong (nothing was done);
+- 3 ``UNFINISHED``: accepted but not finished; the erasure runner resumes it.
+
+``--json`` output goes through ``print_json``; where the HTTP API answers the same
+question, the payload is the HTTP response model's ``model_dump(mode="json")``, so the
+two cannot drift.
+
+Exceptions: none escape a command; ``fail`` and ``container`` turn errors into exits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from enum import IntEnum
+from typing import Any, NoReturn
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+from rich.markup import escape
+
+from lethe.api.bootstrap import Container, build
+from lethe.api.settings import Settings
+from lethe.vault.errors import VaultError
+from lethe.vault.model import Caller, Role
+
+console = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+
+class ExitCode(IntEnum):
+    REFUSED = 1
+    SETUP = 2
+    UNFINISHED = 3
+
+
+def fail(message: str, code: ExitCode) -> NoReturn:
+    """Print ``error: message`` on stderr (markup-safe: messages quote paths) and exit."""
+    err.print(f"[red]error:[/red] {escape(message)}")
+    raise typer.Exit(code)
+
+
+def print_json(data: BaseModel | Sequence[BaseModel] | dict[str, Any]) -> None:
+    """Print ``--json`` output: a response model (or a list of them) as the HTTP API would."""
+    if isinstance(data, BaseModel):
+        data = data.model_dump(mode="json")
+    elif not isinstance(data, dict):
+        data = [m.model_dump(mode="json") for m in data]
+    typer.echo(json.dumps(data, indent=2))
+
+
+def officer(tenant: str) -> Caller:
+    """The caller a CLI command acts as for a tenant: its operator is its privacy officer."""
+    return Caller(tenant, Role.PRIVACY_OFFICER, None, frozenset(), principal="cli")
+
+
+@contextmanager
+def container(create: bool = False) -> Iterator[Container]:
+    """The store, opened for one command; a missing or foreign store exits 2 with the fix."""
+    try:
+        c = build(Settings(), create=create)
+    except (VaultError, ValueError, OSError) as exc:
+        fail(str(exc), ExitCode.SETUP)
+    try:
+        yield c
+    except VaultError as exc:
+        fail(f"{exc.title}: {exc.detail}", ExitCode.REFUSED)
+    finally:
+        c.close()

@@ -1,0 +1,119 @@
+"""The store and the server: ``lethe init``, ``migrate``, ``replay``, ``serve``."""
+
+from __future__ import annotations
+
+import typer
+from rich.markup import escape
+
+from lethe.api.bootstrap import require_initialised
+from lethe.api.cli.common import ExitCode, console, container, err, fail, print_json
+from lethe.api.settings import Settings
+from lethe.api.store_lease import exclusive_lease
+from lethe.vault.access.tokens import TokenService
+from lethe.vault.errors import StoreNotReady, VaultError
+from lethe.vault.model import Role
+from lethe.vault.store import replay as replaying
+from lethe.vault.store.db import make_engine
+from lethe.vault.store.schema import schema_state, upgrade
+
+app = typer.Typer()
+
+
+@app.command()
+def init() -> None:
+    """Create the data dir, database schema, local keystore and master key (only what is missing)."""
+    with container(create=True) as c:
+        if c.created:
+            for line in c.created:
+                console.print(f"created {line}")
+        else:
+            console.print("already initialised; nothing created")
+        console.print(f"database: {c.settings.db_url.split('@')[-1]} (schema at the latest migration)")
+
+
+@app.command()
+def migrate() -> None:
+    """Upgrade the store's schema to this release (stop every Lethe process and back up first)."""
+    settings = Settings()
+    try:
+        require_initialised(settings)
+        engine = make_engine(settings.db_url)
+        before = schema_state(engine)
+        if not before.known:
+            raise StoreNotReady(f"the store's schema {before.current} is newer than this Lethe's")
+        if before.up_to_date:
+            console.print(f"schema already at {before.head}; nothing to do")
+            return
+        with exclusive_lease(settings.data_dir, engine, "a migration"):
+            upgrade(engine)
+        engine.dispose()
+    except VaultError as exc:
+        fail(str(exc), ExitCode.SETUP)
+    console.print(f"schema upgraded from {before.current or 'nothing'} to {before.head}")
+
+
+@app.command()
+def replay(
+    check: bool = typer.Option(False, "--check", help="Rebuild into a scratch copy and report differences."),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Rebuild the projection from the event log (or check that it would be identical)."""
+    with container() as c:
+        report = replaying.check(c.uow.engine) if check else replaying.rebuild(c.uow.engine)
+    if as_json:
+        print_json(
+            {"events": report.events, "identical": report.identical, "differences": report.differences}
+        )
+    elif check:
+        console.print(f"replayed {report.events} events into a scratch copy")
+        for d in report.differences:
+            console.print(f"[red]difference[/red] {d}")
+        console.print("[green]identical[/green]" if report.identical else "[red]projection differs[/red]")
+    else:
+        console.print(f"rebuilt the projection from {report.events} events")
+    if check and not report.identical:
+        raise typer.Exit(ExitCode.REFUSED)
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on (loopback by default)."),
+    port: int = typer.Option(8080, "--port", min=1, max=65535),
+) -> None:
+    """Run the HTTP API on an initialised store (`lethe init`); the first run mints an admin token."""
+    import uvicorn  # the web stack loads only for the command that serves it
+
+    from lethe.api.http.app import create_app
+    from lethe.api.http.logging import configure_logging
+
+    settings = Settings()
+    shown = f"[{host}]" if ":" in host else host
+    with container() as c:
+        for line in c.created:
+            console.print(f"created {line}")
+        tokens = TokenService(c.uow)
+        if not tokens.any_with_role(Role.ADMIN):
+            token, info = tokens.create(
+                Role.ADMIN, settings.bootstrap_tenant, description="minted by the first `lethe serve`"
+            )
+            typer.echo(f"admin token for tenant {info.tenant_id} (shown once, store it now): {token}")
+            typer.echo(f"token id: {info.id}")
+        elif "bootstrap_tenant" in settings.model_fields_set and not tokens.any_with_role(
+            Role.ADMIN, settings.bootstrap_tenant
+        ):
+            tenant = escape(settings.bootstrap_tenant)
+            err.print(
+                f"[yellow]warning:[/yellow] LETHE_BOOTSTRAP_TENANT={tenant} is ignored: the admin token "
+                "is minted on the first start only, and this store has one. Mint one with "
+                f"`lethe token create --tenant {tenant} --role admin`."
+            )
+    typer.echo(f"OpenAPI docs: http://{shown}:{port}/docs")
+    configure_logging(settings.log_level)
+    uvicorn.run(
+        create_app(settings),
+        host=host,
+        port=port,
+        access_log=False,  # uvicorn's access line holds raw paths and query strings
+        log_config=None,
+        server_header=False,
+    )

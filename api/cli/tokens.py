@@ -1,0 +1,87 @@
+"""API tokens: ``lethe token create|revoke|list`` (a token is shown once; only its hash is stored)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import typer
+from rich.table import Table
+
+from lethe.api.cli.common import console, container, print_json
+from lethe.api.http.schemas.tokens import TokenCreated, TokenOut
+from lethe.vault.access.tokens import TokenService
+from lethe.vault.clock import utcnow
+from lethe.vault.model import Role
+
+app = typer.Typer()
+token_app = typer.Typer(
+    help="Mint, revoke and list API tokens (shown once; stored only as hashes).", no_args_is_help=True
+)
+app.add_typer(token_app, name="token")
+
+
+@token_app.command("create")
+def token_create(
+    tenant: str = typer.Option(..., "--tenant"),
+    role: Role = typer.Option(..., "--role"),
+    agent: str | None = typer.Option(None, "--agent", help="Required for agent tokens."),
+    purpose: list[str] = typer.Option([], "--purpose", help="Repeat for several; agents need one."),
+    ttl_days: int | None = typer.Option(None, "--ttl-days", min=1, max=3650),  # vault.tokens.MAX_TOKEN_TTL
+    description: str | None = typer.Option(None, "--description"),
+    as_json: bool = typer.Option(False, "--json", help="Print the token and its metadata as JSON."),
+) -> None:
+    """Mint a token and print it once."""
+    with container() as c:
+        token, info = TokenService(c.uow).create(
+            role,
+            tenant,
+            agent_id=agent,
+            purposes=purpose,
+            ttl=timedelta(days=ttl_days) if ttl_days else None,
+            description=description,
+        )
+    if as_json:
+        print_json(TokenCreated.from_minted(token, info))
+        return
+    typer.echo(f"token (shown once, store it now): {token}")
+    typer.echo(
+        f"id: {info.id}  role: {info.role.value}  tenant: {info.tenant_id}"
+        + (f"  agent: {info.agent_id}" if info.agent_id else "")
+        + (f"  purposes: {','.join(info.purposes)}" if info.purposes else "")
+        + (f"  expires: {info.expires_at.isoformat()}" if info.expires_at else "")
+    )
+
+
+@token_app.command("revoke")
+def token_revoke(token_id: str = typer.Argument(..., metavar="ID")) -> None:
+    """Revoke a token at once (by its id, never the token)."""
+    with container() as c:
+        info = TokenService(c.uow).revoke(token_id)
+    console.print(f"revoked {info.id} ({info.role.value}, tenant {info.tenant_id})")
+
+
+@token_app.command("list")
+def token_list(
+    tenant: str = typer.Option(..., "--tenant"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """List a tenant's tokens (ids and scope; the tokens themselves are not stored)."""
+    with container() as c:
+        infos = TokenService(c.uow).list(tenant)
+    if as_json:
+        print_json([TokenOut.from_domain(i) for i in infos])
+        return
+    now = utcnow()
+    table = Table("id", "role", "agent", "purposes", "created", "expires", "state")
+    for i in infos:
+        state = "revoked" if i.revoked_at else ("active" if i.active(now) else "expired")
+        table.add_row(
+            i.id,
+            i.role.value,
+            i.agent_id or "",
+            ",".join(i.purposes),
+            i.created_at.strftime("%Y-%m-%d %H:%M"),
+            i.expires_at.strftime("%Y-%m-%d %H:%M") if i.expires_at else "never",
+            state,
+        )
+    console.print(table)

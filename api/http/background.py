@@ -1,0 +1,79 @@
+"""Periodic background work of the server (expiry sweep, erasure runner, compaction).
+
+Each job runs in a worker thread on a fixed interval; a failure is logged by its type
+only (storage errors can quote parameters) and the job is retried on the next tick.
+
+Exceptions: none escape a loop; ``stop`` cancels what overstays its grace period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from contextlib import suppress
+
+from lethe.api.bootstrap import Container
+from lethe.api.http.metrics import Metrics
+from lethe.api.settings import Settings
+
+log = logging.getLogger("lethe.api")
+Job = Callable[[], int]  # a unit of background work; returns how much it did
+
+
+class BackgroundWork:
+    """Periodic jobs on the event loop, run in worker threads; failures are logged and retried."""
+
+    def __init__(self) -> None:
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def every(self, seconds: float, name: str, fn: Job, on_result: Callable[[int], object]) -> None:
+        self._tasks.append(asyncio.create_task(self._loop(seconds, name, fn, on_result), name=name))
+
+    async def _loop(self, seconds: float, name: str, fn: Job, on_result: Callable[[int], object]) -> None:
+        while not self._stop.is_set():
+            try:
+                n = await asyncio.to_thread(fn)
+                if n:
+                    on_result(n)
+                    log.info("background task did work", extra={"task": name, "count": n})
+            except Exception as exc:
+                # The type only: messages of storage errors can quote parameters.
+                log.warning("background task failed", extra={"task": name, "error": type(exc).__name__})
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), timeout=seconds)
+
+    async def stop(self, grace: float = 10.0) -> None:
+        """Ask the loops to stop, let a run in progress finish, cancel what overstays."""
+        self._stop.set()
+        if not self._tasks:
+            return
+        _, pending = await asyncio.wait(self._tasks, timeout=grace)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
+
+def start_server_work(container: Container, settings: Settings, metrics: Metrics) -> BackgroundWork:
+    """Start the server's periodic jobs (on the running event loop), each counted in ``metrics``."""
+    work = BackgroundWork()
+    work.every(
+        settings.sweep_interval_seconds,
+        "expiry_sweep",
+        container.memories.sweep_expired,
+        metrics.expirations.inc,
+    )
+    work.every(
+        settings.erasure_interval_seconds,
+        "erasure_runner",
+        container.erasure.run_pending,
+        metrics.forget_completions.inc,
+    )
+    work.every(
+        settings.compaction_interval_seconds,
+        "compaction",
+        lambda: container.compactor.compact().events_rewritten,
+        lambda n: None,
+    )
+    return work

@@ -1,0 +1,67 @@
+"""The audit log as auditors see it: the public key they pin, and Merkle proofs (base64 hashes)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from lethe.vault.audit.log import PublicKeyInfo
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+class PublicKeyOut(BaseModel):
+    origin: str = Field(description="The checkpoint origin line, also the signed-note key name.")
+    pem: str = Field(description="Ed25519 public key, SubjectPublicKeyInfo PEM.")
+    key_id: str = Field(description="Hex of the 4-byte signed-note key id.")
+    vkey: str = Field(description="The signed-note verifier key: name+keyid+base64(0x01||key).")
+    fingerprint_sha256: str = Field(description="Hex SHA-256 of the raw 32-byte public key.")
+
+    @classmethod
+    def from_domain(cls, info: PublicKeyInfo) -> PublicKeyOut:
+        return cls(
+            origin=info.origin,
+            pem=info.pem,
+            key_id=info.key_id,
+            vkey=info.vkey,
+            fingerprint_sha256=info.fingerprint,
+        )
+
+
+class InclusionProofOut(BaseModel):
+    index: int
+    tree_size: int
+    leaf_hash: str = Field(description="Base64 of the leaf hash at index.")
+    root: str = Field(description="Base64 of the root of the tree of tree_size (compare with a checkpoint).")
+    proof: list[str] = Field(description="RFC 9162 inclusion path, base64 hashes, leaf to root.")
+
+    @classmethod
+    def from_hashes(
+        cls, index: int, tree_size: int, leaf: bytes, root: bytes, proof: Sequence[bytes]
+    ) -> InclusionProofOut:
+        proof_b64 = [b64(h) for h in proof]
+        return cls(index=index, tree_size=tree_size, leaf_hash=b64(leaf), root=b64(root), proof=proof_b64)
+
+
+class ConsistencyProofOut(BaseModel):
+    first: int
+    second: int
+    first_root: str
+    second_root: str
+    proof: list[str] = Field(description="RFC 9162 consistency proof, base64 hashes.")
+
+    @classmethod
+    def from_hashes(
+        cls, first: int, second: int, first_root: bytes, second_root: bytes, proof: Sequence[bytes]
+    ) -> ConsistencyProofOut:
+        return cls(
+            first=first,
+            second=second,
+            first_root=b64(first_root),
+            second_root=b64(second_root),
+            proof=[b64(h) for h in proof],
+        )

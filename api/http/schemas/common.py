@@ -1,0 +1,44 @@
+"""What every schema module shares: the strict base model of request bodies, bounded subject ids.
+
+Plain pydantic (no FastAPI), so the CLI can print these models without loading the web stack.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Self
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class Strict(BaseModel):
+    """A request body: unknown fields and NUL characters are a 422."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        """PostgreSQL text cannot hold NUL; refuse it here as a 422 rather than fail as a 500."""
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and "\x00" in v for v in values):
+            raise ValueError("must not contain NUL characters")
+        return value
+
+
+class Out(BaseModel):
+    """A response body read from the attributes of the domain object of the same field names.
+
+    The fields are the whole mapping, stated once: a field added here is filled from the
+    attribute of that name, and no second list of fields can fall behind.
+    """
+
+    model_config = ConfigDict(from_attributes=True)
+
+    @classmethod
+    def from_domain(cls, obj: object) -> Self:
+        return cls.model_validate(obj)
+
+
+SubjectId = Annotated[
+    str, Field(min_length=1, max_length=256, description="The data subject; only ever sent in bodies.")
+]

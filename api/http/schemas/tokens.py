@@ -1,0 +1,44 @@
+"""API tokens: what an admin asks for, and what is shown (the secret only once)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import Field
+
+from lethe.api.http.schemas.common import Out, Strict
+from lethe.vault.access.tokens import MAX_TOKEN_TTL, TokenInfo
+from lethe.vault.model import Role
+
+
+class TokenCreate(Strict):
+    role: Role
+    tenant_id: str | None = Field(
+        default=None, max_length=64, description="Optional; must be the admin's own tenant."
+    )
+    agent_id: str | None = Field(default=None, max_length=64, description="Required for agent tokens.")
+    purposes: list[str] = Field(default_factory=list, max_length=50)
+    ttl_seconds: int | None = Field(default=None, gt=0, le=int(MAX_TOKEN_TTL.total_seconds()), strict=True)
+    description: str | None = Field(default=None, max_length=200)
+
+
+class TokenOut(Out):
+    """A token's id and scope: everything about it but the secret."""
+
+    id: str
+    role: Role
+    tenant_id: str
+    agent_id: str | None
+    purposes: list[str]
+    description: str | None
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+
+class TokenCreated(TokenOut):
+    token: str = Field(description="The bearer token. Shown once; only its hash is stored.")
+
+    @classmethod
+    def from_minted(cls, token: str, info: TokenInfo) -> TokenCreated:
+        return cls(token=token, **TokenOut.from_domain(info).model_dump())

@@ -1,0 +1,44 @@
+"""Erasure certificates in the formats their readers want, for both edges (HTTP and CLI).
+
+JSON is the stored document byte for byte, as signed (never re-serialised, or the
+signature would no longer cover it). HTML and PDF are for people: rendered together
+with the result of the offline verification, so a reader sees whether it passed.
+
+Exceptions: none of its own; rendering errors of ``vault.audit.render`` propagate.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from lethe.vault.audit.certificate import ErasureReport
+from lethe.vault.audit.verify import verify_certificate
+
+
+class ReportFormat(StrEnum):
+    JSON = "json"
+    HTML = "html"
+    PDF = "pdf"
+
+    @property
+    def media_type(self) -> str:
+        return _MEDIA_TYPES[self]
+
+
+_MEDIA_TYPES = {
+    ReportFormat.JSON: "application/json",
+    ReportFormat.HTML: "text/html; charset=utf-8",
+    ReportFormat.PDF: "application/pdf",
+}
+
+
+def render_report(report: ErasureReport, public_key_pem: bytes, fmt: ReportFormat) -> bytes:
+    """The certificate as ``fmt``: the signed bytes for JSON, else a verified rendering."""
+    if fmt is ReportFormat.JSON:
+        return report.document
+    from lethe.vault.audit.render import render_html, render_pdf  # fpdf2 takes ~0.5 s to import
+
+    result = verify_certificate(report.document, public_key_pem, tenant=report.tenant_id)
+    if fmt is ReportFormat.HTML:
+        return render_html(report.document, result).encode("utf-8")
+    return render_pdf(report.document, result)
