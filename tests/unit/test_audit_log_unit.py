@@ -19,7 +19,7 @@ from lethe.keys.signing import Ed25519Signer, SigningKeyError
 from lethe.vault.audit.log import _RootAccumulator, _row_matches, fast_canonical_row
 from lethe.vault.audit.verify import CORE_STEP_ORDER, compute_subject_commitment, verify_certificate
 from lethe.vault.canonical import canonical_json
-from lethe.vault.erasure.service import CORE_STEPS, RECEIVED, subject_commitment
+from lethe.vault.erasure.model import CORE_STEPS, RECEIVED, subject_commitment
 from lethe.vault.merkle import MerkleTree, leaf_hash
 from lethe.vault.store.events import canonical_row
 

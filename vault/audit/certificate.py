@@ -45,7 +45,8 @@ from lethe.vault.audit.log import AuditLog, LogInconsistent, b64
 from lethe.vault.audit.verify import FORMAT, signed_bytes, verify_certificate
 from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import iso, utcnow
-from lethe.vault.erasure.service import RECEIVED, ErasureJob, ErasureStep, StepContext, StepFailed, StepSpec
+from lethe.vault.erasure.model import RECEIVED, ErasureJob, ErasureStep
+from lethe.vault.erasure.steps import StepContext, StepFailed, StepSpec
 from lethe.vault.errors import NotFound, OutOfScope
 from lethe.vault.model import Caller, Role
 from lethe.vault.store.events import canonical_row

@@ -29,7 +29,8 @@ from sqlalchemy.engine import Connection, Engine
 
 from lethe.keys.filescan import FileScanFailed, find_in_files
 from lethe.vault.clock import iso, to_db, utcnow
-from lethe.vault.erasure.service import DERIVED_PURGED, StepContext, StepFailed, StepSpec
+from lethe.vault.erasure.model import DERIVED_PURGED
+from lethe.vault.erasure.steps import StepContext, StepFailed, StepSpec
 from lethe.vault.store.db import UnitOfWork, is_sqlite
 from lethe.vault.store.projection import MEMORY_WRITTEN
 from lethe.vault.store.tables import erasure_jobs, events, memories

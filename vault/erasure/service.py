@@ -18,7 +18,6 @@ forgotten or whose erasure is still running).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -26,123 +25,54 @@ import socket
 import unicodedata
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lethe.keys.protocol import KeyManager, KmsError, KmsUnavailable
+from lethe.keys.protocol import KeyManager
 from lethe.vault.clock import from_db, iso, parse_iso, to_db, utcnow
-from lethe.vault.custody.keyring import ACTIVE, DESTROYED, SubjectKeyring
+from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
-from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
+from lethe.vault.erasure.model import (
+    BLOCKED,
+    DERIVED_PURGED,
+    DUE_AFTER,
+    ERASURE_STEP,
+    KEY_DESTROYED,
+    KEY_PENDING,
+    LEGAL_HOLD_LIFTED,
+    LEGAL_HOLD_PLACED,
+    RECEIVED,
+    TOMBSTONED,
+    VERIFIED,
+    ErasureJob,
+    ErasureStep,
+    LegalHold,
+    Reinstatement,
+    subject_commitment,
+)
+from lethe.vault.erasure.steps import (
+    StepContext,
+    StepFailed,
+    StepSpec,
+    _destroy_keys,
+    _purge_derived,
+    _tombstone,
+    _verify,
+)
 from lethe.vault.errors import LegalHoldActive, NotFound, OutOfScope, VersionConflict
 from lethe.vault.memory.validation import normal_subject_id, require_text
-from lethe.vault.model import Caller, Role, Status
+from lethe.vault.model import Caller, Role
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, SqlEventLog
 from lethe.vault.store.projection import ERASURE_RECEIVED, SUBJECT_REINSTATED, apply
-from lethe.vault.store.tables import (
-    erasure_jobs,
-    erasure_steps,
-    legal_holds,
-    memories,
-    search_index,
-    subject_keys,
-)
+from lethe.vault.store.tables import erasure_jobs, erasure_steps, legal_holds
 
 log = logging.getLogger("lethe.erasure")
 
-DUE_AFTER = timedelta(days=30)  # GDPR Art. 12(3): one month
 LEASE = timedelta(minutes=10)  # a runner's claim on a job, renewed before every step
-RECEIVED, TOMBSTONED, DERIVED_PURGED = "received", "tombstoned", "derived_purged"
-KEY_PENDING, KEY_DESTROYED, VERIFIED = "key_destruction_pending", "key_destroyed", "verified"
-BLOCKED = "blocked"
-CORE_STEPS = (TOMBSTONED, DERIVED_PURGED, KEY_DESTROYED, VERIFIED)
-
-ERASURE_STEP = "erasure.step"
-LEGAL_HOLD_PLACED = "legal_hold.placed"
-LEGAL_HOLD_LIFTED = "legal_hold.lifted"
-
-
-@dataclass(frozen=True)
-class ErasureStep:
-    step: str
-    completed_at: datetime
-    event_seq: int
-    evidence: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ErasureJob:
-    id: str
-    tenant_id: str
-    status: str
-    legal_basis: str
-    reference: str | None
-    requested_by: str
-    received_at: datetime
-    due_at: datetime
-    updated_at: datetime
-    completed_at: datetime | None
-    last_error: str | None
-    report_id: str | None
-    steps: list[ErasureStep]
-    overdue: bool
-    subject_ref: str = field(repr=False, default="")
-    subject_commitment: str = ""
-    commitment_salt: str = ""
-
-
-@dataclass(frozen=True)
-class LegalHold:
-    id: str
-    tenant_id: str
-    reason: str
-    reference: str | None
-    placed_by: str
-    placed_at: datetime
-    lifted_at: datetime | None
-
-
-@dataclass(frozen=True)
-class Reinstatement:
-    tenant_id: str
-    generation: int
-    reinstated_at: datetime
-
-
-class StepFailed(Exception):
-    """A step could not finish now; the job keeps its status and the runner retries."""
-
-
-def subject_commitment(salt: bytes, tenant_id: str, subject_id: str) -> str:
-    """SHA-256(salt || tenant || subject_id): lets a certificate name the subject to
-    whoever already knows the id, and to nobody else. ``subject_id`` is NFC already."""
-    return hashlib.sha256(salt + tenant_id.encode() + subject_id.encode()).hexdigest()
-
-
-@dataclass
-class StepContext:
-    """What a step function gets: the job, a write connection and the services."""
-
-    job: ErasureJob
-    service: ErasureService
-
-
-# A step does its work and returns its evidence. Steps that run inside one DB
-# transaction get ``conn``; steps with outside effects (the KMS) get ``None`` and
-# open their own transactions.
-StepFn = Callable[[StepContext, Connection | None], dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class StepSpec:
-    name: str
-    run: StepFn
-    transactional: bool = True
 
 
 class ErasureService:
@@ -612,154 +542,3 @@ def _step_done(conn: Connection, job_id: str, step: str) -> bool:
         ).first()
         is not None
     )
-
-
-# -- the core steps ----------------------------------------------------------------------
-
-
-def _tombstone(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
-    assert conn is not None
-    ev = tombstone_subject(conn, ctx.service.keyring, ctx.job.tenant_id, ctx.job.subject_ref, ctx.job.id)
-    return {
-        "event_seq": ev.seq,
-        "key_generation": ev.generation,
-        "memories_forgotten": ev.memories_forgotten,
-        "index_entries_before": ev.index_entries_before,
-        "index_entries_after": ev.index_entries_after,
-    }
-
-
-def _purge_derived(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
-    """Tombstone summaries built from any forgotten memory, transitively, whoever their subject."""
-    assert conn is not None
-    job = ctx.job
-    own = _index_count(conn, job.tenant_id, job.subject_ref, [])
-    purge = purge_derived(conn, job.tenant_id, job.subject_ref, job.id, ctx.service.clock())
-    return {
-        "derived_tombstoned": len(purge.ids),
-        "derived_ids": purge.ids,
-        "index_entries_before": own + purge.index_entries_removed,
-        "index_entries_after": _index_count(conn, job.tenant_id, job.subject_ref, purge.ids),
-    }
-
-
-def _index_count(conn: Connection, tenant: str, subject_ref: str, extra_ids: list[str]) -> int:
-    cond = search_index.c.subject_ref == subject_ref
-    if extra_ids:
-        cond = sa.or_(cond, search_index.c.memory_id.in_(extra_ids))
-    return conn.execute(
-        sa.select(sa.func.count()).select_from(search_index).where(search_index.c.tenant_id == tenant, cond)
-    ).scalar_one()
-
-
-def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
-    """Destroy every live generation of the subject's key at the KMS, then record it."""
-    svc, job = ctx.service, ctx.job
-    with svc.uow.read() as conn:
-        gens = conn.execute(
-            sa.select(subject_keys)
-            .where(
-                subject_keys.c.tenant_id == job.tenant_id,
-                subject_keys.c.subject_ref == job.subject_ref,
-            )
-            .order_by(subject_keys.c.generation)
-        ).all()
-    receipts = []
-    for g in gens:
-        svc.keyring.revoke(job.tenant_id, job.subject_ref, g.generation)
-        if g.state == DESTROYED:
-            continue
-        try:
-            r = svc.kms.destroy_key(g.key_name)
-        except KmsUnavailable as exc:
-            raise StepFailed("KMS unavailable; key destruction pending") from exc
-        except KmsError as exc:
-            raise StepFailed(f"KMS refused key destruction ({type(exc).__name__})") from exc
-        if not r.key_unusable:
-            raise StepFailed("the KMS did not make the key unusable")
-        with svc.uow.write() as conn:
-            conn.execute(
-                subject_keys.update()
-                .where(
-                    subject_keys.c.key_name == g.key_name,
-                    subject_keys.c.state == ACTIVE,
-                )
-                .values(state=DESTROYED, destroyed_at=to_db(svc.clock()))
-            )
-        receipts.append(
-            {
-                "generation": g.generation,
-                "key_ref": g.key_name,
-                "backend": r.backend,
-                "destroyed_at": r.destroyed_at,
-                "key_unusable": r.key_unusable,
-                "material_destroyed": r.material_destroyed,
-                "already_destroyed": r.already_destroyed,
-                "details": r.details,
-            }
-        )
-    return {
-        "kms_backend": svc.kms.backend,
-        "keys_destroyed": len(receipts),
-        "receipts": receipts,
-        "key_config": {"exportable": False, "plaintext_backup_allowed": False},
-        "dek_cache": "revoked in this process; other processes hold no ciphertext to open",
-    }
-
-
-def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
-    """Probe, don't assume: every key gone, nothing retrievable, no index entries."""
-    assert conn is not None
-    svc, job = ctx.service, ctx.job
-    scope = (memories.c.tenant_id == job.tenant_id, memories.c.subject_ref == job.subject_ref)
-    gens = conn.execute(
-        sa.select(subject_keys).where(
-            subject_keys.c.tenant_id == job.tenant_id, subject_keys.c.subject_ref == job.subject_ref
-        )
-    ).all()
-    probes = []
-    for g in gens:
-        try:
-            p = svc.kms.probe(g.key_name, g.wrapped_dek)
-        except KmsError as exc:
-            raise StepFailed(f"KMS probe failed ({type(exc).__name__})") from exc
-        probes.append(
-            {
-                "generation": g.generation,
-                "unwrap_failed": p.unwrap_failed,
-                "key_present": p.key_present,
-                "destroyed": p.destroyed,
-            }
-        )
-    retrievable = conn.execute(
-        sa.select(sa.func.count())
-        .select_from(memories)
-        .where(*scope, memories.c.status != Status.FORGOTTEN.value)
-    ).scalar_one()
-    with_ciphertext = conn.execute(
-        sa.select(sa.func.count()).select_from(memories).where(*scope, memories.c.ciphertext.is_not(None))
-    ).scalar_one()
-    index_entries = conn.execute(
-        sa.select(sa.func.count())
-        .select_from(search_index)
-        .where(search_index.c.tenant_id == job.tenant_id, search_index.c.subject_ref == job.subject_ref)
-    ).scalar_one()
-    fenced = svc.keyring.is_fenced(conn, job.tenant_id, job.subject_ref)
-    failures = [f"generation {p['generation']} key still usable" for p in probes if not p["destroyed"]]
-    if retrievable:
-        failures.append(f"{retrievable} memories still retrievable")
-    if with_ciphertext:
-        failures.append(f"{with_ciphertext} projection rows still hold ciphertext")
-    if index_entries:
-        failures.append(f"{index_entries} search index entries remain")
-    if not fenced:
-        failures.append("erasure fence is not up")
-    if failures:
-        raise StepFailed("verification failed: " + "; ".join(failures))
-    return {
-        "key_probes": probes,
-        "retrievable_memories": retrievable,
-        "projection_rows_with_ciphertext": with_ciphertext,
-        "index_entries": index_entries,
-        "erasure_fence": fenced,
-    }

@@ -1,0 +1,199 @@
+"""The core steps of an erasure job: tombstone, derived purge, key destruction, verification.
+
+A step does its work and returns its evidence; the runner (``ErasureService``) records
+both. ``StepSpec`` is the shape every step takes, the core ones here and those added by
+their own modules (``compacted_step``, ``reported_step``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from lethe.keys.protocol import KmsError, KmsUnavailable
+from lethe.vault.clock import to_db
+from lethe.vault.custody.keyring import ACTIVE, DESTROYED
+from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
+from lethe.vault.erasure.model import ErasureJob
+from lethe.vault.model import Status
+from lethe.vault.store.tables import memories, search_index, subject_keys
+
+if TYPE_CHECKING:
+    from lethe.vault.erasure.service import ErasureService
+
+
+class StepFailed(Exception):
+    """A step could not finish now; the job keeps its status and the runner retries."""
+
+
+@dataclass
+class StepContext:
+    """What a step function gets: the job, a write connection and the services."""
+
+    job: ErasureJob
+    service: ErasureService
+
+
+# A step does its work and returns its evidence. Steps that run inside one DB
+# transaction get ``conn``; steps with outside effects (the KMS) get ``None`` and
+# open their own transactions.
+StepFn = Callable[[StepContext, Connection | None], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    name: str
+    run: StepFn
+    transactional: bool = True
+
+
+def _tombstone(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
+    assert conn is not None
+    ev = tombstone_subject(conn, ctx.service.keyring, ctx.job.tenant_id, ctx.job.subject_ref, ctx.job.id)
+    return {
+        "event_seq": ev.seq,
+        "key_generation": ev.generation,
+        "memories_forgotten": ev.memories_forgotten,
+        "index_entries_before": ev.index_entries_before,
+        "index_entries_after": ev.index_entries_after,
+    }
+
+
+def _purge_derived(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
+    """Tombstone summaries built from any forgotten memory, transitively, whoever their subject."""
+    assert conn is not None
+    job = ctx.job
+    own = _index_count(conn, job.tenant_id, job.subject_ref, [])
+    purge = purge_derived(conn, job.tenant_id, job.subject_ref, job.id, ctx.service.clock())
+    return {
+        "derived_tombstoned": len(purge.ids),
+        "derived_ids": purge.ids,
+        "index_entries_before": own + purge.index_entries_removed,
+        "index_entries_after": _index_count(conn, job.tenant_id, job.subject_ref, purge.ids),
+    }
+
+
+def _index_count(conn: Connection, tenant: str, subject_ref: str, extra_ids: list[str]) -> int:
+    cond = search_index.c.subject_ref == subject_ref
+    if extra_ids:
+        cond = sa.or_(cond, search_index.c.memory_id.in_(extra_ids))
+    return conn.execute(
+        sa.select(sa.func.count()).select_from(search_index).where(search_index.c.tenant_id == tenant, cond)
+    ).scalar_one()
+
+
+def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
+    """Destroy every live generation of the subject's key at the KMS, then record it."""
+    svc, job = ctx.service, ctx.job
+    with svc.uow.read() as conn:
+        gens = conn.execute(
+            sa.select(subject_keys)
+            .where(
+                subject_keys.c.tenant_id == job.tenant_id,
+                subject_keys.c.subject_ref == job.subject_ref,
+            )
+            .order_by(subject_keys.c.generation)
+        ).all()
+    receipts = []
+    for g in gens:
+        svc.keyring.revoke(job.tenant_id, job.subject_ref, g.generation)
+        if g.state == DESTROYED:
+            continue
+        try:
+            r = svc.kms.destroy_key(g.key_name)
+        except KmsUnavailable as exc:
+            raise StepFailed("KMS unavailable; key destruction pending") from exc
+        except KmsError as exc:
+            raise StepFailed(f"KMS refused key destruction ({type(exc).__name__})") from exc
+        if not r.key_unusable:
+            raise StepFailed("the KMS did not make the key unusable")
+        with svc.uow.write() as conn:
+            conn.execute(
+                subject_keys.update()
+                .where(
+                    subject_keys.c.key_name == g.key_name,
+                    subject_keys.c.state == ACTIVE,
+                )
+                .values(state=DESTROYED, destroyed_at=to_db(svc.clock()))
+            )
+        receipts.append(
+            {
+                "generation": g.generation,
+                "key_ref": g.key_name,
+                "backend": r.backend,
+                "destroyed_at": r.destroyed_at,
+                "key_unusable": r.key_unusable,
+                "material_destroyed": r.material_destroyed,
+                "already_destroyed": r.already_destroyed,
+                "details": r.details,
+            }
+        )
+    return {
+        "kms_backend": svc.kms.backend,
+        "keys_destroyed": len(receipts),
+        "receipts": receipts,
+        "key_config": {"exportable": False, "plaintext_backup_allowed": False},
+        "dek_cache": "revoked in this process; other processes hold no ciphertext to open",
+    }
+
+
+def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
+    """Probe, don't assume: every key gone, nothing retrievable, no index entries."""
+    assert conn is not None
+    svc, job = ctx.service, ctx.job
+    scope = (memories.c.tenant_id == job.tenant_id, memories.c.subject_ref == job.subject_ref)
+    gens = conn.execute(
+        sa.select(subject_keys).where(
+            subject_keys.c.tenant_id == job.tenant_id, subject_keys.c.subject_ref == job.subject_ref
+        )
+    ).all()
+    probes = []
+    for g in gens:
+        try:
+            p = svc.kms.probe(g.key_name, g.wrapped_dek)
+        except KmsError as exc:
+            raise StepFailed(f"KMS probe failed ({type(exc).__name__})") from exc
+        probes.append(
+            {
+                "generation": g.generation,
+                "unwrap_failed": p.unwrap_failed,
+                "key_present": p.key_present,
+                "destroyed": p.destroyed,
+            }
+        )
+    retrievable = conn.execute(
+        sa.select(sa.func.count())
+        .select_from(memories)
+        .where(*scope, memories.c.status != Status.FORGOTTEN.value)
+    ).scalar_one()
+    with_ciphertext = conn.execute(
+        sa.select(sa.func.count()).select_from(memories).where(*scope, memories.c.ciphertext.is_not(None))
+    ).scalar_one()
+    index_entries = conn.execute(
+        sa.select(sa.func.count())
+        .select_from(search_index)
+        .where(search_index.c.tenant_id == job.tenant_id, search_index.c.subject_ref == job.subject_ref)
+    ).scalar_one()
+    fenced = svc.keyring.is_fenced(conn, job.tenant_id, job.subject_ref)
+    failures = [f"generation {p['generation']} key still usable" for p in probes if not p["destroyed"]]
+    if retrievable:
+        failures.append(f"{retrievable} memories still retrievable")
+    if with_ciphertext:
+        failures.append(f"{with_ciphertext} projection rows still hold ciphertext")
+    if index_entries:
+        failures.append(f"{index_entries} search index entries remain")
+    if not fenced:
+        failures.append("erasure fence is not up")
+    if failures:
+        raise StepFailed("verification failed: " + "; ".join(failures))
+    return {
+        "key_probes": probes,
+        "retrievable_memories": retrievable,
+        "projection_rows_with_ciphertext": with_ciphertext,
+        "index_entries": index_entries,
+        "erasure_fence": fenced,
+    }
