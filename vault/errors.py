@@ -110,3 +110,15 @@ class StoreUnavailable(VaultError):
 class StoreNotReady(VaultError):
     status = 503
     title = "Store not ready"
+
+
+class KeyUnavailable(VaultError):
+    status = 404
+    title = "Not found"
+
+
+class LogInconsistent(VaultError):
+    """The log contradicts itself or a signed checkpoint; nothing was signed."""
+
+    status = 409
+    title = "Audit log inconsistent"

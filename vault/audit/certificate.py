@@ -41,13 +41,13 @@ from sqlalchemy.engine import Connection
 
 from lethe.keys.signing import Ed25519Signer
 from lethe.vault.audit.checkpoint import key_id
-from lethe.vault.audit.log import AuditLog, LogInconsistent, b64
+from lethe.vault.audit.log import AuditLog, b64
 from lethe.vault.audit.verify import FORMAT, signed_bytes, verify_certificate
 from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.erasure.model import RECEIVED, ErasureJob, ErasureStep
 from lethe.vault.erasure.steps import StepContext, StepFailed, StepSpec
-from lethe.vault.errors import NotFound, OutOfScope
+from lethe.vault.errors import LogInconsistent, NotFound, OutOfScope
 from lethe.vault.model import Caller, Role
 from lethe.vault.store.events import canonical_row
 from lethe.vault.store.tables import backups, erasure_jobs, erasure_reports, events

@@ -45,7 +45,7 @@ from lethe.vault.audit.checkpoint import (
     vkey,
 )
 from lethe.vault.clock import iso, utcnow
-from lethe.vault.errors import InvalidCommand, VaultError
+from lethe.vault.errors import InvalidCommand, LogInconsistent
 from lethe.vault.merkle import (
     EMPTY_ROOT,
     AuditTreeError,
@@ -61,7 +61,6 @@ from lethe.vault.store.tables import checkpoints, events
 
 __all__ = [
     "AuditLog",
-    "LogInconsistent",
     "LogVerification",
     "PublicKeyInfo",
     "SqlLeafSource",
@@ -84,13 +83,6 @@ _ROW_COLUMNS = (
     events.c.ciphertext_digest,
     events.c.leaf_hash,
 )
-
-
-class LogInconsistent(VaultError):
-    """The log contradicts itself or a signed checkpoint; nothing was signed."""
-
-    status = 409
-    title = "Audit log inconsistent"
 
 
 @dataclass(frozen=True)

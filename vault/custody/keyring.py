@@ -23,17 +23,12 @@ from sqlalchemy.engine import Connection
 
 from lethe.keys.protocol import KeyDestroyed, KeyManager, KmsError, KmsUnavailable, UnwrapFailed
 from lethe.vault.clock import to_db, utcnow
-from lethe.vault.errors import StoreUnavailable, SubjectForgotten, VaultError
+from lethe.vault.errors import KeyUnavailable, StoreUnavailable, SubjectForgotten
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.tables import forgotten_subjects, subject_keys
 
 ACTIVE = "active"
 DESTROYED = "destroyed"
-
-
-class KeyUnavailable(VaultError):
-    status = 404
-    title = "Not found"
 
 
 @dataclass(frozen=True)

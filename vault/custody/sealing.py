@@ -16,7 +16,8 @@ from sqlalchemy.engine import Connection
 
 from lethe.keys.envelope import DecryptionFailed, decrypt_for_subject, encrypt_for_subject
 from lethe.vault.clock import from_db
-from lethe.vault.custody.keyring import KeyUnavailable, SubjectKeyring
+from lethe.vault.custody.keyring import SubjectKeyring
+from lethe.vault.errors import KeyUnavailable
 from lethe.vault.model import Authority, Kind, MemoryItem, Provenance, SourceType, Status, Trust
 from lethe.vault.store.tables import subject_keys
 
