@@ -11,8 +11,9 @@ reports destroyed (the KMS is the ledger that survives losing the database). The
 tombstoned and fenced again, and the summaries derived from them tombstoned again,
 before anyone can read.
 
-Exceptions: ``BackupError`` (the snapshot or restore could not be made: missing
-``pg_dump``, unreadable manifest, digest mismatch), ``StoreUnavailable``.
+Exceptions: ``BackupError`` (422; the snapshot or restore could not be made: missing
+``pg_dump``, unreadable manifest, digest mismatch, the KMS unreachable during a restore),
+``StoreUnavailable`` (503).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from lethe.keys.protocol import KeyDestroyed, KmsError
 from lethe.vault.clock import iso, to_db, utcnow
 from lethe.vault.custody.keyring import ACTIVE, DESTROYED, SubjectKeyring
 from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
+from lethe.vault.errors import BackupError
 from lethe.vault.store.db import UnitOfWork, is_sqlite
 from lethe.vault.store.events import Event, SqlEventLog
 from lethe.vault.store.schema import upgrade
@@ -44,10 +46,6 @@ from lethe.vault.store.tables import backups, checkpoints, forgotten_subjects, m
 
 FORMAT = "lethe-backup/v1"
 BACKUP_CREATED, BACKUP_RESTORED = "backup.created", "backup.restored"
-
-
-class BackupError(Exception):
-    """A backup or restore could not be made; nothing was changed."""
 
 
 @dataclass(frozen=True)
