@@ -24,8 +24,9 @@ import sqlalchemy as sa
 from lethe.vault.clock import iso, to_db, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
-from lethe.vault.custody.sealing import open_rows, to_item
+from lethe.vault.custody.sealing import open_rows
 from lethe.vault.errors import InvalidCommand, OutOfScope
+from lethe.vault.memory.repository import to_item
 from lethe.vault.memory.validation import normal_subject_id
 from lethe.vault.model import Caller, Kind, Role, SearchQuery, SearchResult, Status
 from lethe.vault.store.db import UnitOfWork

@@ -25,7 +25,7 @@ from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import iso, to_db, utcnow
 from lethe.vault.custody.keyring import ACTIVE, SubjectKey, SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
-from lethe.vault.custody.sealing import open_rows, seal, to_item
+from lethe.vault.custody.sealing import open_rows, seal
 from lethe.vault.errors import (
     IdempotencyConflict,
     InvalidCommand,
@@ -36,6 +36,7 @@ from lethe.vault.errors import (
     VersionConflict,
 )
 from lethe.vault.memory.policy import DEFAULT_POLICY, Limits, Standing
+from lethe.vault.memory.repository import to_item
 from lethe.vault.memory.validation import ValidWrite, normal_subject_id, require_version, validate_write
 from lethe.vault.model import Caller, MemoryItem, Role, Status, Trust, WriteCommand
 from lethe.vault.store.db import UnitOfWork
