@@ -45,12 +45,13 @@ from lethe.vault.audit.log import AuditLog, b64
 from lethe.vault.audit.verify import FORMAT, signed_bytes, verify_certificate
 from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import iso, utcnow
+from lethe.vault.erasure import repository as erasure_repo
 from lethe.vault.erasure.model import RECEIVED, ErasureJob, ErasureStep
 from lethe.vault.erasure.steps import StepContext, StepFailed, StepSpec
 from lethe.vault.errors import LogInconsistent, NotFound, OutOfScope
 from lethe.vault.model import Caller, Role
 from lethe.vault.store.events import canonical_row
-from lethe.vault.store.tables import backups, erasure_jobs, erasure_reports, events
+from lethe.vault.store.tables import backups, erasure_reports, events
 
 __all__ = [
     "MAX_CONSISTENCY_PROOFS",
@@ -337,7 +338,7 @@ class ErasureReports:
                     document=data.decode("utf-8"),
                 )
             )
-            conn.execute(erasure_jobs.update().where(erasure_jobs.c.id == job.id).values(report_id=report_id))
+            erasure_repo.set_report(conn, job.id, report_id)
         return ErasureReport(report_id, job.id, job.tenant_id, issued_at, data)
 
 

@@ -17,6 +17,8 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -107,6 +109,39 @@ class SubjectKeyring:
             .order_by(subject_keys.c.generation.desc())
             .limit(1)
         ).first()
+
+    def state_of(self, conn: Connection, tenant_id: str, subject_ref: str, generation: int) -> str | None:
+        """The state (``active``, ``destroyed``) of one generation of the subject's key, or None."""
+        return conn.execute(
+            sa.select(subject_keys.c.state).where(
+                subject_keys.c.tenant_id == tenant_id,
+                subject_keys.c.subject_ref == subject_ref,
+                subject_keys.c.generation == generation,
+            )
+        ).scalar_one_or_none()
+
+    def generations(self, conn: Connection, tenant_id: str, subject_ref: str) -> list[Any]:
+        """Every key row of the subject (any state), oldest generation first."""
+        return list(
+            conn.execute(
+                sa.select(subject_keys)
+                .where(subject_keys.c.tenant_id == tenant_id, subject_keys.c.subject_ref == subject_ref)
+                .order_by(subject_keys.c.generation)
+            ).all()
+        )
+
+    def active_keys(self, conn: Connection) -> list[Any]:
+        """Every key row the store holds as live (any tenant, any subject)."""
+        return list(conn.execute(sa.select(subject_keys).where(subject_keys.c.state == ACTIVE)).all())
+
+    def mark_destroyed(self, conn: Connection, key_names: list[str], at: datetime) -> None:
+        """Record that the KMS destroyed these keys (rows still marked live only)."""
+        if key_names:
+            conn.execute(
+                subject_keys.update()
+                .where(subject_keys.c.key_name.in_(key_names), subject_keys.c.state == ACTIVE)
+                .values(state=DESTROYED, destroyed_at=to_db(at))
+            )
 
     def is_fenced(self, conn: Connection, tenant_id: str, subject_ref: str) -> bool:
         return (

@@ -31,18 +31,19 @@ from datetime import datetime
 from pathlib import Path
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 
 from lethe.keys.envelope import create_private_file
 from lethe.keys.protocol import KeyDestroyed, KmsError
-from lethe.vault.clock import iso, to_db, utcnow
-from lethe.vault.custody.keyring import ACTIVE, DESTROYED, SubjectKeyring
+from lethe.vault.clock import iso, utcnow
+from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
 from lethe.vault.errors import BackupError
+from lethe.vault.memory import repository as memory_repo
 from lethe.vault.store.db import UnitOfWork, is_sqlite
 from lethe.vault.store.events import Event, SqlEventLog
 from lethe.vault.store.schema import upgrade
-from lethe.vault.store.tables import backups, checkpoints, forgotten_subjects, memories, subject_keys
+from lethe.vault.store.tables import backups, checkpoints, forgotten_subjects
 
 FORMAT = "lethe-backup/v1"
 BACKUP_CREATED, BACKUP_RESTORED = "backup.created", "backup.restored"
@@ -221,20 +222,15 @@ def restore_backup(
         # The live store's ledger keeps its request ids; keys the KMS reports destroyed fill in the rest.
         subjects = {k: "restore-ledger" for k in destroyed} | {(t, s): r for t, s, r in ledger}
         for (tenant_id, subject_ref), request_id in sorted(subjects.items()):
-            if not keyring.is_fenced(conn, tenant_id, subject_ref) or _has_live_memories(
+            # A snapshot taken between an erasure's acceptance (fence up) and its tombstone has both.
+            if not keyring.is_fenced(conn, tenant_id, subject_ref) or memory_repo.has_unforgotten(
                 conn, tenant_id, subject_ref
             ):
                 tombstone_subject(conn, keyring, tenant_id, subject_ref, request_id or "restore-ledger")
                 reforgotten += 1
             # Summaries that cite the subject may predate the snapshot's own purge (or the forget).
             derived += len(purge_derived(conn, tenant_id, subject_ref, request_id, now).ids)
-        names = _destroyed_names(destroyed)
-        if names:
-            conn.execute(
-                subject_keys.update()
-                .where(subject_keys.c.key_name.in_(names))
-                .values(state=DESTROYED, destroyed_at=to_db(now))
-            )
+        keyring.mark_destroyed(conn, _destroyed_names(destroyed), now)
         SqlEventLog().append(
             conn,
             Event(
@@ -250,22 +246,6 @@ def restore_backup(
             ),
         )
     return RestoreReport(manifest.id, manifest.tree_size, reforgotten, len(destroyed), derived)
-
-
-def _has_live_memories(conn: Connection, tenant_id: str, subject_ref: str) -> bool:
-    """A snapshot taken between an erasure's acceptance (fence up) and its tombstone."""
-    return (
-        conn.execute(
-            sa.select(memories.c.id)
-            .where(
-                memories.c.tenant_id == tenant_id,
-                memories.c.subject_ref == subject_ref,
-                memories.c.status != "forgotten",
-            )
-            .limit(1)
-        ).first()
-        is not None
-    )
 
 
 def _live_ledger(uow: UnitOfWork) -> set[tuple[str, str, str | None]]:
@@ -287,7 +267,7 @@ def _live_ledger(uow: UnitOfWork) -> set[tuple[str, str, str | None]]:
 def _keys_destroyed_at_kms(uow: UnitOfWork, keyring: SubjectKeyring) -> dict[tuple[str, str], list[str]]:
     """Subjects whose key the restored store thinks live but the KMS says destroyed."""
     with uow.read() as conn:
-        rows = conn.execute(sa.select(subject_keys).where(subject_keys.c.state == ACTIVE)).all()
+        rows = keyring.active_keys(conn)
     found: dict[tuple[str, str], list[str]] = {}
     for r in rows:
         try:

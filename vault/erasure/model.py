@@ -60,6 +60,7 @@ class LegalHold:
     placed_by: str
     placed_at: datetime
     lifted_at: datetime | None
+    subject_ref: str = field(repr=False, default="")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ forgotten or whose erasure is still running).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -28,15 +27,14 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lethe.keys.protocol import KeyManager
-from lethe.vault.clock import from_db, iso, parse_iso, to_db, utcnow
+from lethe.vault.clock import from_db, iso, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
+from lethe.vault.erasure import repository as repo
 from lethe.vault.erasure.model import (
-    BLOCKED,
     DERIVED_PURGED,
     DUE_AFTER,
     ERASURE_STEP,
@@ -48,7 +46,6 @@ from lethe.vault.erasure.model import (
     TOMBSTONED,
     VERIFIED,
     ErasureJob,
-    ErasureStep,
     LegalHold,
     Reinstatement,
     subject_commitment,
@@ -68,7 +65,6 @@ from lethe.vault.model import Caller, Role
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, SqlEventLog
 from lethe.vault.store.projection import ERASURE_RECEIVED, SUBJECT_REINSTATED, apply
-from lethe.vault.store.tables import erasure_jobs, erasure_steps, legal_holds
 
 log = logging.getLogger("lethe.erasure")
 
@@ -127,7 +123,7 @@ class ErasureService:
         now = self.clock()
         job_id = str(uuid.uuid4())
         with self.uow.write() as conn:
-            hold = self._active_hold(conn, caller.tenant_id, ref)
+            hold = repo.active_hold(conn, caller.tenant_id, ref)
             if hold is not None:
                 raise LegalHoldActive(f"legal hold {hold.id} blocks erasure of this subject: {hold.reason}")
             self._file(conn, caller, job_id, ref, subject_id, legal_basis, reference, now)
@@ -152,22 +148,18 @@ class ErasureService:
     ) -> None:
         salt = os.urandom(16)
         due = now + DUE_AFTER
-        conn.execute(
-            erasure_jobs.insert().values(
-                id=job_id,
-                tenant_id=caller.tenant_id,
-                subject_ref=ref,
-                subject_commitment=subject_commitment(salt, caller.tenant_id, subject_id),
-                commitment_salt=salt.hex(),
-                legal_basis=legal_basis,
-                reference=reference,
-                requested_by=caller.principal,
-                status=RECEIVED,
-                received_at=to_db(now),
-                due_at=to_db(due),
-                updated_at=to_db(now),
-                attempts=0,
-            )
+        repo.insert_job(
+            conn,
+            job_id=job_id,
+            tenant_id=caller.tenant_id,
+            subject_ref=ref,
+            subject_commitment=subject_commitment(salt, caller.tenant_id, subject_id),
+            commitment_salt=salt.hex(),
+            legal_basis=legal_basis,
+            reference=reference,
+            requested_by=caller.principal,
+            received_at=now,
+            due_at=due,
         )
         payload = {
             "request_id": job_id,
@@ -180,14 +172,8 @@ class ErasureService:
             conn, Event(ERASURE_RECEIVED, caller.tenant_id, payload, subject_ref=ref, occurred_at=iso(now))
         )
         apply(conn, ev)  # the erasure fence: no write for this subject is accepted from now on
-        conn.execute(
-            erasure_steps.insert().values(
-                job_id=job_id,
-                step=RECEIVED,
-                completed_at=iso(now),
-                event_seq=ev.seq,
-                evidence=json.dumps({"legal_basis": legal_basis, "due_at": iso(due)}),
-            )
+        repo.insert_step(
+            conn, job_id, RECEIVED, now, ev.seq, {"legal_basis": legal_basis, "due_at": iso(due)}
         )
 
     def get(self, caller: Caller, job_id: str) -> ErasureJob:
@@ -199,13 +185,8 @@ class ErasureService:
 
     def list(self, caller: Caller, status: str | None = None, overdue: bool = False) -> list[ErasureJob]:
         _require(caller, Role.PRIVACY_OFFICER, Role.AUDITOR)
-        q = sa.select(erasure_jobs.c.id).where(erasure_jobs.c.tenant_id == caller.tenant_id)
-        if status:
-            q = q.where(erasure_jobs.c.status == status)
-        if overdue:
-            q = q.where(erasure_jobs.c.completed_at.is_(None), erasure_jobs.c.due_at < to_db(self.clock()))
         with self.uow.read() as conn:
-            ids = conn.execute(q.order_by(erasure_jobs.c.received_at)).scalars().all()
+            ids = repo.job_ids(conn, caller.tenant_id, status, self.clock() if overdue else None)
         return [j for j in (self._load(i) for i in ids) if j is not None]
 
     # -- legal holds and reinstatement ------------------------------------------------
@@ -219,18 +200,9 @@ class ErasureService:
         require_text("reference", reference, 200, required=False)
         ref = self.pseudonyms.subject_ref(caller.tenant_id, subject_id)
         hold_id, now = str(uuid.uuid4()), self.clock()
+        hold = LegalHold(hold_id, caller.tenant_id, reason, reference, caller.principal, now, None, ref)
         with self.uow.write() as conn:
-            conn.execute(
-                legal_holds.insert().values(
-                    id=hold_id,
-                    tenant_id=caller.tenant_id,
-                    subject_ref=ref,
-                    reason=reason,
-                    reference=reference,
-                    placed_by=caller.principal,
-                    placed_at=to_db(now),
-                )
-            )
+            repo.insert_hold(conn, hold)
             self.log.append(
                 conn,
                 Event(
@@ -241,35 +213,27 @@ class ErasureService:
                     occurred_at=iso(now),
                 ),
             )
-        return LegalHold(hold_id, caller.tenant_id, reason, reference, caller.principal, now, None)
+        return hold
 
     def lift_hold(self, caller: Caller, hold_id: str) -> None:
         _require(caller, Role.PRIVACY_OFFICER)
         now = self.clock()
         with self.uow.write() as conn:
-            row = conn.execute(sa.select(legal_holds).where(legal_holds.c.id == hold_id)).first()
-            if row is None or row.tenant_id != caller.tenant_id or row.lifted_at is not None:
+            hold = repo.get_hold(conn, hold_id)
+            if hold is None or hold.tenant_id != caller.tenant_id or hold.lifted_at is not None:
                 raise NotFound("legal hold not found")
-            conn.execute(legal_holds.update().where(legal_holds.c.id == hold_id).values(lifted_at=to_db(now)))
+            repo.lift_hold(conn, hold_id, now)
             self.log.append(
                 conn,
                 Event(
                     LEGAL_HOLD_LIFTED,
                     caller.tenant_id,
                     {"hold_id": hold_id, "lifted_by": caller.principal},
-                    subject_ref=row.subject_ref,
+                    subject_ref=hold.subject_ref,
                     occurred_at=iso(now),
                 ),
             )
-            conn.execute(
-                erasure_jobs.update()
-                .where(
-                    erasure_jobs.c.tenant_id == row.tenant_id,
-                    erasure_jobs.c.subject_ref == row.subject_ref,
-                    erasure_jobs.c.status == BLOCKED,
-                )
-                .values(status=RECEIVED, last_error=None, updated_at=to_db(now))
-            )
+            repo.unblock_jobs_of(conn, hold.tenant_id, hold.subject_ref, now)
 
     def reinstate(self, caller: Caller, subject_id: str, reason: str) -> Reinstatement:
         """Lift the erasure fence. The old generation stays shredded; writes get a new key."""
@@ -281,16 +245,7 @@ class ErasureService:
         with self.uow.write() as conn:
             if not self.keyring.is_fenced(conn, caller.tenant_id, ref):
                 raise VersionConflict("this subject is not forgotten")
-            running = conn.execute(
-                sa.select(sa.func.count())
-                .select_from(erasure_jobs)
-                .where(
-                    erasure_jobs.c.tenant_id == caller.tenant_id,
-                    erasure_jobs.c.subject_ref == ref,
-                    erasure_jobs.c.completed_at.is_(None),
-                )
-            ).scalar_one()
-            if running:
+            if repo.unfinished_jobs_of(conn, caller.tenant_id, ref):
                 raise VersionConflict(
                     "an erasure of this subject is still running; reinstate after it completes"
                 )
@@ -314,15 +269,7 @@ class ErasureService:
     def run_pending(self) -> int:
         """Advance every unfinished job as far as it goes now; returns how many finished."""
         with self.uow.read() as conn:
-            ids = (
-                conn.execute(
-                    sa.select(erasure_jobs.c.id)
-                    .where(erasure_jobs.c.completed_at.is_(None), erasure_jobs.c.status != BLOCKED)
-                    .order_by(erasure_jobs.c.received_at)
-                )
-                .scalars()
-                .all()
-            )
+            ids = repo.runnable_job_ids(conn)
         return sum(1 for job_id in ids if self.advance(job_id))
 
     def advance(self, job_id: str) -> bool:
@@ -358,9 +305,8 @@ class ErasureService:
     def _claim(self, job_id: str) -> bool:
         """Take or renew the job's lease: free, ours, expired, or left by a dead process here."""
         now = self.clock()
-        j = erasure_jobs.c
         with self.uow.write() as conn:
-            owner = conn.execute(sa.select(j.lease_owner, j.lease_until).where(j.id == job_id)).first()
+            owner = repo.lease_of(conn, job_id)
             if owner is None:
                 return False
             free = (
@@ -371,32 +317,23 @@ class ErasureService:
             )
             if not free:
                 return False
-            taken = conn.execute(
-                erasure_jobs.update()
-                .where(j.id == job_id, j.completed_at.is_(None))
-                .values(lease_owner=self.runner_id, lease_until=to_db(now + LEASE))
-            ).rowcount
-        return taken == 1
+            return repo.take_lease(conn, job_id, self.runner_id, now + LEASE)
 
     def _release(self, job_id: str) -> None:
         with self.uow.write() as conn:
-            conn.execute(
-                erasure_jobs.update()
-                .where(erasure_jobs.c.id == job_id, erasure_jobs.c.lease_owner == self.runner_id)
-                .values(lease_owner=None, lease_until=None)
-            )
+            repo.release_lease(conn, job_id, self.runner_id)
 
     def _run_step(self, job: ErasureJob, spec: StepSpec) -> None:
         ctx = StepContext(job, self)
         if spec.transactional:
             with self.uow.write() as conn:
-                if _step_done(conn, job.id, spec.name):
+                if repo.step_done(conn, job.id, spec.name):
                     return  # another runner finished it first
                 self._record(conn, job, spec.name, spec.run(ctx, conn))
         else:
             evidence = spec.run(ctx, None)
             with self.uow.write() as conn:
-                if not _step_done(conn, job.id, spec.name):
+                if not repo.step_done(conn, job.id, spec.name):
                     self._record(conn, job, spec.name, evidence)
 
     def _record(self, conn: Connection, job: ErasureJob, step: str, evidence: dict[str, Any]) -> None:
@@ -411,41 +348,14 @@ class ErasureService:
                 occurred_at=iso(now),
             ),
         )
-        conn.execute(
-            erasure_steps.insert().values(
-                job_id=job.id,
-                step=step,
-                completed_at=iso(now),
-                event_seq=ev.seq,
-                evidence=json.dumps(evidence),
-            )
-        )
-        done = step == self.final_status
-        conn.execute(
-            erasure_jobs.update()
-            .where(erasure_jobs.c.id == job.id)
-            .values(
-                status=step,
-                updated_at=to_db(now),
-                last_error=None,
-                completed_at=to_db(now) if done else None,
-            )
-        )
+        repo.insert_step(conn, job.id, step, now, ev.seq, evidence)
+        repo.record_progress(conn, job.id, step, now, completed=step == self.final_status)
         log.info("erasure step completed", extra={"request_id": job.id, "step": step})
 
     def _note_failure(self, job: ErasureJob, spec: StepSpec, reason: str) -> None:
         status = KEY_PENDING if spec.name == KEY_DESTROYED else job.status
         with self.uow.write() as conn:
-            conn.execute(
-                erasure_jobs.update()
-                .where(erasure_jobs.c.id == job.id)
-                .values(
-                    status=status,
-                    last_error=reason[:500],
-                    attempts=erasure_jobs.c.attempts + 1,
-                    updated_at=to_db(self.clock()),
-                )
-            )
+            repo.note_failure(conn, job.id, status, reason, self.clock())
         log.warning(
             "erasure step deferred", extra={"request_id": job.id, "step": spec.name, "reason": reason}
         )
@@ -453,64 +363,15 @@ class ErasureService:
     def _hold_check(self, job: ErasureJob) -> bool:
         """A hold placed after the request blocks the job before anything is destroyed."""
         with self.uow.write() as conn:
-            hold = self._active_hold(conn, job.tenant_id, job.subject_ref)
+            hold = repo.active_hold(conn, job.tenant_id, job.subject_ref)
             if hold is None:
                 return True
-            conn.execute(
-                erasure_jobs.update()
-                .where(erasure_jobs.c.id == job.id)
-                .values(
-                    status=BLOCKED,
-                    last_error=f"legal hold {hold.id}: {hold.reason}"[:500],
-                    updated_at=to_db(self.clock()),
-                )
-            )
+            repo.block(conn, job.id, f"legal hold {hold.id}: {hold.reason}", self.clock())
         return False
-
-    def _active_hold(self, conn: Connection, tenant_id: str, subject_ref: str):  # type: ignore[no-untyped-def]
-        return conn.execute(
-            sa.select(legal_holds)
-            .where(
-                legal_holds.c.tenant_id == tenant_id,
-                legal_holds.c.subject_ref == subject_ref,
-                legal_holds.c.lifted_at.is_(None),
-            )
-            .order_by(legal_holds.c.placed_at)
-        ).first()
 
     def _load(self, job_id: str) -> ErasureJob | None:
         with self.uow.read() as conn:
-            row = conn.execute(sa.select(erasure_jobs).where(erasure_jobs.c.id == job_id)).first()
-            if row is None:
-                return None
-            steps = conn.execute(
-                sa.select(erasure_steps)
-                .where(erasure_steps.c.job_id == job_id)
-                .order_by(erasure_steps.c.event_seq)
-            ).all()
-        now = self.clock()
-        return ErasureJob(
-            id=row.id,
-            tenant_id=row.tenant_id,
-            status=row.status,
-            legal_basis=row.legal_basis,
-            reference=row.reference,
-            requested_by=row.requested_by,
-            received_at=from_db(row.received_at),
-            due_at=from_db(row.due_at),
-            updated_at=from_db(row.updated_at),
-            completed_at=from_db(row.completed_at) if row.completed_at else None,
-            last_error=row.last_error,
-            report_id=row.report_id,
-            steps=[
-                ErasureStep(s.step, parse_iso(s.completed_at), s.event_seq, json.loads(s.evidence))
-                for s in steps
-            ],
-            overdue=row.completed_at is None and now > from_db(row.due_at),
-            subject_ref=row.subject_ref,
-            subject_commitment=row.subject_commitment,
-            commitment_salt=row.commitment_salt,
-        )
+            return repo.load_job(conn, job_id, self.clock())
 
 
 def _died_here(owner: str) -> bool:
@@ -531,14 +392,3 @@ def _died_here(owner: str) -> bool:
 def _require(caller: Caller, *roles: Role) -> None:
     if caller.role not in roles:
         raise OutOfScope("this credential's role may not do that")
-
-
-def _step_done(conn: Connection, job_id: str, step: str) -> bool:
-    return (
-        conn.execute(
-            sa.select(erasure_steps.c.step).where(
-                erasure_steps.c.job_id == job_id, erasure_steps.c.step == step
-            )
-        ).first()
-        is not None
-    )

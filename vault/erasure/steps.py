@@ -11,16 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lethe.keys.protocol import KmsError, KmsUnavailable
-from lethe.vault.clock import to_db
-from lethe.vault.custody.keyring import ACTIVE, DESTROYED
+from lethe.vault.custody.keyring import DESTROYED
 from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
 from lethe.vault.erasure.model import ErasureJob
-from lethe.vault.model import Status
-from lethe.vault.store.tables import memories, search_index, subject_keys
+from lethe.vault.memory import repository as memory_repo
 
 if TYPE_CHECKING:
     from lethe.vault.erasure.service import ErasureService
@@ -67,37 +64,21 @@ def _purge_derived(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     """Tombstone summaries built from any forgotten memory, transitively, whoever their subject."""
     assert conn is not None
     job = ctx.job
-    own = _index_count(conn, job.tenant_id, job.subject_ref, [])
+    own = memory_repo.count_index(conn, job.tenant_id, job.subject_ref)
     purge = purge_derived(conn, job.tenant_id, job.subject_ref, job.id, ctx.service.clock())
     return {
         "derived_tombstoned": len(purge.ids),
         "derived_ids": purge.ids,
         "index_entries_before": own + purge.index_entries_removed,
-        "index_entries_after": _index_count(conn, job.tenant_id, job.subject_ref, purge.ids),
+        "index_entries_after": memory_repo.count_index(conn, job.tenant_id, job.subject_ref, purge.ids),
     }
-
-
-def _index_count(conn: Connection, tenant: str, subject_ref: str, extra_ids: list[str]) -> int:
-    cond = search_index.c.subject_ref == subject_ref
-    if extra_ids:
-        cond = sa.or_(cond, search_index.c.memory_id.in_(extra_ids))
-    return conn.execute(
-        sa.select(sa.func.count()).select_from(search_index).where(search_index.c.tenant_id == tenant, cond)
-    ).scalar_one()
 
 
 def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
     """Destroy every live generation of the subject's key at the KMS, then record it."""
     svc, job = ctx.service, ctx.job
     with svc.uow.read() as conn:
-        gens = conn.execute(
-            sa.select(subject_keys)
-            .where(
-                subject_keys.c.tenant_id == job.tenant_id,
-                subject_keys.c.subject_ref == job.subject_ref,
-            )
-            .order_by(subject_keys.c.generation)
-        ).all()
+        gens = svc.keyring.generations(conn, job.tenant_id, job.subject_ref)
     receipts = []
     for g in gens:
         svc.keyring.revoke(job.tenant_id, job.subject_ref, g.generation)
@@ -112,14 +93,7 @@ def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
         if not r.key_unusable:
             raise StepFailed("the KMS did not make the key unusable")
         with svc.uow.write() as conn:
-            conn.execute(
-                subject_keys.update()
-                .where(
-                    subject_keys.c.key_name == g.key_name,
-                    subject_keys.c.state == ACTIVE,
-                )
-                .values(state=DESTROYED, destroyed_at=to_db(svc.clock()))
-            )
+            svc.keyring.mark_destroyed(conn, [g.key_name], svc.clock())
         receipts.append(
             {
                 "generation": g.generation,
@@ -145,12 +119,7 @@ def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     """Probe, don't assume: every key gone, nothing retrievable, no index entries."""
     assert conn is not None
     svc, job = ctx.service, ctx.job
-    scope = (memories.c.tenant_id == job.tenant_id, memories.c.subject_ref == job.subject_ref)
-    gens = conn.execute(
-        sa.select(subject_keys).where(
-            subject_keys.c.tenant_id == job.tenant_id, subject_keys.c.subject_ref == job.subject_ref
-        )
-    ).all()
+    gens = svc.keyring.generations(conn, job.tenant_id, job.subject_ref)
     probes = []
     for g in gens:
         try:
@@ -165,19 +134,9 @@ def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
                 "destroyed": p.destroyed,
             }
         )
-    retrievable = conn.execute(
-        sa.select(sa.func.count())
-        .select_from(memories)
-        .where(*scope, memories.c.status != Status.FORGOTTEN.value)
-    ).scalar_one()
-    with_ciphertext = conn.execute(
-        sa.select(sa.func.count()).select_from(memories).where(*scope, memories.c.ciphertext.is_not(None))
-    ).scalar_one()
-    index_entries = conn.execute(
-        sa.select(sa.func.count())
-        .select_from(search_index)
-        .where(search_index.c.tenant_id == job.tenant_id, search_index.c.subject_ref == job.subject_ref)
-    ).scalar_one()
+    retrievable = memory_repo.count_unforgotten(conn, job.tenant_id, job.subject_ref)
+    with_ciphertext = memory_repo.count_with_ciphertext(conn, job.tenant_id, job.subject_ref)
+    index_entries = memory_repo.count_index(conn, job.tenant_id, job.subject_ref)
     fenced = svc.keyring.is_fenced(conn, job.tenant_id, job.subject_ref)
     failures = [f"generation {p['generation']} key still usable" for p in probes if not p["destroyed"]]
     if retrievable:

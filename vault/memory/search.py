@@ -26,7 +26,7 @@ from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
 from lethe.vault.custody.sealing import open_rows
 from lethe.vault.errors import InvalidCommand, OutOfScope
-from lethe.vault.memory.repository import to_item
+from lethe.vault.memory import repository as repo
 from lethe.vault.memory.validation import normal_subject_id
 from lethe.vault.model import Caller, Kind, Role, SearchQuery, SearchResult, Status
 from lethe.vault.store.db import UnitOfWork
@@ -115,16 +115,10 @@ class SearchService:
                 if len(page) < PAGE:
                     break
                 offset += PAGE
-            rows = {}
-            if chosen:
-                ids = [cid for cid, _ in chosen]
-                mine = sa.select(memories).where(
-                    memories.c.tenant_id == caller.tenant_id, memories.c.id.in_(ids)
-                )
-                rows = {r.id: r for r in conn.execute(mine)}
+            rows = repo.by_ids(conn, caller.tenant_id, [cid for cid, _ in chosen])
             opened = open_rows(conn, self.keyring, list(rows.values()))
         keys = [((caller.tenant_id, cid), score) for cid, score in chosen]
-        items = [to_item(rows[k[1]], *opened[k], score=score) for k, score in keys if k in opened]
+        items = [repo.to_item(rows[k[1]], *opened[k], score=score) for k, score in keys if k in opened]
         used = sum(rows[i.id].token_estimate for i in items)
         return SearchResult(items=items, used_tokens=used, skipped_over_budget=skipped)
 

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -25,7 +24,7 @@ from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import iso, to_db, utcnow
 from lethe.vault.custody.keyring import ACTIVE, SubjectKey, SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
-from lethe.vault.custody.sealing import open_rows, seal
+from lethe.vault.custody.sealing import seal
 from lethe.vault.errors import (
     IdempotencyConflict,
     InvalidCommand,
@@ -35,8 +34,8 @@ from lethe.vault.errors import (
     SubjectForgotten,
     VersionConflict,
 )
+from lethe.vault.memory import repository as repo
 from lethe.vault.memory.policy import DEFAULT_POLICY, Limits, Standing
-from lethe.vault.memory.repository import to_item
 from lethe.vault.memory.validation import ValidWrite, normal_subject_id, require_version, validate_write
 from lethe.vault.model import Caller, MemoryItem, Role, Status, Trust, WriteCommand
 from lethe.vault.store.db import UnitOfWork
@@ -49,7 +48,6 @@ from lethe.vault.store.projection import (
     apply,
     apply_many,
 )
-from lethe.vault.store.tables import idempotency_keys, memories, search_index, subject_keys
 
 TokenCounter = Callable[[str], int]
 
@@ -145,9 +143,10 @@ class MemoryService:
             occurred_at=iso(now),
         )
 
-    def _index_row(self, tenant_id: str, subject_ref: str, memory_id: str, content: str) -> dict:
-        terms = " ".join(sorted(self.pseudonyms.term_hashes(tenant_id, content)))
-        return {"memory_id": memory_id, "tenant_id": tenant_id, "subject_ref": subject_ref, "terms": terms}
+    def _index_row(self, tenant_id: str, subject_ref: str, memory_id: str, content: str) -> dict[str, str]:
+        return repo.index_row(
+            tenant_id, subject_ref, memory_id, self.pseudonyms.term_hashes(tenant_id, content)
+        )
 
     def write(self, caller: Caller, cmd: WriteCommand) -> WriteOutcome:
         cmd = replace(cmd, subject_id=normal_subject_id(cmd.subject_id))
@@ -195,18 +194,11 @@ class MemoryService:
                         ),
                     )
                 if version > 1:
-                    conn.execute(
-                        search_index.delete().where(
-                            search_index.c.tenant_id == caller.tenant_id,
-                            search_index.c.memory_id == memory_id,
-                        )
-                    )
-                conn.execute(
-                    search_index.insert().values(
-                        **self._index_row(caller.tenant_id, subject_ref, memory_id, cmd.content)
-                    )
+                    repo.drop_index_entry(conn, caller.tenant_id, memory_id)
+                repo.add_index_rows(
+                    conn, [self._index_row(caller.tenant_id, subject_ref, memory_id, cmd.content)]
                 )
-                row = conn.execute(_by_id(caller.tenant_id, memory_id)).one()
+                row = repo.by_id(conn, caller.tenant_id, memory_id)
         except IntegrityError as exc:
             # A concurrent writer took the id or the idempotency key first.
             with self.uow.read() as conn:
@@ -214,7 +206,7 @@ class MemoryService:
             if first is not None:
                 return WriteOutcome(first, created=False)
             raise VersionConflict("a memory with this id already exists") from exc
-        return WriteOutcome(to_item(row, cmd.subject_id, cmd.content), created=True)
+        return WriteOutcome(repo.to_item(row, cmd.subject_id, cmd.content), created=True)
 
     def import_batch(self, caller: Caller, cmds: list[WriteCommand]) -> int:
         """Bulk import of new memories (migrations, benchmarks): same validation, policy,
@@ -254,8 +246,7 @@ class MemoryService:
                 for ref, key in keys.items():
                     self._check_fence(conn, caller.tenant_id, ref, key.generation)
                 apply_many(conn, self.log.append_many(conn, batch))
-                if index_rows:
-                    conn.execute(search_index.insert(), index_rows)
+                repo.add_index_rows(conn, index_rows)
         except IntegrityError as exc:
             raise IdempotencyConflict("an idempotency key in the batch was already used") from exc
         return len(batch)
@@ -266,32 +257,19 @@ class MemoryService:
     def _idempotent_replay(
         self, conn: Connection, tenant_id: str, agent_id: str, cmd: WriteCommand, request_hash: str
     ) -> MemoryItem | None:
-        prior = conn.execute(
-            sa.select(idempotency_keys).where(
-                idempotency_keys.c.tenant_id == tenant_id,
-                idempotency_keys.c.agent_id == agent_id,
-                idempotency_keys.c.key == cmd.idempotency_key,
-            )
-        ).first()
+        prior = repo.prior_write(conn, tenant_id, agent_id, cmd.idempotency_key)
         if prior is None:
             return None
         if not hmac.compare_digest(prior.request_hash, request_hash):
             raise IdempotencyConflict("this idempotency key was already used with a different request")
-        row = conn.execute(_by_id(tenant_id, prior.memory_id)).one()
-        opened = open_rows(conn, self.keyring, [row]).get((row.tenant_id, row.id))
-        if opened is None:
+        item = repo.open_item(conn, self.keyring, repo.by_id(conn, tenant_id, prior.memory_id))
+        if item is None:
             raise SubjectForgotten("the memory written under this key has been forgotten")
-        return to_item(row, *opened)
+        return item
 
     def _check_fence(self, conn: Connection, tenant_id: str, subject_ref: str, generation: int) -> None:
         """Under the write lock: a forget that committed first wins, and this write is refused."""
-        state = conn.execute(
-            sa.select(subject_keys.c.state).where(
-                subject_keys.c.tenant_id == tenant_id,
-                subject_keys.c.subject_ref == subject_ref,
-                subject_keys.c.generation == generation,
-            )
-        ).scalar_one_or_none()
+        state = self.keyring.state_of(conn, tenant_id, subject_ref, generation)
         if state != ACTIVE or self.keyring.is_fenced(conn, tenant_id, subject_ref):
             raise SubjectForgotten("this subject was forgotten; a privacy officer must reinstate it")
 
@@ -310,7 +288,7 @@ class MemoryService:
                 raise InvalidCommand("expected_version must be 0 when no id is given")
             return str(uuid.uuid4()), 1, now
         _check_id(cmd.id)
-        row = conn.execute(_by_id(caller.tenant_id, cmd.id)).first()
+        row = repo.by_id(conn, caller.tenant_id, cmd.id)
         if row is None:
             if cmd.expected_version != 0:
                 raise NotFound("memory not found")
@@ -332,7 +310,7 @@ class MemoryService:
         ``NotFound`` like an unknown id: the purpose rule must not confirm that it exists.
         """
         assert cmd.supersedes_id is not None  # only called for a correction
-        old = conn.execute(_by_id(caller.tenant_id, cmd.supersedes_id)).first()
+        old = repo.by_id(conn, caller.tenant_id, cmd.supersedes_id)
         if old is None or old.agent_id != agent_id or not caller.may_use(old.purpose):
             raise NotFound("the superseded memory was not found")
         if old.purpose != cmd.purpose:
@@ -345,13 +323,13 @@ class MemoryService:
 
     def get(self, caller: Caller, memory_id: str) -> MemoryItem:
         with self.uow.read() as conn:
-            row = conn.execute(_by_id(caller.tenant_id, memory_id)).first()
+            row = repo.by_id(conn, caller.tenant_id, memory_id)
             if row is None or not self._visible(caller, row):
                 raise NotFound("memory not found")
-            opened = open_rows(conn, self.keyring, [row]).get((row.tenant_id, row.id))
-        if opened is None:
+            item = repo.open_item(conn, self.keyring, row)
+        if item is None:
             raise NotFound("memory not found")
-        return to_item(row, *opened)
+        return item
 
     def _visible(self, caller: Caller, row) -> bool:  # type: ignore[no-untyped-def]
         if row.tenant_id != caller.tenant_id or row.status in (Status.FORGOTTEN, Status.EXPIRED):
@@ -375,7 +353,7 @@ class MemoryService:
         require_version("expected_version", expected_version)
         now = self.clock()
         with self.uow.write() as conn:
-            row = conn.execute(_by_id(caller.tenant_id, memory_id)).first()
+            row = repo.by_id(conn, caller.tenant_id, memory_id)
             if row is None or row.status == Status.FORGOTTEN:
                 raise NotFound("memory not found")
             if row.agent_id in (caller.agent_id, f"{caller.role.value}:{caller.principal}"):
@@ -399,11 +377,10 @@ class MemoryService:
                     occurred_at=iso(now),
                 ),
             )
-            row = conn.execute(_by_id(caller.tenant_id, memory_id)).one()
-            opened = open_rows(conn, self.keyring, [row]).get((row.tenant_id, row.id))
-        if opened is None:
+            item = repo.open_item(conn, self.keyring, repo.by_id(conn, caller.tenant_id, memory_id))
+        if item is None:
             raise NotFound("memory not found")
-        return to_item(row, *opened)
+        return item
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -413,14 +390,7 @@ class MemoryService:
         while True:
             now = self.clock()
             with self.uow.write() as conn:
-                rows = conn.execute(
-                    sa.select(memories.c.id, memories.c.tenant_id, memories.c.subject_ref, memories.c.version)
-                    .where(
-                        memories.c.status.in_((Status.ACTIVE.value, Status.QUARANTINED.value)),
-                        memories.c.expires_at <= to_db(now),
-                    )
-                    .limit(batch)
-                ).all()
+                rows = repo.live_past_expiry(conn, now, batch)
                 for r in rows:
                     self._emit(
                         conn,
@@ -436,11 +406,6 @@ class MemoryService:
             total += len(rows)
             if len(rows) < batch:
                 return total
-
-
-def _by_id(tenant_id: str, memory_id: str) -> sa.Select:
-    """The tenant's memory under this id: ids are unique within a tenant, not across tenants."""
-    return sa.select(memories).where(memories.c.tenant_id == tenant_id, memories.c.id == memory_id)
 
 
 def _agent_of(caller: Caller) -> str:
