@@ -335,6 +335,7 @@ def test_a_certificate_issued_after_history_was_rewritten_is_refused(lethe: Cont
         c.keyring,
         c.pseudonyms,
         extra_steps=[compacted_step(c.compactor), reported_step(c.audit, reports.signer, reports)],
+        log=c.log,
     )
     job = service.request(officer(), ALICE, "gdpr-art17-1a", None)
     service.run_pending()

@@ -41,7 +41,7 @@ from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
 from lethe.vault.errors import BackupError
 from lethe.vault.memory import repository as memory_repo
 from lethe.vault.store.db import UnitOfWork, is_sqlite
-from lethe.vault.store.events import Event, SqlEventLog
+from lethe.vault.store.events import Event, EventLog, SqlEventLog
 from lethe.vault.store.schema import upgrade
 from lethe.vault.store.tables import backups, checkpoints, forgotten_subjects
 
@@ -81,6 +81,11 @@ class RestoreReport:
     derived_retombstoned: int = 0
 
 
+def _log_or_sql(log: EventLog | None) -> EventLog:
+    """Transitional: the CLI (api/cli/erasure.py) calls without a log; it should pass ``Container.log``."""
+    return log if log is not None else SqlEventLog()
+
+
 def _sqlite_path(engine: Engine) -> Path:
     return Path(engine.url.database or "")
 
@@ -101,8 +106,11 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def create_backup(uow: UnitOfWork, dest_dir: Path, clock: Callable[[], datetime] = utcnow) -> Path:
+def create_backup(
+    uow: UnitOfWork, dest_dir: Path, clock: Callable[[], datetime] = utcnow, *, log: EventLog | None = None
+) -> Path:
     """Write a snapshot and its manifest under ``dest_dir``; return the manifest path."""
+    log = _log_or_sql(log)
     backup_id, now = str(uuid.uuid4()), clock()
     folder = Path(dest_dir) / f"lethe-backup-{now.strftime('%Y%m%dT%H%M%SZ')}-{backup_id[:8]}"
     folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -125,7 +133,7 @@ def create_backup(uow: UnitOfWork, dest_dir: Path, clock: Callable[[], datetime]
             shutil.rmtree(folder)
             raise BackupError("pg_dump is not installed; install the PostgreSQL client tools to back up")
         with uow.read() as conn:
-            tree_size = SqlEventLog().size(conn)
+            tree_size = log.size(conn)
             checkpoint = conn.execute(
                 sa.select(checkpoints.c.note).order_by(checkpoints.c.tree_size.desc()).limit(1)
             ).scalar_one_or_none()
@@ -155,7 +163,7 @@ def create_backup(uow: UnitOfWork, dest_dir: Path, clock: Callable[[], datetime]
                 id=backup_id, created_at=iso(now), tree_size=tree_size, location=str(folder)
             )
         )
-        SqlEventLog().append(
+        log.append(
             conn,
             Event(
                 BACKUP_CREATED,
@@ -173,9 +181,15 @@ def create_backup(uow: UnitOfWork, dest_dir: Path, clock: Callable[[], datetime]
 
 
 def restore_backup(
-    uow: UnitOfWork, keyring: SubjectKeyring, manifest_path: Path, clock: Callable[[], datetime] = utcnow
+    uow: UnitOfWork,
+    keyring: SubjectKeyring,
+    manifest_path: Path,
+    clock: Callable[[], datetime] = utcnow,
+    *,
+    log: EventLog | None = None,
 ) -> RestoreReport:
     """Replace the store with the snapshot, then forget again whoever was forgotten since."""
+    log = _log_or_sql(log)
     manifest = BackupManifest.load(manifest_path)
     source = Path(manifest_path).parent / manifest.file
     if not source.exists() or _sha256(source) != manifest.sha256:
@@ -226,12 +240,12 @@ def restore_backup(
             if not keyring.is_fenced(conn, tenant_id, subject_ref) or memory_repo.has_unforgotten(
                 conn, tenant_id, subject_ref
             ):
-                tombstone_subject(conn, keyring, tenant_id, subject_ref, request_id or "restore-ledger")
+                tombstone_subject(conn, log, keyring, tenant_id, subject_ref, request_id or "restore-ledger")
                 reforgotten += 1
             # Summaries that cite the subject may predate the snapshot's own purge (or the forget).
-            derived += len(purge_derived(conn, tenant_id, subject_ref, request_id, now).ids)
+            derived += len(purge_derived(conn, log, tenant_id, subject_ref, request_id, now).ids)
         keyring.mark_destroyed(conn, _destroyed_names(destroyed), now)
-        SqlEventLog().append(
+        log.append(
             conn,
             Event(
                 BACKUP_RESTORED,

@@ -24,7 +24,7 @@ from lethe.vault.clock import iso, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.memory import repository as memory_repo
 from lethe.vault.model import SourceType
-from lethe.vault.store.events import Event, SqlEventLog
+from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.projection import MEMORY_TOMBSTONED, SUBJECT_FORGOTTEN, apply
 
 
@@ -38,16 +38,21 @@ class TombstoneEvidence:
 
 
 def tombstone_subject(
-    conn: Connection, keyring: SubjectKeyring, tenant_id: str, subject_ref: str, request_id: str | None = None
+    conn: Connection,
+    log: EventLog,
+    keyring: SubjectKeyring,
+    tenant_id: str,
+    subject_ref: str,
+    request_id: str | None = None,
 ) -> TombstoneEvidence:
-    """Append ``subject.forgotten`` and apply it, inside the caller's write transaction."""
+    """Append ``subject.forgotten`` to ``log`` and apply it, inside the caller's write transaction."""
     live = memory_repo.count_unforgotten(conn, tenant_id, subject_ref)
     before = memory_repo.count_index(conn, tenant_id, subject_ref)
     key = keyring.current(conn, tenant_id, subject_ref)
     generation = key.generation if key is not None else 0
     if key is not None:
         keyring.revoke(tenant_id, subject_ref, generation)
-    event = SqlEventLog().append(
+    event = log.append(
         conn,
         Event(
             SUBJECT_FORGOTTEN,
@@ -70,7 +75,7 @@ class DerivedPurge:
 
 
 def purge_derived(
-    conn: Connection, tenant_id: str, subject_ref: str, request_id: str | None, now: datetime
+    conn: Connection, log: EventLog, tenant_id: str, subject_ref: str, request_id: str | None, now: datetime
 ) -> DerivedPurge:
     """Tombstone summaries built from any forgotten memory of the subject, transitively.
 
@@ -92,7 +97,6 @@ def purge_derived(
                 tombstoned.append(s.id)
                 changed = True
     removed = memory_repo.count_index(conn, tenant_id, memory_ids=tombstoned)
-    log = SqlEventLog()
     for s, _ in cited:
         if s.id in tombstoned:
             payload = {

@@ -63,7 +63,7 @@ from lethe.vault.errors import LegalHoldActive, NotFound, OutOfScope, VersionCon
 from lethe.vault.memory.validation import normal_subject_id, require_text
 from lethe.vault.model import Caller, Role
 from lethe.vault.store.db import UnitOfWork
-from lethe.vault.store.events import Event, SqlEventLog
+from lethe.vault.store.events import Event, EventLog, SqlEventLog
 from lethe.vault.store.projection import ERASURE_RECEIVED, SUBJECT_REINSTATED, apply
 
 log = logging.getLogger("lethe.erasure")
@@ -80,13 +80,16 @@ class ErasureService:
         pseudonyms: Pseudonymizer,
         extra_steps: Sequence[StepSpec] = (),
         clock: Callable[[], datetime] = utcnow,
+        *,
+        log: EventLog | None = None,
     ) -> None:
         self.uow = uow
         self.kms = kms
         self.keyring = keyring
         self.pseudonyms = pseudonyms
         self.clock = clock
-        self.log = SqlEventLog()
+        # Transitional: api/bench builds a core-only service without a log; pass Container.log.
+        self.log: EventLog = log if log is not None else SqlEventLog()
         self.runner_id = f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self.steps: list[StepSpec] = [
             StepSpec(TOMBSTONED, _tombstone),

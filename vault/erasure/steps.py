@@ -50,7 +50,9 @@ class StepSpec:
 
 def _tombstone(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     assert conn is not None
-    ev = tombstone_subject(conn, ctx.service.keyring, ctx.job.tenant_id, ctx.job.subject_ref, ctx.job.id)
+    ev = tombstone_subject(
+        conn, ctx.service.log, ctx.service.keyring, ctx.job.tenant_id, ctx.job.subject_ref, ctx.job.id
+    )
     return {
         "event_seq": ev.seq,
         "key_generation": ev.generation,
@@ -65,7 +67,7 @@ def _purge_derived(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     assert conn is not None
     job = ctx.job
     own = memory_repo.count_index(conn, job.tenant_id, job.subject_ref)
-    purge = purge_derived(conn, job.tenant_id, job.subject_ref, job.id, ctx.service.clock())
+    purge = purge_derived(conn, ctx.service.log, job.tenant_id, job.subject_ref, job.id, ctx.service.clock())
     return {
         "derived_tombstoned": len(purge.ids),
         "derived_ids": purge.ids,

@@ -39,7 +39,7 @@ from lethe.vault.memory.policy import DEFAULT_POLICY, Limits, Standing
 from lethe.vault.memory.validation import ValidWrite, normal_subject_id, require_version, validate_write
 from lethe.vault.model import Caller, MemoryItem, Role, Status, Trust, WriteCommand
 from lethe.vault.store.db import UnitOfWork
-from lethe.vault.store.events import Event, SqlEventLog
+from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.projection import (
     MEMORY_EXPIRED,
     MEMORY_PROMOTED,
@@ -73,6 +73,8 @@ class MemoryService:
         policy: dict | None = None,
         token_counter: TokenCounter = estimate_tokens,
         clock: Callable[[], datetime] = utcnow,
+        *,
+        log: EventLog,
     ) -> None:
         self.uow = uow
         self.keyring = keyring
@@ -81,7 +83,7 @@ class MemoryService:
         self.policy: dict = policy or DEFAULT_POLICY
         self.count_tokens = token_counter
         self.clock = clock
-        self.log = SqlEventLog()
+        self.log = log
 
     # -- writes -----------------------------------------------------------------------
 
