@@ -399,7 +399,7 @@ def reported_step(
     service = reports or ErasureReports(audit_log, signer)
 
     def run(ctx: StepContext, _conn: Connection | None) -> dict[str, Any]:
-        names = [s.name for s in ctx.service.steps]
+        names = list(ctx.step_names)
         preceding = names[: names.index(REPORTED)] if REPORTED in names else names
         report = service.issue(ctx.job, preceding)
         note = report.parsed()["checkpoint"]["note"]

@@ -35,7 +35,6 @@ from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
 from lethe.vault.erasure import repository as repo
 from lethe.vault.erasure.model import (
-    DERIVED_PURGED,
     DUE_AFTER,
     ERASURE_STEP,
     KEY_DESTROYED,
@@ -44,21 +43,12 @@ from lethe.vault.erasure.model import (
     LEGAL_HOLD_PLACED,
     RECEIVED,
     TOMBSTONED,
-    VERIFIED,
     ErasureJob,
     LegalHold,
     Reinstatement,
     subject_commitment,
 )
-from lethe.vault.erasure.steps import (
-    StepContext,
-    StepFailed,
-    StepSpec,
-    _destroy_keys,
-    _purge_derived,
-    _tombstone,
-    _verify,
-)
+from lethe.vault.erasure.steps import StepContext, StepDeps, StepFailed, StepSpec, core_steps
 from lethe.vault.errors import LegalHoldActive, NotFound, OutOfScope, VersionConflict
 from lethe.vault.memory.validation import normal_subject_id, require_text
 from lethe.vault.model import Caller, Role
@@ -84,20 +74,14 @@ class ErasureService:
         log: EventLog | None = None,
     ) -> None:
         self.uow = uow
-        self.kms = kms
         self.keyring = keyring
         self.pseudonyms = pseudonyms
         self.clock = clock
         # Transitional: api/bench builds a core-only service without a log; pass Container.log.
         self.log: EventLog = log if log is not None else SqlEventLog()
         self.runner_id = f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
-        self.steps: list[StepSpec] = [
-            StepSpec(TOMBSTONED, _tombstone),
-            StepSpec(DERIVED_PURGED, _purge_derived),
-            StepSpec(KEY_DESTROYED, _destroy_keys, transactional=False),
-            StepSpec(VERIFIED, _verify),
-            *extra_steps,
-        ]
+        self.deps = StepDeps(uow, kms, keyring, self.log, clock)
+        self.steps: list[StepSpec] = [*core_steps(), *extra_steps]
 
     @property
     def final_status(self) -> str:
@@ -327,7 +311,7 @@ class ErasureService:
             repo.release_lease(conn, job_id, self.runner_id)
 
     def _run_step(self, job: ErasureJob, spec: StepSpec) -> None:
-        ctx = StepContext(job, self)
+        ctx = StepContext(job, self.deps, tuple(s.name for s in self.steps))
         if spec.transactional:
             with self.uow.write() as conn:
                 if repo.step_done(conn, job.id, spec.name):

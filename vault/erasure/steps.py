@@ -1,38 +1,56 @@
 """The core steps of an erasure job: tombstone, derived purge, key destruction, verification.
 
 A step does its work and returns its evidence; the runner (``ErasureService``) records
-both. ``StepSpec`` is the shape every step takes, the core ones here and those added by
-their own modules (``compacted_step``, ``reported_step``).
+both. ``StepSpec`` is the shape every step takes, the core ones here (``core_steps``)
+and those added by their own modules (``compacted_step``, ``reported_step``). A step
+receives a ``StepContext``: the job as it stands, the names of the job's steps in order,
+and ``StepDeps``, only what steps may use (store, KMS, keyring, event log, clock), never
+the service itself.
+
+Exceptions: ``StepFailed``, control flow only (see ``vault.errors``): a step raises it to
+say "not now", and the runner records the message as the job's ``last_error``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from lethe.keys.protocol import KmsError, KmsUnavailable
-from lethe.vault.custody.keyring import DESTROYED
+from lethe.keys.protocol import KeyManager, KmsError, KmsUnavailable
+from lethe.vault.custody.keyring import DESTROYED, SubjectKeyring
 from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
-from lethe.vault.erasure.model import ErasureJob
+from lethe.vault.erasure.model import DERIVED_PURGED, KEY_DESTROYED, TOMBSTONED, VERIFIED, ErasureJob
 from lethe.vault.memory import repository as memory_repo
-
-if TYPE_CHECKING:
-    from lethe.vault.erasure.service import ErasureService
+from lethe.vault.store.db import UnitOfWork
+from lethe.vault.store.events import EventLog
 
 
 class StepFailed(Exception):
     """A step could not finish now; the job keeps its status and the runner retries."""
 
 
-@dataclass
+@dataclass(frozen=True)
+class StepDeps:
+    """What erasure steps may use; built once by ``ErasureService`` from what it was given."""
+
+    uow: UnitOfWork
+    kms: KeyManager
+    keyring: SubjectKeyring
+    log: EventLog
+    clock: Callable[[], datetime]
+
+
+@dataclass(frozen=True)
 class StepContext:
-    """What a step function gets: the job, a write connection and the services."""
+    """What a step function gets: the job, its dependencies, and every step name in order."""
 
     job: ErasureJob
-    service: ErasureService
+    deps: StepDeps
+    step_names: tuple[str, ...]
 
 
 # A step does its work and returns its evidence. Steps that run inside one DB
@@ -48,11 +66,20 @@ class StepSpec:
     transactional: bool = True
 
 
+def core_steps() -> list[StepSpec]:
+    """tombstoned -> derived_purged -> key_destroyed -> verified, in that order."""
+    return [
+        StepSpec(TOMBSTONED, _tombstone),
+        StepSpec(DERIVED_PURGED, _purge_derived),
+        StepSpec(KEY_DESTROYED, _destroy_keys, transactional=False),
+        StepSpec(VERIFIED, _verify),
+    ]
+
+
 def _tombstone(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     assert conn is not None
-    ev = tombstone_subject(
-        conn, ctx.service.log, ctx.service.keyring, ctx.job.tenant_id, ctx.job.subject_ref, ctx.job.id
-    )
+    deps, job = ctx.deps, ctx.job
+    ev = tombstone_subject(conn, deps.log, deps.keyring, job.tenant_id, job.subject_ref, job.id)
     return {
         "event_seq": ev.seq,
         "key_generation": ev.generation,
@@ -67,7 +94,7 @@ def _purge_derived(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     assert conn is not None
     job = ctx.job
     own = memory_repo.count_index(conn, job.tenant_id, job.subject_ref)
-    purge = purge_derived(conn, ctx.service.log, job.tenant_id, job.subject_ref, job.id, ctx.service.clock())
+    purge = purge_derived(conn, ctx.deps.log, job.tenant_id, job.subject_ref, job.id, ctx.deps.clock())
     return {
         "derived_tombstoned": len(purge.ids),
         "derived_ids": purge.ids,
@@ -78,24 +105,24 @@ def _purge_derived(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
 
 def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
     """Destroy every live generation of the subject's key at the KMS, then record it."""
-    svc, job = ctx.service, ctx.job
-    with svc.uow.read() as conn:
-        gens = svc.keyring.generations(conn, job.tenant_id, job.subject_ref)
+    deps, job = ctx.deps, ctx.job
+    with deps.uow.read() as conn:
+        gens = deps.keyring.generations(conn, job.tenant_id, job.subject_ref)
     receipts = []
     for g in gens:
-        svc.keyring.revoke(job.tenant_id, job.subject_ref, g.generation)
+        deps.keyring.revoke(job.tenant_id, job.subject_ref, g.generation)
         if g.state == DESTROYED:
             continue
         try:
-            r = svc.kms.destroy_key(g.key_name)
+            r = deps.kms.destroy_key(g.key_name)
         except KmsUnavailable as exc:
             raise StepFailed("KMS unavailable; key destruction pending") from exc
         except KmsError as exc:
             raise StepFailed(f"KMS refused key destruction ({type(exc).__name__})") from exc
         if not r.key_unusable:
             raise StepFailed("the KMS did not make the key unusable")
-        with svc.uow.write() as conn:
-            svc.keyring.mark_destroyed(conn, [g.key_name], svc.clock())
+        with deps.uow.write() as conn:
+            deps.keyring.mark_destroyed(conn, [g.key_name], deps.clock())
         receipts.append(
             {
                 "generation": g.generation,
@@ -109,7 +136,7 @@ def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
             }
         )
     return {
-        "kms_backend": svc.kms.backend,
+        "kms_backend": deps.kms.backend,
         "keys_destroyed": len(receipts),
         "receipts": receipts,
         "key_config": {"exportable": False, "plaintext_backup_allowed": False},
@@ -120,12 +147,12 @@ def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
 def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     """Probe, don't assume: every key gone, nothing retrievable, no index entries."""
     assert conn is not None
-    svc, job = ctx.service, ctx.job
-    gens = svc.keyring.generations(conn, job.tenant_id, job.subject_ref)
+    deps, job = ctx.deps, ctx.job
+    gens = deps.keyring.generations(conn, job.tenant_id, job.subject_ref)
     probes = []
     for g in gens:
         try:
-            p = svc.kms.probe(g.key_name, g.wrapped_dek)
+            p = deps.kms.probe(g.key_name, g.wrapped_dek)
         except KmsError as exc:
             raise StepFailed(f"KMS probe failed ({type(exc).__name__})") from exc
         probes.append(
@@ -139,7 +166,7 @@ def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     retrievable = memory_repo.count_unforgotten(conn, job.tenant_id, job.subject_ref)
     with_ciphertext = memory_repo.count_with_ciphertext(conn, job.tenant_id, job.subject_ref)
     index_entries = memory_repo.count_index(conn, job.tenant_id, job.subject_ref)
-    fenced = svc.keyring.is_fenced(conn, job.tenant_id, job.subject_ref)
+    fenced = deps.keyring.is_fenced(conn, job.tenant_id, job.subject_ref)
     failures = [f"generation {p['generation']} key still usable" for p in probes if not p["destroyed"]]
     if retrievable:
         failures.append(f"{retrievable} memories still retrievable")
