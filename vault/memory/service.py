@@ -63,6 +63,29 @@ class WriteOutcome:
     created: bool  # False when an idempotent retry returned the first result
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    """A write admitted by validation and policy and keyed for its subject, not yet placed."""
+
+    caller: Caller
+    agent_id: str
+    cmd: WriteCommand
+    valid: ValidWrite
+    standing: Standing
+    subject_ref: str
+    key: SubjectKey
+    request_hash: str
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Where a write lands: a new memory at version 1, or the next version of an existing one."""
+
+    memory_id: str
+    version: int
+    created_at: datetime
+
+
 class MemoryService:
     def __init__(
         self,
@@ -97,114 +120,105 @@ class MemoryService:
             raise OutOfScope("the credential does not cover this purpose")
         return valid, standing
 
-    def _written_event(
-        self,
-        caller: Caller,
-        agent_id: str,
-        cmd: WriteCommand,
-        valid: ValidWrite,
-        standing: Standing,
-        key: SubjectKey,
-        subject_ref: str,
-        memory_id: str,
-        version: int,
-        created_at: datetime,
-        now: datetime,
-        request_hash: str,
-    ) -> Event:
+    def _prepare(
+        self, caller: Caller, cmd: WriteCommand, now: datetime, key_for: Callable[[str], SubjectKey]
+    ) -> _Prepared:
+        """Admit the write, then key it: the subject's ref, its data key and the request hash."""
+        valid, standing = self._admit(caller, cmd, now)
+        subject_ref = self.pseudonyms.subject_ref(caller.tenant_id, cmd.subject_id)
+        key = key_for(subject_ref)
+        return _Prepared(
+            caller=caller,
+            agent_id=_agent_of(caller),
+            cmd=cmd,
+            valid=valid,
+            standing=standing,
+            subject_ref=subject_ref,
+            key=key,
+            request_hash=_request_hash(key.data_key, cmd),
+        )
+
+    def _written_event(self, w: _Prepared, at: _Target, now: datetime) -> Event:
+        """The ``memory.written`` event of a prepared write at its target (sealed content)."""
+        cmd, key = w.cmd, w.key
         ciphertext = seal(
-            key.data_key, caller.tenant_id, subject_ref, memory_id, version, cmd.subject_id, cmd.content
+            key.data_key,
+            w.caller.tenant_id,
+            w.subject_ref,
+            at.memory_id,
+            at.version,
+            cmd.subject_id,
+            cmd.content,
         )
         payload = {
-            "agent_id": agent_id,
+            "agent_id": w.agent_id,
             "purpose": cmd.purpose,
-            "kind": valid.kind.value,
+            "kind": w.valid.kind.value,
             "content_hmac": content_commitment(key.data_key, cmd.content.encode()),
             "token_estimate": self.count_tokens(cmd.content),
             "provenance": cmd.provenance.as_dict(),  # type: ignore[union-attr]
-            "authority": standing.authority.value,
-            "trust": standing.trust.value,
-            "status": standing.status.value,
+            "authority": w.standing.authority.value,
+            "trust": w.standing.trust.value,
+            "status": w.standing.status.value,
             "confidence": _decimal(cmd.confidence),
-            "created_at": iso(created_at),
-            "expires_at": iso(valid.expires_at),
-            "version": version,
+            "created_at": iso(at.created_at),
+            "expires_at": iso(w.valid.expires_at),
+            "version": at.version,
             "supersedes_id": cmd.supersedes_id,
             "idempotency_key": cmd.idempotency_key,
-            "request_hash": request_hash,
+            "request_hash": w.request_hash,
             "key_generation": key.generation,
-            "written_by": caller.principal,
+            "written_by": w.caller.principal,
         }
         return Event(
             MEMORY_WRITTEN,
-            caller.tenant_id,
+            w.caller.tenant_id,
             payload,
-            memory_id,
-            subject_ref,
+            at.memory_id,
+            w.subject_ref,
             ciphertext,
             occurred_at=iso(now),
         )
 
-    def _index_row(self, tenant_id: str, subject_ref: str, memory_id: str, content: str) -> dict[str, str]:
-        return repo.index_row(
-            tenant_id, subject_ref, memory_id, self.pseudonyms.term_hashes(tenant_id, content)
-        )
+    def _index_row(self, w: _Prepared, memory_id: str) -> dict[str, str]:
+        tenant_id = w.caller.tenant_id
+        terms = self.pseudonyms.term_hashes(tenant_id, w.cmd.content)
+        return repo.index_row(tenant_id, w.subject_ref, memory_id, terms)
 
     def write(self, caller: Caller, cmd: WriteCommand) -> WriteOutcome:
         cmd = replace(cmd, subject_id=normal_subject_id(cmd.subject_id))
         now = self.clock()
-        valid, standing = self._admit(caller, cmd, now)
-        agent_id = _agent_of(caller)
-        subject_ref = self.pseudonyms.subject_ref(caller.tenant_id, cmd.subject_id)
-        key = self.keyring.key_for_write(caller.tenant_id, subject_ref)
-        request_hash = _request_hash(key.data_key, cmd)
+        w = self._prepare(caller, cmd, now, lambda ref: self.keyring.key_for_write(caller.tenant_id, ref))
+        tenant_id = caller.tenant_id
         try:
             with self.uow.write() as conn:
-                first = self._idempotent_replay(conn, caller.tenant_id, agent_id, cmd, request_hash)
+                first = self._idempotent_replay(conn, tenant_id, w.agent_id, cmd, w.request_hash)
                 if first is not None:
                     return WriteOutcome(first, created=False)
-                self._check_fence(conn, caller.tenant_id, subject_ref, key.generation)
-                memory_id, version, created_at = self._target(conn, caller, agent_id, subject_ref, cmd, now)
-                old = self._supersedable(conn, caller, agent_id, cmd) if cmd.supersedes_id else None
-                self._emit(
-                    conn,
-                    self._written_event(
-                        caller,
-                        agent_id,
-                        cmd,
-                        valid,
-                        standing,
-                        key,
-                        subject_ref,
-                        memory_id,
-                        version,
-                        created_at,
-                        now,
-                        request_hash,
-                    ),
-                )
+                self._check_fence(conn, tenant_id, w.subject_ref, w.key.generation)
+                at = self._target(conn, caller, w.agent_id, w.subject_ref, cmd, now)
+                old = self._supersedable(conn, caller, w.agent_id, cmd) if cmd.supersedes_id else None
+                self._emit(conn, self._written_event(w, at, now))
                 if old is not None:
                     self._emit(
                         conn,
                         Event(
                             MEMORY_SUPERSEDED,
-                            caller.tenant_id,
-                            {"version": old.version + 1, "superseded_by": memory_id},
+                            tenant_id,
+                            {"version": old.version + 1, "superseded_by": at.memory_id},
                             old.id,
                             old.subject_ref,
                             occurred_at=iso(now),
                         ),
                     )
-                if version > 1:
-                    repo.drop_index_entry(conn, caller.tenant_id, memory_id)
-                repo.add_index_rows(
-                    conn, [self._index_row(caller.tenant_id, subject_ref, memory_id, cmd.content)]
-                )
-                row = repo.by_id(conn, caller.tenant_id, memory_id)
+                if at.version > 1:
+                    repo.drop_index_entry(conn, tenant_id, at.memory_id)
+                repo.add_index_rows(conn, [self._index_row(w, at.memory_id)])
+                row = repo.by_id(conn, tenant_id, at.memory_id)
         except IntegrityError as exc:
             # A concurrent writer took the id or the idempotency key first.
             with self.uow.read() as conn:
-                first = self._idempotent_replay(conn, caller.tenant_id, agent_id, cmd, request_hash)
+                first = self._idempotent_replay(conn, tenant_id, w.agent_id, cmd, w.request_hash)
             if first is not None:
                 return WriteOutcome(first, created=False)
             raise VersionConflict("a memory with this id already exists") from exc
@@ -215,34 +229,21 @@ class MemoryService:
         encryption and events as ``write``, in one transaction with one round trip per table.
         All or nothing: one bad command or reused idempotency key rejects the batch."""
         now = self.clock()
-        agent_id = _agent_of(caller)
         keys: dict[str, SubjectKey] = {}
+
+        def key_for(ref: str) -> SubjectKey:  # one KMS unwrap per subject in the batch
+            if ref not in keys:
+                keys[ref] = self.keyring.key_for_write(caller.tenant_id, ref)
+            return keys[ref]
+
         batch, index_rows = [], []
         for cmd in (replace(c, subject_id=normal_subject_id(c.subject_id)) for c in cmds):
             if cmd.id is not None or cmd.supersedes_id is not None or cmd.expected_version:
                 raise InvalidCommand("a bulk import only creates new memories")
-            valid, standing = self._admit(caller, cmd, now)
-            ref = self.pseudonyms.subject_ref(caller.tenant_id, cmd.subject_id)
-            if ref not in keys:
-                keys[ref] = self.keyring.key_for_write(caller.tenant_id, ref)
-            memory_id = str(uuid.uuid4())
-            batch.append(
-                self._written_event(
-                    caller,
-                    agent_id,
-                    cmd,
-                    valid,
-                    standing,
-                    keys[ref],
-                    ref,
-                    memory_id,
-                    1,
-                    now,
-                    now,
-                    _request_hash(keys[ref].data_key, cmd),
-                )
-            )
-            index_rows.append(self._index_row(caller.tenant_id, ref, memory_id, cmd.content))
+            w = self._prepare(caller, cmd, now, key_for)
+            at = _Target(str(uuid.uuid4()), 1, now)
+            batch.append(self._written_event(w, at, now))
+            index_rows.append(self._index_row(w, at.memory_id))
         try:
             with self.uow.write() as conn:
                 for ref, key in keys.items():
@@ -283,18 +284,18 @@ class MemoryService:
         subject_ref: str,
         cmd: WriteCommand,
         now: datetime,
-    ) -> tuple[str, int, datetime]:
-        """(memory id, new version, created_at) for a create or an update-by-id."""
+    ) -> _Target:
+        """Where a create or an update-by-id lands: the memory id, its new version, its creation time."""
         if cmd.id is None:
             if cmd.expected_version != 0:
                 raise InvalidCommand("expected_version must be 0 when no id is given")
-            return str(uuid.uuid4()), 1, now
+            return _Target(str(uuid.uuid4()), 1, now)
         _check_id(cmd.id)
         row = repo.by_id(conn, caller.tenant_id, cmd.id)
         if row is None:
             if cmd.expected_version != 0:
                 raise NotFound("memory not found")
-            return cmd.id, 1, now
+            return _Target(cmd.id, 1, now)
         if row.agent_id != agent_id or row.purpose != cmd.purpose:
             raise NotFound("memory not found")
         if row.version != cmd.expected_version:
@@ -303,7 +304,7 @@ class MemoryService:
             raise InvalidCommand("an update cannot change the memory's subject")
         if row.status in (Status.FORGOTTEN, Status.SUPERSEDED, Status.EXPIRED):
             raise VersionConflict(f"a {row.status} memory cannot be updated")
-        return cmd.id, row.version + 1, row.created_at.replace(tzinfo=now.tzinfo)
+        return _Target(cmd.id, row.version + 1, row.created_at.replace(tzinfo=now.tzinfo))
 
     def _supersedable(self, conn: Connection, caller: Caller, agent_id: str, cmd: WriteCommand):  # type: ignore[no-untyped-def]
         """The memory a correction supersedes, checked (same tenant, agent, purpose; active).
