@@ -41,8 +41,8 @@ Outside the tree, on purpose (each one never reaches a caller of the core as it 
   it to say "not now"; ``ErasureService.advance`` catches it, records its message as
   the job's ``last_error`` and leaves the job for the next run. A status would mean
   nothing: no request ever fails with it.
-- ``_Fail`` (``vault.audit.verify``): one failed check of the offline verifier, turned
-  into a ``Check(ok=False)``; the verifier never raises.
+- ``CheckFailed`` (``vault.audit.certificate_format``): one failed check of the offline
+  verifier, turned into a ``Check(ok=False)``; the verifier never raises.
 - The pure codecs' errors, ``CanonicalJsonError`` (``vault.canonical``) and
   ``AuditTreeError`` with ``InvalidTreeRequest`` and ``LeafSourceError``
   (``vault.merkle``): these modules stand alone (the offline verifier ships them) and

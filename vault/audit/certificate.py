@@ -40,9 +40,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lethe.keys.signing import Ed25519Signer
+from lethe.vault.audit.certificate_format import FORMAT, signed_bytes
 from lethe.vault.audit.checkpoint import key_id
 from lethe.vault.audit.log import AuditLog, b64
-from lethe.vault.audit.verify import FORMAT, signed_bytes, verify_certificate
+from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.erasure import repository as erasure_repo
