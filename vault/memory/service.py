@@ -30,12 +30,11 @@ from lethe.vault.errors import (
     InvalidCommand,
     NotFound,
     OutOfScope,
-    PolicyRefused,
     SubjectForgotten,
     VersionConflict,
 )
 from lethe.vault.memory import repository as repo
-from lethe.vault.memory.policy import DEFAULT_POLICY, Limits, Standing
+from lethe.vault.memory.policy import DEFAULT_POLICY, Limits, Policy, Standing, standing_for
 from lethe.vault.memory.validation import ValidWrite, normal_subject_id, require_version, validate_write
 from lethe.vault.model import Caller, MemoryItem, Role, Status, Trust, WriteCommand
 from lethe.vault.store.db import UnitOfWork
@@ -93,7 +92,7 @@ class MemoryService:
         keyring: SubjectKeyring,
         pseudonyms: Pseudonymizer,
         limits: Limits | None = None,
-        policy: dict | None = None,
+        policy: Policy | None = None,
         token_counter: TokenCounter = estimate_tokens,
         clock: Callable[[], datetime] = utcnow,
         *,
@@ -103,7 +102,7 @@ class MemoryService:
         self.keyring = keyring
         self.pseudonyms = pseudonyms
         self.limits = limits or Limits()
-        self.policy: dict = policy or DEFAULT_POLICY
+        self.policy: Policy = policy or DEFAULT_POLICY
         self.count_tokens = token_counter
         self.clock = clock
         self.log = log
@@ -113,9 +112,7 @@ class MemoryService:
     def _admit(self, caller: Caller, cmd: WriteCommand, now: datetime) -> tuple[ValidWrite, Standing]:
         """Validation and the policy table: everything decided before a key is touched."""
         valid = validate_write(cmd, self.limits, now)
-        standing: Standing | None = self.policy.get((caller.role, valid.source_type))
-        if standing is None:
-            raise PolicyRefused(f"role {caller.role.value} may not write {valid.source_type.value} memories")
+        standing = standing_for(self.policy, caller.role, valid.source_type)
         if not caller.may_use(cmd.purpose):
             raise OutOfScope("the credential does not cover this purpose")
         return valid, standing
