@@ -16,6 +16,7 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -48,9 +49,15 @@ def key_name(tenant_id: str, subject_ref: str, generation: int) -> str:
 class DekCache:
     """Bounded LRU with TTL; revoked generations are refused forever."""
 
-    def __init__(self, max_entries: int = 10_000, ttl_seconds: float = 300.0) -> None:
+    def __init__(
+        self,
+        max_entries: int = 10_000,
+        ttl_seconds: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._max = max_entries
         self._ttl = ttl_seconds
+        self._clock = clock
         self._data: OrderedDict[tuple[str, str, int], tuple[float, bytes]] = OrderedDict()
         self._revoked: set[tuple[str, str, int]] = set()
         self._lock = threading.Lock()
@@ -60,7 +67,7 @@ class DekCache:
             hit = self._data.get(k)
             if hit is None:
                 return None
-            if hit[0] < time.monotonic():
+            if hit[0] < self._clock():
                 del self._data[k]
                 return None
             self._data.move_to_end(k)
@@ -70,7 +77,7 @@ class DekCache:
         with self._lock:
             if k in self._revoked:
                 return
-            self._data[k] = (time.monotonic() + self._ttl, dek)
+            self._data[k] = (self._clock() + self._ttl, dek)
             self._data.move_to_end(k)
             while len(self._data) > self._max:
                 self._data.popitem(last=False)
@@ -99,7 +106,7 @@ class SubjectKeyring:
     def __init__(self, kms: KeyManager, uow: UnitOfWork, cache: DekCache | None = None) -> None:
         self.kms = kms
         self.uow = uow
-        self.cache = cache or DekCache()
+        self.cache = cache if cache is not None else DekCache()  # an empty cache is falsy (len 0)
 
     def current(self, conn: Connection, tenant_id: str, subject_ref: str):  # type: ignore[no-untyped-def]
         """The newest key row of the subject (any state), or None."""
