@@ -239,7 +239,12 @@ def sign_certificate(document: dict[str, Any], signer: Ed25519Signer, origin: st
 
 
 class ErasureReports:
-    """Issues, stores and serves erasure certificates."""
+    """Issues, stores and serves erasure certificates.
+
+    Exceptions: ``OutOfScope`` (403, a role that may not read reports), ``NotFound``
+    (404, unknown report or another tenant's), ``StoreUnavailable`` (503). ``issue`` is
+    the ``reported`` step's work and raises ``StepFailed`` when it cannot certify now.
+    """
 
     def __init__(
         self, audit: AuditLog, signer: Ed25519Signer, clock: Callable[[], datetime] = utcnow

@@ -127,6 +127,11 @@ class AuditLog:
     One instance per process: its ``MerkleTree`` caches completed subtrees. The cache
     is safe because leaves are append-only; ``verify_log`` never uses it, so a row
     edited behind this process's back is still found.
+
+    Exceptions: ``LogInconsistent`` (409, ``sign``/``checkpoint`` refused: the log
+    contradicts itself or a signed checkpoint), ``InvalidCommand`` (422, a proof or leaf
+    for a size or index that does not exist), ``StoreUnavailable`` (503). ``verify_log``
+    reports problems in its result instead of raising.
     """
 
     def __init__(self, uow: UnitOfWork, signer: Ed25519Signer, origin: str, clock: Any = utcnow) -> None:

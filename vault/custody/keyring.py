@@ -103,6 +103,13 @@ def _kms_call(fn, *args):  # type: ignore[no-untyped-def]
 
 
 class SubjectKeyring:
+    """Each subject's data keys: created through the KMS, stored wrapped, served from ``DekCache``.
+
+    Exceptions: ``SubjectForgotten`` (409, the subject is fenced or its key generation
+    destroyed), ``KeyUnavailable`` (404, a generation is destroyed or does not unwrap),
+    ``StoreUnavailable`` (503, the KMS or the database cannot be reached or refused).
+    """
+
     def __init__(self, kms: KeyManager, uow: UnitOfWork, cache: DekCache | None = None) -> None:
         self.kms = kms
         self.uow = uow

@@ -111,6 +111,13 @@ _ERASURE_RUNNING = sa.exists().where(
 
 
 class Compactor:
+    """Removes dead ciphertext from the event log and the projection, then from the disk.
+
+    Exceptions: ``StoreUnavailable`` (503). With ``scan_for`` (only the erasure's own
+    ``compacted`` step passes it), a byte scan that cannot run raises ``StepFailed``, which
+    the erasure runner records and retries.
+    """
+
     def __init__(
         self,
         uow: UnitOfWork,

@@ -8,12 +8,14 @@ so repeating it after a crash changes nothing. A KMS outage parks the job in
 ``key_destruction_pending``; the runner retries it.
 
 Steps: received -> tombstoned -> derived_purged -> key_destroyed -> verified, then any
-``extra_steps`` (compaction, the signed report) added by their own modules.
+``extra_steps`` (compaction, the signed report) added by their own modules. This module
+holds the rules (who may, in which order, when a job is done, leases); the domain
+objects live in ``erasure.model``, the steps in ``erasure.steps``, the SQL in
+``erasure.repository``.
 
-Exceptions: ``LegalHoldActive`` (409, a hold blocks the request), ``NotFound`` (404,
-unknown job, hold or another tenant's), ``OutOfScope`` (403, wrong role),
-``InvalidCommand`` (422), ``VersionConflict`` (409, reinstating a subject that is not
-forgotten or whose erasure is still running).
+Exceptions: ``OutOfScope`` (403), ``InvalidCommand`` (422), ``LegalHoldActive`` (409),
+``NotFound`` (404), ``VersionConflict`` (409), ``StoreUnavailable`` (503); each is
+explained in ``ErasureService``'s docstring.
 """
 
 from __future__ import annotations
@@ -62,6 +64,24 @@ LEASE = timedelta(minutes=10)  # a runner's claim on a job, renewed before every
 
 
 class ErasureService:
+    """Files right-to-forget requests and legal holds, reinstates subjects, and runs the jobs.
+
+    The runner (``run_pending``, ``advance``) holds a job's lease while it runs its steps
+    in order; a step that cannot finish now leaves the job where it is with its reason in
+    ``last_error`` (``StepFailed`` never reaches the caller).
+
+    Exceptions:
+    - ``OutOfScope`` (403): the caller's role may not do that (requests and holds are for
+      privacy officers; auditors may also read jobs).
+    - ``InvalidCommand`` (422): a subject id, legal basis, reason or reference out of bounds.
+    - ``LegalHoldActive`` (409): a hold on the subject blocks a new request.
+    - ``NotFound`` (404): unknown job or hold, or another tenant's; a hold already lifted.
+    - ``VersionConflict`` (409): reinstating a subject that is not forgotten, or whose
+      erasure is still running.
+    - ``StoreUnavailable`` (503): the database cannot be reached (a KMS outage during a
+      job is not an error: the job waits in ``key_destruction_pending``).
+    """
+
     def __init__(
         self,
         uow: UnitOfWork,

@@ -41,6 +41,13 @@ MAX_QUERY_TERMS = 64  # distinct terms a query may rank by
 
 
 class SearchService:
+    """Scoped, ranked retrieval under a token budget (see the module docstring for the order).
+
+    Exceptions: ``OutOfScope`` (403, not an agent credential, or a purpose it lacks),
+    ``InvalidCommand`` (422, limit, budget, kind or query out of bounds),
+    ``StoreUnavailable`` (503). Rows whose key is gone are left out, never an error.
+    """
+
     def __init__(
         self,
         uow: UnitOfWork,

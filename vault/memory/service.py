@@ -4,7 +4,13 @@ Every command validates, decides standing from the policy table, then appends it
 events and applies them to the projection in one transaction. Concurrency is the
 database's job (compare-and-swap on ``version``, unique keys), never an in-process lock.
 Memory ids are unique per tenant only, so every lookup by id is the caller's tenant's:
-an id another tenant uses reads, and can be written, exactly like an unknown one.
+an id another tenant uses reads, and can be written, exactly like an unknown one. The
+SQL lives in ``memory.repository``; this module keeps the rules.
+
+Exceptions: ``InvalidCommand`` (422) and its subclasses, ``ContentTooLarge`` (413),
+``PolicyRefused`` and ``OutOfScope`` (403), ``NotFound`` (404), ``VersionConflict``,
+``IdempotencyConflict`` and ``SubjectForgotten`` (409), ``StoreUnavailable`` (503); each
+is explained in ``MemoryService``'s docstring.
 """
 
 from __future__ import annotations
@@ -86,6 +92,22 @@ class _Target:
 
 
 class MemoryService:
+    """Writes, reads, promotion and expiry of memories, each one event applied in one transaction.
+
+    Exceptions:
+    - ``InvalidCommand`` (422) and its subclasses, ``ContentTooLarge`` (413): the write
+      is malformed (validation), or a bulk import holds an update; nothing was written.
+    - ``PolicyRefused`` (403): the policy table has no rule for the role and source type.
+    - ``OutOfScope`` (403): the credential lacks the purpose, or (``promote``) the caller
+      is not a reviewer or wrote the memory itself.
+    - ``NotFound`` (404): unknown id, another tenant's or agent's, or not visible to the caller.
+    - ``VersionConflict`` (409): expected version is stale, the id is taken, or the memory
+      is in a state the command cannot change (superseded, expired, forgotten).
+    - ``IdempotencyConflict`` (409): the idempotency key was used with another request.
+    - ``SubjectForgotten`` (409): the erasure fence is up for the subject.
+    - ``StoreUnavailable`` (503): the database or the KMS cannot be reached.
+    """
+
     def __init__(
         self,
         uow: UnitOfWork,

@@ -107,7 +107,11 @@ class EventLog(Protocol):
 
 
 class SqlEventLog:
-    """``EventLog`` over the ``events`` table; appends within the caller's transaction."""
+    """``EventLog`` over the ``events`` table; appends within the caller's transaction.
+
+    Exceptions: none of its own; a failed append (a driver error, ``StoreUnavailable``
+    from the unit of work) fails the caller's transaction, so no command outlives its event.
+    """
 
     def append(self, conn: Connection, event: Event) -> Event:
         return self.append_many(conn, [event])[0]
