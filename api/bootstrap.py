@@ -36,6 +36,7 @@ from lethe.vault.memory.policy import Limits
 from lethe.vault.memory.search import SearchService
 from lethe.vault.memory.service import MemoryService
 from lethe.vault.store.db import UnitOfWork, make_engine
+from lethe.vault.store.events import EventLog, SqlEventLog
 from lethe.vault.store.schema import require_current, schema_state, upgrade
 
 
@@ -46,6 +47,7 @@ class Container:
     kms: KeyManager
     keyring: SubjectKeyring
     pseudonyms: Pseudonymizer
+    log: EventLog
     memories: MemoryService
     search: SearchService
     erasure: ErasureService
@@ -146,6 +148,7 @@ def build(settings: Settings, *, create: bool = False) -> Container:
     keyring = SubjectKeyring(kms, uow, DekCache(settings.dek_cache_entries, settings.dek_cache_ttl_seconds))
     pseudonyms = Pseudonymizer.from_file(settings.key_dir / PEPPER)
     limits = Limits(max_content_bytes=settings.max_content_bytes)
+    log = SqlEventLog()  # the one event log every command appends through
     compactor = Compactor(uow, retention=timedelta(days=settings.compaction_retention_days))
     signer = load_signer(settings)
     audit = AuditLog(uow, signer, log_origin(settings))
@@ -156,7 +159,8 @@ def build(settings: Settings, *, create: bool = False) -> Container:
         kms=kms,
         keyring=keyring,
         pseudonyms=pseudonyms,
-        memories=MemoryService(uow, keyring, pseudonyms, limits),
+        log=log,
+        memories=MemoryService(uow, keyring, pseudonyms, limits, log=log),
         search=SearchService(uow, keyring, pseudonyms),
         erasure=ErasureService(
             uow,
@@ -164,6 +168,7 @@ def build(settings: Settings, *, create: bool = False) -> Container:
             keyring,
             pseudonyms,
             extra_steps=[compacted_step(compactor), reported_step(audit, signer, reports)],
+            log=log,
         ),
         compactor=compactor,
         audit=audit,

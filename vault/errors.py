@@ -1,29 +1,72 @@
-"""Every error the core raises, each with the HTTP-style status it maps to.
+"""Every error the core raises to its callers, in one tree, each with its HTTP status.
 
-- ``InvalidCommand`` (422) and its subclasses ``InvalidTtl``, ``MissingProvenance``,
-  ``UnknownKind``, ``InvalidConfidence``, ``InvalidPurpose``: the command is malformed;
-  nothing was written.
-- ``Unauthenticated`` (401): no credential, or one that is unknown, expired or revoked
-  (one error for all, so a caller learns nothing about which).
-- ``ContentTooLarge`` (413): content exceeds the configured limit.
-- ``PolicyRefused`` (403): the policy table has no rule for this role and source.
-- ``OutOfScope`` (403): the caller's credential does not cover the purpose or action.
-- ``NotFound`` (404): unknown, or outside the caller's tenant (indistinguishable).
-- ``VersionConflict`` (409): expected version is not the current one.
-- ``IdempotencyConflict`` (409): an idempotency key was reused with a different body.
-- ``SubjectForgotten`` (409): the erasure fence refuses writes for a forgotten subject.
-- ``LegalHoldActive`` (409): a legal hold blocks the erasure of this subject.
-- ``StoreUnavailable`` (503): the database or the KMS cannot be reached.
-- ``StoreNotReady`` (503): the store cannot be opened as it is: no data dir, missing key
-  files, or a schema another release wrote (the message names the command that fixes it).
+The api/ edge renders any ``VaultError`` as an RFC 9457 problem with the class's
+``status`` and ``title`` and the instance's ``detail``; the CLI prints title and detail.
+Catch ``VaultError`` for "the core refused", or a leaf for one reason. Messages never
+contain memory content, subject ids or key material. The tree (status in brackets)::
 
-Messages never contain memory content, subject ids or key material.
+    VaultError [500]                 base class; never raised itself
+    ├── InvalidCommand [422]         the command is malformed; nothing was written
+    │   ├── InvalidTtl               expiry in the past, above the kind's maximum, or both forms given
+    │   ├── MissingProvenance        no or unknown source type, no source ref, a summary without sources
+    │   ├── UnknownKind              kind outside preference, fact, skill, task_summary, working_note
+    │   ├── InvalidConfidence        confidence not a number between 0 and 1
+    │   └── InvalidPurpose           purpose not 1-64 characters of a-z 0-9 _ . : -
+    ├── Unauthenticated [401]        no credential, or one unknown, expired or revoked (one error for all)
+    ├── ContentTooLarge [413]        content exceeds the configured limit
+    ├── PolicyRefused [403]          the policy table has no rule for this role and source type
+    ├── OutOfScope [403]             the credential does not cover the purpose or action
+    ├── NotFound [404]               unknown, or outside the caller's tenant (indistinguishable)
+    ├── KeyUnavailable [404]         a subject's key generation is destroyed or does not unwrap
+    ├── VersionConflict [409]        expected version is not the current one (or the state forbids it)
+    ├── IdempotencyConflict [409]    an idempotency key was reused with a different body
+    ├── SubjectForgotten [409]       the erasure fence refuses writes for a forgotten subject
+    ├── LegalHoldActive [409]        a legal hold blocks the erasure of this subject
+    ├── LogInconsistent [409]        the audit log contradicts itself or a signed checkpoint; nothing signed
+    ├── CheckpointError [422]        a checkpoint or signed note is malformed or does not verify
+    │                                (also a ``ValueError``: the pure checkpoint codec raises it)
+    ├── BackupError [422]            a backup or restore cannot be made as asked (a missing tool, a
+    │                                manifest or file that does not match, the KMS unreachable);
+    │                                nothing was changed, and the same command fails again until
+    │                                the cause named in the message is fixed
+    ├── StoreUnavailable [503]       the database or the KMS cannot be reached
+    └── StoreNotReady [503]          the store cannot be opened as it is: no data dir, missing key
+                                     files, or a schema another release wrote (the message names
+                                     the command that fixes it)
+
+Outside the tree, on purpose (each one never reaches a caller of the core as it is):
+
+- ``StepFailed`` (``vault.erasure.steps``): control flow inside the erasure runner. A
+  step, or a helper only a step calls (``scan_store``, ``ErasureReports.issue``), raises
+  it to say "not now"; ``ErasureService.advance`` catches it, records its message as
+  the job's ``last_error`` and leaves the job for the next run. A status would mean
+  nothing: no request ever fails with it.
+- ``CheckFailed`` (``vault.audit.certificate_format``): one failed check of the offline
+  verifier, turned into a ``Check(ok=False)``; the verifier never raises.
+- The pure codecs' errors, ``CanonicalJsonError`` (``vault.canonical``) and
+  ``AuditTreeError`` with ``InvalidTreeRequest`` and ``LeafSourceError``
+  (``vault.merkle``): these modules stand alone (the offline verifier ships them) and
+  raise plain ``ValueError``-style errors. The core translates them where it uses
+  them, as httpx does with httpcore: ``AuditLog`` turns a bad proof request into
+  ``InvalidCommand`` and a damaged tree into ``LogInconsistent``; a
+  ``CanonicalJsonError`` would be a programming error (every input is validated before
+  it is canonicalised), so it stays a 500.
+- keys/'s own tree (``KmsError`` and its subclasses, ``DecryptionFailed``,
+  ``SigningKeyError``, ``FileScanFailed``): translated at the core's edge, never
+  passed on: ``StoreUnavailable`` or ``KeyUnavailable`` (``custody.keyring``),
+  ``StepFailed`` (erasure steps, ``scan_store``), ``BackupError`` (restore), and a
+  decryption failure leaves the row out of a read (``custody.sealing``).
+
+This module imports nothing outside the standard library, so the offline verifier
+(``vault.audit.verify``) can carry it.
 """
 
 from __future__ import annotations
 
 
 class VaultError(Exception):
+    """Base of every error the core raises to a caller; ``status`` is its HTTP status."""
+
     status = 500
     title = "Internal error"
 
@@ -82,6 +125,13 @@ class NotFound(VaultError):
     title = "Not found"
 
 
+class KeyUnavailable(VaultError):
+    """Reads treat it as "absent" (same status and title as ``NotFound``), never as a leak."""
+
+    status = 404
+    title = "Not found"
+
+
 class VersionConflict(VaultError):
     status = 409
     title = "Version conflict"
@@ -100,6 +150,27 @@ class SubjectForgotten(VaultError):
 class LegalHoldActive(VaultError):
     status = 409
     title = "Legal hold active"
+
+
+class LogInconsistent(VaultError):
+    """The log contradicts itself or a signed checkpoint; nothing was signed."""
+
+    status = 409
+    title = "Audit log inconsistent"
+
+
+class CheckpointError(VaultError, ValueError):
+    """A checkpoint or signed note is malformed, or its signature does not verify."""
+
+    status = 422
+    title = "Invalid checkpoint"
+
+
+class BackupError(VaultError):
+    """A backup or restore could not be made; nothing was changed."""
+
+    status = 422
+    title = "Backup not possible"
 
 
 class StoreUnavailable(VaultError):

@@ -22,10 +22,10 @@ from lethe.api.bootstrap import Container
 from lethe.api.settings import Settings
 from lethe.keys.signing import Ed25519Signer
 from lethe.vault.audit.checkpoint import Checkpoint, parse_and_verify, sign_checkpoint
-from lethe.vault.audit.log import AuditLog, LogInconsistent
+from lethe.vault.audit.log import AuditLog
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.canonical import canonical_json
-from lethe.vault.errors import InvalidCommand
+from lethe.vault.errors import InvalidCommand, LogInconsistent
 from lethe.vault.merkle import leaf_hash, verify_consistency, verify_inclusion
 from lethe.vault.store.events import canonical_row
 from lethe.vault.store.tables import checkpoints, events
@@ -335,6 +335,7 @@ def test_a_certificate_issued_after_history_was_rewritten_is_refused(lethe: Cont
         c.keyring,
         c.pseudonyms,
         extra_steps=[compacted_step(c.compactor), reported_step(c.audit, reports.signer, reports)],
+        log=c.log,
     )
     job = service.request(officer(), ALICE, "gdpr-art17-1a", None)
     service.run_pending()

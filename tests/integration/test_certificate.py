@@ -29,7 +29,7 @@ from lethe.vault.audit.render import render_html, render_pdf
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import parse_iso
-from lethe.vault.erasure.service import subject_commitment
+from lethe.vault.erasure.model import subject_commitment
 from lethe.vault.store.events import Event, SqlEventLog
 from lethe.vault.store.tables import backups
 from tests.conftest import agent, officer, write_cmd

@@ -31,7 +31,7 @@ VACUUMS = (
 
 def logical_forget(c, subject=ALICE, tenant="t1"):
     with c.uow.write() as conn:
-        tombstone_subject(conn, c.keyring, tenant, c.pseudonyms.subject_ref(tenant, subject))
+        tombstone_subject(conn, c.log, c.keyring, tenant, c.pseudonyms.subject_ref(tenant, subject))
 
 
 def ciphertexts_of(c, memory_ids):
@@ -261,7 +261,7 @@ def test_compaction_of_100000_events_reports_its_rate(lethe):
     with c.uow.write() as conn:
         for subject in range(0, 25):
             tombstone_subject(
-                conn, c.keyring, "bulk-t0", c.pseudonyms.subject_ref("bulk-t0", f"subject-{subject}")
+                conn, c.log, c.keyring, "bulk-t0", c.pseudonyms.subject_ref("bulk-t0", f"subject-{subject}")
             )
     started = time.perf_counter()
     result = c.compactor.compact(reclaim=False)

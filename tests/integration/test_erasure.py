@@ -12,7 +12,7 @@ from lethe.keys.envelope import DecryptionFailed, decrypt_for_subject
 from lethe.keys.protocol import KeyDestroyed
 from lethe.vault import errors
 from lethe.vault.custody.sealing import aad
-from lethe.vault.erasure.service import KEY_PENDING
+from lethe.vault.erasure.model import KEY_PENDING
 from lethe.vault.model import Provenance, SearchQuery, SourceType
 from lethe.vault.store.tables import events, subject_keys
 from tests.conftest import agent, event_count, officer, write_cmd

@@ -80,7 +80,7 @@ def test_forgetting_a_subject_removes_all_and_only_its_memories(lethe):
     bob = lethe.memories.write(agent(), write_cmd("bob tea note", subject="bob@example.com")).item
     ref = lethe.pseudonyms.subject_ref("t1", "alice@example.com")
     with lethe.uow.write() as conn:
-        ev = tombstone_subject(conn, lethe.keyring, "t1", ref)
+        ev = tombstone_subject(conn, lethe.log, lethe.keyring, "t1", ref)
     assert ev.memories_forgotten == 3 and ev.index_entries_after == 0
     assert [i.id for i in search(lethe, query="tea note").items] == [bob.id]
     assert search(lethe, query="tea note", subject_id="alice@example.com").items == []
@@ -129,7 +129,8 @@ def test_a_fresh_engine_replays_to_the_identical_state(lethe, settings):
     lethe.memories.write(agent(), write_cmd("tea three", supersedes_id=a.id))
     lethe.memories.write(agent(), write_cmd("bob", subject="bob@example.com"))
     with lethe.uow.write() as conn:
-        tombstone_subject(conn, lethe.keyring, "t1", lethe.pseudonyms.subject_ref("t1", "bob@example.com"))
+        bob = lethe.pseudonyms.subject_ref("t1", "bob@example.com")
+        tombstone_subject(conn, lethe.log, lethe.keyring, "t1", bob)
     from lethe.api.bootstrap import build
 
     fresh = build(settings)

@@ -144,7 +144,7 @@ def test_expiring_one_tenants_memory_leaves_the_same_id_live_in_the_other(lethe)
     theirs = write_a(lethe, ttl_seconds=60)
     write_b(lethe, theirs.id)
     later = MemoryService(
-        lethe.uow, lethe.keyring, lethe.pseudonyms, clock=lambda: utcnow() + timedelta(hours=1)
+        lethe.uow, lethe.keyring, lethe.pseudonyms, clock=lambda: utcnow() + timedelta(hours=1), log=lethe.log
     )
     assert later.sweep_expired() == 1
     with pytest.raises(errors.NotFound):

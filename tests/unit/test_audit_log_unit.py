@@ -16,10 +16,10 @@ from pydantic import SecretStr
 from lethe.api.settings import Settings
 from lethe.api.signing_key import ensure_signing_key, load_signer, log_origin
 from lethe.keys.signing import Ed25519Signer, SigningKeyError
-from lethe.vault.audit.log import _RootAccumulator, _row_matches, fast_canonical_row
+from lethe.vault.audit.leaves import RootAccumulator, fast_canonical_row, row_matches
 from lethe.vault.audit.verify import CORE_STEP_ORDER, compute_subject_commitment, verify_certificate
 from lethe.vault.canonical import canonical_json
-from lethe.vault.erasure.service import CORE_STEPS, RECEIVED, subject_commitment
+from lethe.vault.erasure.model import CORE_STEPS, RECEIVED, subject_commitment
 from lethe.vault.merkle import MerkleTree, leaf_hash
 from lethe.vault.store.events import canonical_row
 
@@ -68,20 +68,20 @@ def test_the_fast_leaf_path_produces_exactly_the_canonical_event(seq, strings, e
         payload=canonical_json(payload).decode(),
     )
     assert fast_canonical_row(r) == canonical_row(r)
-    assert _row_matches(r)
+    assert row_matches(r)
 
 
 def test_a_non_canonical_payload_still_matches_by_the_slow_path_and_an_edit_never_does() -> None:
     r = row(payload=canonical_json({"b": [1, 2], "a": "x"}).decode())
     spaced = SimpleNamespace(**{**vars(r), "payload": '{ "b": [1, 2], "a": "x" }'})
     assert fast_canonical_row(spaced) != canonical_row(spaced)
-    assert _row_matches(spaced)  # same event, stored with other whitespace
-    assert not _row_matches(SimpleNamespace(**{**vars(r), "payload": '{"a":"y","b":[1,2]}'}))
-    assert not _row_matches(SimpleNamespace(**{**vars(r), "seq": 8}))
-    assert not _row_matches(SimpleNamespace(**{**vars(r), "payload": "not json"}))
+    assert row_matches(spaced)  # same event, stored with other whitespace
+    assert not row_matches(SimpleNamespace(**{**vars(r), "payload": '{"a":"y","b":[1,2]}'}))
+    assert not row_matches(SimpleNamespace(**{**vars(r), "seq": 8}))
+    assert not row_matches(SimpleNamespace(**{**vars(r), "payload": "not json"}))
     # A payload that smuggles other members in is not a JSON object, so no fast match.
     smuggled = SimpleNamespace(**{**vars(r), "payload": '{"a":"x"},"seq":7,"x":{"b":[1,2]}'})
-    assert not _row_matches(smuggled)
+    assert not row_matches(smuggled)
 
 
 class FakeLeafSource:
@@ -98,7 +98,7 @@ class FakeLeafSource:
 def test_the_one_pass_root_accumulator_agrees_with_the_merkle_tree_at_every_size() -> None:
     leaves = [leaf_hash(str(i).encode()) for i in range(300)]
     tree = MerkleTree(FakeLeafSource(leaves), chunk=4)
-    acc = _RootAccumulator()
+    acc = RootAccumulator()
     assert acc.root() == tree.root(0)
     for n, leaf in enumerate(leaves, start=1):
         acc.add(leaf)

@@ -68,7 +68,12 @@ def hash_token(token: str) -> str:
 
 
 class TokenService:
-    """Mints, checks, revokes and lists API tokens (``api_tokens`` table)."""
+    """Mints, checks, revokes and lists API tokens (``api_tokens`` table).
+
+    Exceptions: ``Unauthenticated`` (401, a token malformed, unknown, expired or revoked:
+    one error for all), ``InvalidCommand`` (422, a scope that makes no sense),
+    ``NotFound`` (404, revoking an unknown token id), ``StoreUnavailable`` (503).
+    """
 
     def __init__(self, uow: UnitOfWork, clock: Callable[[], datetime] = utcnow) -> None:
         self.uow = uow

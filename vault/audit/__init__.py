@@ -1,1 +1,1 @@
-"""The audit log: checkpoints, erasure certificates, offline verification, rendering."""
+"""The audit log: leaves, checkpoints, erasure certificates, offline verification, rendering."""

@@ -40,16 +40,19 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lethe.keys.signing import Ed25519Signer
+from lethe.vault.audit.certificate_format import FORMAT, signed_bytes
 from lethe.vault.audit.checkpoint import key_id
-from lethe.vault.audit.log import AuditLog, LogInconsistent, b64
-from lethe.vault.audit.verify import FORMAT, signed_bytes, verify_certificate
+from lethe.vault.audit.log import AuditLog, b64
+from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import iso, utcnow
-from lethe.vault.erasure.service import RECEIVED, ErasureJob, ErasureStep, StepContext, StepFailed, StepSpec
-from lethe.vault.errors import NotFound, OutOfScope
+from lethe.vault.erasure import repository as erasure_repo
+from lethe.vault.erasure.model import RECEIVED, ErasureJob, ErasureStep
+from lethe.vault.erasure.steps import StepContext, StepFailed, StepSpec
+from lethe.vault.errors import LogInconsistent, NotFound, OutOfScope
 from lethe.vault.model import Caller, Role
 from lethe.vault.store.events import canonical_row
-from lethe.vault.store.tables import backups, erasure_jobs, erasure_reports, events
+from lethe.vault.store.tables import backups, erasure_reports, events
 
 __all__ = [
     "MAX_CONSISTENCY_PROOFS",
@@ -236,7 +239,12 @@ def sign_certificate(document: dict[str, Any], signer: Ed25519Signer, origin: st
 
 
 class ErasureReports:
-    """Issues, stores and serves erasure certificates."""
+    """Issues, stores and serves erasure certificates.
+
+    Exceptions: ``OutOfScope`` (403, a role that may not read reports), ``NotFound``
+    (404, unknown report or another tenant's), ``StoreUnavailable`` (503). ``issue`` is
+    the ``reported`` step's work and raises ``StepFailed`` when it cannot certify now.
+    """
 
     def __init__(
         self, audit: AuditLog, signer: Ed25519Signer, clock: Callable[[], datetime] = utcnow
@@ -336,7 +344,7 @@ class ErasureReports:
                     document=data.decode("utf-8"),
                 )
             )
-            conn.execute(erasure_jobs.update().where(erasure_jobs.c.id == job.id).values(report_id=report_id))
+            erasure_repo.set_report(conn, job.id, report_id)
         return ErasureReport(report_id, job.id, job.tenant_id, issued_at, data)
 
 
@@ -397,7 +405,7 @@ def reported_step(
     service = reports or ErasureReports(audit_log, signer)
 
     def run(ctx: StepContext, _conn: Connection | None) -> dict[str, Any]:
-        names = [s.name for s in ctx.service.steps]
+        names = list(ctx.step_names)
         preceding = names[: names.index(REPORTED)] if REPORTED in names else names
         report = service.issue(ctx.job, preceding)
         note = report.parsed()["checkpoint"]["note"]

@@ -20,12 +20,13 @@ a rotated key) are ignored; every line with our key name and key id must verify;
 least one must. Anything else fails closed.
 
 Exceptions:
-- ``CheckpointError`` (a ``ValueError``): a note or checkpoint is malformed (bad
-  UTF-8, control characters, missing blank line or signature block, bad base64, size
-  not canonical decimal, root not 32 bytes, more than 100 signatures, ...), carries
-  no signature by the expected key, carries a signature by that key that does not
-  verify, names an unexpected origin; or a checkpoint, key name or verifier key given
-  to this module is invalid, or a signer produced a signature that does not verify.
+- ``CheckpointError`` (422; a ``VaultError`` and a ``ValueError``, defined in
+  ``vault.errors``): a note or checkpoint is malformed (bad UTF-8, control characters,
+  missing blank line or signature block, bad base64, size not canonical decimal, root
+  not 32 bytes, more than 100 signatures, ...), carries no signature by the expected
+  key, carries a signature by that key that does not verify, names an unexpected
+  origin; or a checkpoint, key name or verifier key given to this module is invalid,
+  or a signer produced a signature that does not verify.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from lethe.keys.signing import SigningKeyError, load_public_key_pem, verify_ed25519
+from lethe.vault.errors import CheckpointError
 
 __all__ = [
     "ED25519_SIGNATURE_TYPE",
@@ -62,10 +64,6 @@ _KEY_SIZE = 32
 _ED25519_SIG_SIZE = 64
 _DECIMAL = re.compile(r"0|[1-9][0-9]{0,19}")
 _HEX8 = re.compile(r"[0-9a-fA-F]{8}")
-
-
-class CheckpointError(ValueError):
-    """A checkpoint or signed note is malformed, or its signature does not verify."""
 
 
 class NoteSigner(Protocol):

@@ -1,7 +1,7 @@
 """The audit log: the ``events`` table seen as an RFC 9162 Merkle tree with signed heads.
 
-``SqlLeafSource`` reads the stored leaf hashes (leaf ``i`` is event ``seq = i + 1``);
-``AuditLog`` keeps one ``MerkleTree`` over it per process, so roots and proofs stay
+``SqlLeafSource`` (``vault.audit.leaves``) reads the stored leaf hashes (leaf ``i`` is
+event ``seq = i + 1``); ``AuditLog`` keeps one ``MerkleTree`` over it per process, so roots and proofs stay
 fast at millions of events, and signs tree heads as C2SP checkpoints.
 
 Two guarantees:
@@ -26,14 +26,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
-import json.encoder
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
 
 from lethe.keys.signing import Ed25519Signer
 from lethe.vault.audit.checkpoint import (
@@ -44,53 +41,25 @@ from lethe.vault.audit.checkpoint import (
     sign_checkpoint,
     vkey,
 )
+from lethe.vault.audit.leaves import RootAccumulator, SqlLeafSource, leaf_rows, row_matches
 from lethe.vault.clock import iso, utcnow
-from lethe.vault.errors import InvalidCommand, VaultError
+from lethe.vault.errors import InvalidCommand, LogInconsistent
 from lethe.vault.merkle import (
-    EMPTY_ROOT,
     AuditTreeError,
     InvalidTreeRequest,
     MerkleTree,
-    leaf_hash,
-    node_hash,
     verify_consistency,
 )
 from lethe.vault.store.db import UnitOfWork
-from lethe.vault.store.events import canonical_row
 from lethe.vault.store.tables import checkpoints, events
 
 __all__ = [
     "AuditLog",
-    "LogInconsistent",
     "LogVerification",
     "PublicKeyInfo",
-    "SqlLeafSource",
     "StoredCheckpoint",
-    "fast_canonical_row",
     "public_key_info",
 ]
-
-_BATCH = 5000
-# Everything a leaf commits to, and the stored leaf; never the (possibly large) ciphertext.
-_ROW_COLUMNS = (
-    events.c.seq,
-    events.c.event_id,
-    events.c.type,
-    events.c.tenant_id,
-    events.c.memory_id,
-    events.c.subject_ref,
-    events.c.occurred_at,
-    events.c.payload,
-    events.c.ciphertext_digest,
-    events.c.leaf_hash,
-)
-
-
-class LogInconsistent(VaultError):
-    """The log contradicts itself or a signed checkpoint; nothing was signed."""
-
-    status = 409
-    title = "Audit log inconsistent"
 
 
 @dataclass(frozen=True)
@@ -146,139 +115,6 @@ def public_key_info(signer: Ed25519Signer, origin: str) -> PublicKeyInfo:
     )
 
 
-class SqlLeafSource:
-    """``LeafSource`` over ``events.leaf_hash``: leaf ``i`` is the event with ``seq = i + 1``.
-
-    A gap in ``seq`` makes ``leaf_hashes`` return fewer hashes than asked, which the
-    tree reports as ``LeafSourceError``: a damaged log fails closed.
-    """
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-
-    def size(self) -> int:
-        with self._engine.connect() as conn:
-            return int(conn.execute(sa.select(sa.func.coalesce(sa.func.max(events.c.seq), 0))).scalar_one())
-
-    def leaf_hashes(self, start: int, end: int) -> Sequence[bytes]:
-        with self._engine.connect() as conn:
-            rows = conn.execute(
-                sa.select(events.c.leaf_hash)
-                .where(events.c.seq > start, events.c.seq <= end)
-                .order_by(events.c.seq)
-            ).scalars()
-            return [bytes(h) for h in rows]
-
-
-_encode_string = json.encoder.encode_basestring  # the C escaper behind json.dumps(ensure_ascii=False)
-_decoder = json.JSONDecoder()
-
-
-def _jstr(value: str | None) -> bytes:
-    """A string (or null) exactly as RFC 8785 writes it.
-
-    Python's JSON string escaper (``ensure_ascii=False``) escapes the same characters in
-    the same way as JCS: ``"``, ``\\``, and controls below U+0020 (short forms for
-    \\b \\t \\n \\f \\r, lowercase ``\\u00xx`` otherwise); everything else stays UTF-8.
-    """
-    if value is None:
-        return b"null"
-    return _encode_string(value).encode("utf-8")
-
-
-def _is_json_object(text: str) -> bool:
-    """True if ``text`` is exactly one JSON object (nothing before or after it)."""
-    try:
-        value, end = _decoder.raw_decode(text)
-    except ValueError:
-        return False
-    return end == len(text) and isinstance(value, dict)
-
-
-def fast_canonical_row(row: Any) -> bytes:
-    """The canonical event bytes of ``row``, assuming its stored payload is canonical.
-
-    ``SqlEventLog`` stores the payload as its canonical JSON text, so the event's
-    canonical bytes are a concatenation (members in JCS order) with that text inside,
-    with no need to parse and re-serialise it (about eight times faster than
-    ``canonical_row``). Callers must treat a mismatch as "unknown" and fall back to
-    ``canonical_row``; a *match* against a stored leaf hash is sound (see
-    ``_row_matches``).
-    """
-    return b"".join(
-        (
-            b'{"ciphertext_digest":',
-            _jstr(row.ciphertext_digest),
-            b',"event_id":',
-            _jstr(row.event_id),
-            b',"memory_id":',
-            _jstr(row.memory_id),
-            b',"occurred_at":',
-            _jstr(row.occurred_at),
-            b',"payload":',
-            row.payload.encode("utf-8"),
-            b',"seq":',
-            str(int(row.seq)).encode("ascii"),
-            b',"subject_ref":',
-            _jstr(row.subject_ref),
-            b',"tenant_id":',
-            _jstr(row.tenant_id),
-            b',"type":',
-            _jstr(row.type),
-            b"}",
-        )
-    )
-
-
-def _row_matches(row: Any) -> bool:
-    """True if the row, read as the system reads it, hashes to its stored leaf.
-
-    Fast path: if the concatenation hashes to the stored leaf, it *is* the canonical
-    event the leaf was made from (SHA-256 collision resistance); since the payload
-    text is a complete JSON object, parsing the concatenation gives this row's values,
-    so ``canonical_row(row)`` is those same bytes. Otherwise decide the slow way.
-    """
-    stored = bytes(row.leaf_hash)
-    try:
-        if leaf_hash(fast_canonical_row(row)) == stored and _is_json_object(row.payload):
-            return True
-    except (ValueError, TypeError, UnicodeError, AttributeError):
-        pass
-    try:
-        return leaf_hash(canonical_row(row)) == stored
-    except (ValueError, TypeError, UnicodeError, AttributeError):
-        return False  # a payload that is not JSON, or fields that cannot be canonicalised
-
-
-class _RootAccumulator:
-    """RFC 9162 tree heads of every prefix, in one pass and O(log n) memory.
-
-    The stack holds the roots of the perfect subtrees of the binary decomposition of
-    the leaves seen so far (largest first); MTH folds them right to left.
-    """
-
-    def __init__(self) -> None:
-        self._stack: list[tuple[int, bytes]] = []
-        self.count = 0
-
-    def add(self, leaf: bytes) -> None:
-        size, value = 1, leaf
-        while self._stack and self._stack[-1][0] == size:
-            _, left = self._stack.pop()
-            value = node_hash(left, value)
-            size *= 2
-        self._stack.append((size, value))
-        self.count += 1
-
-    def root(self) -> bytes:
-        if not self._stack:
-            return EMPTY_ROOT
-        result = self._stack[-1][1]
-        for _, left in reversed(self._stack[:-1]):
-            result = node_hash(left, result)
-        return result
-
-
 def _verify_note(note: str, public_key_raw: bytes) -> Checkpoint:
     """A stored note, verified under this log's key and the origin it names."""
     origin = note.split("\n", 1)[0]
@@ -291,6 +127,11 @@ class AuditLog:
     One instance per process: its ``MerkleTree`` caches completed subtrees. The cache
     is safe because leaves are append-only; ``verify_log`` never uses it, so a row
     edited behind this process's back is still found.
+
+    Exceptions: ``LogInconsistent`` (409, ``sign``/``checkpoint`` refused: the log
+    contradicts itself or a signed checkpoint), ``InvalidCommand`` (422, a proof or leaf
+    for a size or index that does not exist), ``StoreUnavailable`` (503). ``verify_log``
+    reports problems in its result instead of raising.
     """
 
     def __init__(self, uow: UnitOfWork, signer: Ed25519Signer, origin: str, clock: Any = utcnow) -> None:
@@ -436,10 +277,10 @@ class AuditLog:
     def _check_rows(self, conn: Connection, after: int, upto: int) -> None:
         """Rows ``after < seq <= upto`` exist, are dense and hash to their stored leaves."""
         expected = after + 1
-        for row in _rows(conn, after, upto):
+        for row in leaf_rows(conn, after, upto):
             if row.seq != expected:
                 raise LogInconsistent(f"event log gap: leaf index {expected - 1} is missing")
-            if not _row_matches(row):
+            if not row_matches(row):
                 raise LogInconsistent(f"leaf index {expected - 1} no longer matches its event row")
             expected += 1
         if expected != upto + 1:
@@ -474,7 +315,7 @@ class AuditLog:
                     return result(ok=False, problem=exc.detail)
 
             pending = list(stored)
-            acc = _RootAccumulator()
+            acc = RootAccumulator()
             previous_good = 0
 
             def check_roots() -> LogVerification | None:
@@ -497,7 +338,7 @@ class AuditLog:
 
             if (failure := check_roots()) is not None:
                 return failure
-            for row in _rows(conn, None, n):
+            for row in leaf_rows(conn, None, n):
                 index = acc.count
                 if row.seq != index + 1:
                     what = "missing" if row.seq > index + 1 else f"followed by a row with seq {row.seq}"
@@ -506,7 +347,7 @@ class AuditLog:
                         first_bad_index=index,
                         problem=f"leaf index {index} (seq {index + 1}) is {what}: the log is not dense",
                     )
-                if not _row_matches(row):
+                if not row_matches(row):
                     return result(
                         ok=False,
                         first_bad_index=index,
@@ -529,23 +370,6 @@ class AuditLog:
 
 def _stored(row: Any) -> StoredCheckpoint:
     return StoredCheckpoint(int(row.tree_size), bytes(row.root), row.note, row.signed_at)
-
-
-def _rows(conn: Connection, after: int | None, upto: int) -> Iterator[Any]:
-    """Event rows with ``after < seq <= upto`` in seq order, in batches (no ciphertext).
-
-    ``after=None`` has no lower bound, so rows moved to ``seq <= 0`` are seen too.
-    """
-    last = after
-    while True:
-        q = sa.select(*_ROW_COLUMNS).where(events.c.seq <= upto).order_by(events.c.seq).limit(_BATCH)
-        if last is not None:
-            q = q.where(events.c.seq > last)
-        rows = conn.execute(q).all()
-        if not rows:
-            return
-        yield from rows
-        last = rows[-1].seq
 
 
 def b64(data: bytes) -> str:

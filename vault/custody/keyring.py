@@ -16,24 +16,22 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lethe.keys.protocol import KeyDestroyed, KeyManager, KmsError, KmsUnavailable, UnwrapFailed
 from lethe.vault.clock import to_db, utcnow
-from lethe.vault.errors import StoreUnavailable, SubjectForgotten, VaultError
+from lethe.vault.errors import KeyUnavailable, StoreUnavailable, SubjectForgotten
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.tables import forgotten_subjects, subject_keys
 
 ACTIVE = "active"
 DESTROYED = "destroyed"
-
-
-class KeyUnavailable(VaultError):
-    status = 404
-    title = "Not found"
 
 
 @dataclass(frozen=True)
@@ -51,9 +49,15 @@ def key_name(tenant_id: str, subject_ref: str, generation: int) -> str:
 class DekCache:
     """Bounded LRU with TTL; revoked generations are refused forever."""
 
-    def __init__(self, max_entries: int = 10_000, ttl_seconds: float = 300.0) -> None:
+    def __init__(
+        self,
+        max_entries: int = 10_000,
+        ttl_seconds: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._max = max_entries
         self._ttl = ttl_seconds
+        self._clock = clock
         self._data: OrderedDict[tuple[str, str, int], tuple[float, bytes]] = OrderedDict()
         self._revoked: set[tuple[str, str, int]] = set()
         self._lock = threading.Lock()
@@ -63,7 +67,7 @@ class DekCache:
             hit = self._data.get(k)
             if hit is None:
                 return None
-            if hit[0] < time.monotonic():
+            if hit[0] < self._clock():
                 del self._data[k]
                 return None
             self._data.move_to_end(k)
@@ -73,7 +77,7 @@ class DekCache:
         with self._lock:
             if k in self._revoked:
                 return
-            self._data[k] = (time.monotonic() + self._ttl, dek)
+            self._data[k] = (self._clock() + self._ttl, dek)
             self._data.move_to_end(k)
             while len(self._data) > self._max:
                 self._data.popitem(last=False)
@@ -99,10 +103,17 @@ def _kms_call(fn, *args):  # type: ignore[no-untyped-def]
 
 
 class SubjectKeyring:
+    """Each subject's data keys: created through the KMS, stored wrapped, served from ``DekCache``.
+
+    Exceptions: ``SubjectForgotten`` (409, the subject is fenced or its key generation
+    destroyed), ``KeyUnavailable`` (404, a generation is destroyed or does not unwrap),
+    ``StoreUnavailable`` (503, the KMS or the database cannot be reached or refused).
+    """
+
     def __init__(self, kms: KeyManager, uow: UnitOfWork, cache: DekCache | None = None) -> None:
         self.kms = kms
         self.uow = uow
-        self.cache = cache or DekCache()
+        self.cache = cache if cache is not None else DekCache()  # an empty cache is falsy (len 0)
 
     def current(self, conn: Connection, tenant_id: str, subject_ref: str):  # type: ignore[no-untyped-def]
         """The newest key row of the subject (any state), or None."""
@@ -112,6 +123,39 @@ class SubjectKeyring:
             .order_by(subject_keys.c.generation.desc())
             .limit(1)
         ).first()
+
+    def state_of(self, conn: Connection, tenant_id: str, subject_ref: str, generation: int) -> str | None:
+        """The state (``active``, ``destroyed``) of one generation of the subject's key, or None."""
+        return conn.execute(
+            sa.select(subject_keys.c.state).where(
+                subject_keys.c.tenant_id == tenant_id,
+                subject_keys.c.subject_ref == subject_ref,
+                subject_keys.c.generation == generation,
+            )
+        ).scalar_one_or_none()
+
+    def generations(self, conn: Connection, tenant_id: str, subject_ref: str) -> list[Any]:
+        """Every key row of the subject (any state), oldest generation first."""
+        return list(
+            conn.execute(
+                sa.select(subject_keys)
+                .where(subject_keys.c.tenant_id == tenant_id, subject_keys.c.subject_ref == subject_ref)
+                .order_by(subject_keys.c.generation)
+            ).all()
+        )
+
+    def active_keys(self, conn: Connection) -> list[Any]:
+        """Every key row the store holds as live (any tenant, any subject)."""
+        return list(conn.execute(sa.select(subject_keys).where(subject_keys.c.state == ACTIVE)).all())
+
+    def mark_destroyed(self, conn: Connection, key_names: list[str], at: datetime) -> None:
+        """Record that the KMS destroyed these keys (rows still marked live only)."""
+        if key_names:
+            conn.execute(
+                subject_keys.update()
+                .where(subject_keys.c.key_name.in_(key_names), subject_keys.c.state == ACTIVE)
+                .values(state=DESTROYED, destroyed_at=to_db(at))
+            )
 
     def is_fenced(self, conn: Connection, tenant_id: str, subject_ref: str) -> bool:
         return (

@@ -1,1 +1,1 @@
-"""The right to be forgotten: the erasure workflow, forgetting, compaction, backups."""
+"""The right to be forgotten: jobs (model, service, steps, their SQL), forgetting, compaction, backups."""

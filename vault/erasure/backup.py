@@ -11,8 +11,9 @@ reports destroyed (the KMS is the ledger that survives losing the database). The
 tombstoned and fenced again, and the summaries derived from them tombstoned again,
 before anyone can read.
 
-Exceptions: ``BackupError`` (the snapshot or restore could not be made: missing
-``pg_dump``, unreadable manifest, digest mismatch), ``StoreUnavailable``.
+Exceptions: ``BackupError`` (422; the snapshot or restore could not be made: missing
+``pg_dump``, unreadable manifest, digest mismatch, the KMS unreachable during a restore),
+``StoreUnavailable`` (503).
 """
 
 from __future__ import annotations
@@ -30,24 +31,22 @@ from datetime import datetime
 from pathlib import Path
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
 
 from lethe.keys.envelope import create_private_file
 from lethe.keys.protocol import KeyDestroyed, KmsError
-from lethe.vault.clock import iso, to_db, utcnow
-from lethe.vault.custody.keyring import ACTIVE, DESTROYED, SubjectKeyring
+from lethe.vault.clock import iso, utcnow
+from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
+from lethe.vault.errors import BackupError
+from lethe.vault.memory import repository as memory_repo
 from lethe.vault.store.db import UnitOfWork, is_sqlite
-from lethe.vault.store.events import Event, SqlEventLog
+from lethe.vault.store.events import Event, EventLog, SqlEventLog
 from lethe.vault.store.schema import upgrade
-from lethe.vault.store.tables import backups, checkpoints, forgotten_subjects, memories, subject_keys
+from lethe.vault.store.tables import backups, checkpoints, forgotten_subjects
 
 FORMAT = "lethe-backup/v1"
 BACKUP_CREATED, BACKUP_RESTORED = "backup.created", "backup.restored"
-
-
-class BackupError(Exception):
-    """A backup or restore could not be made; nothing was changed."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +81,11 @@ class RestoreReport:
     derived_retombstoned: int = 0
 
 
+def _log_or_sql(log: EventLog | None) -> EventLog:
+    """Transitional: the CLI (api/cli/erasure.py) calls without a log; it should pass ``Container.log``."""
+    return log if log is not None else SqlEventLog()
+
+
 def _sqlite_path(engine: Engine) -> Path:
     return Path(engine.url.database or "")
 
@@ -102,8 +106,11 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def create_backup(uow: UnitOfWork, dest_dir: Path, clock: Callable[[], datetime] = utcnow) -> Path:
+def create_backup(
+    uow: UnitOfWork, dest_dir: Path, clock: Callable[[], datetime] = utcnow, *, log: EventLog | None = None
+) -> Path:
     """Write a snapshot and its manifest under ``dest_dir``; return the manifest path."""
+    log = _log_or_sql(log)
     backup_id, now = str(uuid.uuid4()), clock()
     folder = Path(dest_dir) / f"lethe-backup-{now.strftime('%Y%m%dT%H%M%SZ')}-{backup_id[:8]}"
     folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -126,7 +133,7 @@ def create_backup(uow: UnitOfWork, dest_dir: Path, clock: Callable[[], datetime]
             shutil.rmtree(folder)
             raise BackupError("pg_dump is not installed; install the PostgreSQL client tools to back up")
         with uow.read() as conn:
-            tree_size = SqlEventLog().size(conn)
+            tree_size = log.size(conn)
             checkpoint = conn.execute(
                 sa.select(checkpoints.c.note).order_by(checkpoints.c.tree_size.desc()).limit(1)
             ).scalar_one_or_none()
@@ -156,7 +163,7 @@ def create_backup(uow: UnitOfWork, dest_dir: Path, clock: Callable[[], datetime]
                 id=backup_id, created_at=iso(now), tree_size=tree_size, location=str(folder)
             )
         )
-        SqlEventLog().append(
+        log.append(
             conn,
             Event(
                 BACKUP_CREATED,
@@ -174,9 +181,15 @@ def create_backup(uow: UnitOfWork, dest_dir: Path, clock: Callable[[], datetime]
 
 
 def restore_backup(
-    uow: UnitOfWork, keyring: SubjectKeyring, manifest_path: Path, clock: Callable[[], datetime] = utcnow
+    uow: UnitOfWork,
+    keyring: SubjectKeyring,
+    manifest_path: Path,
+    clock: Callable[[], datetime] = utcnow,
+    *,
+    log: EventLog | None = None,
 ) -> RestoreReport:
     """Replace the store with the snapshot, then forget again whoever was forgotten since."""
+    log = _log_or_sql(log)
     manifest = BackupManifest.load(manifest_path)
     source = Path(manifest_path).parent / manifest.file
     if not source.exists() or _sha256(source) != manifest.sha256:
@@ -223,21 +236,16 @@ def restore_backup(
         # The live store's ledger keeps its request ids; keys the KMS reports destroyed fill in the rest.
         subjects = {k: "restore-ledger" for k in destroyed} | {(t, s): r for t, s, r in ledger}
         for (tenant_id, subject_ref), request_id in sorted(subjects.items()):
-            if not keyring.is_fenced(conn, tenant_id, subject_ref) or _has_live_memories(
+            # A snapshot taken between an erasure's acceptance (fence up) and its tombstone has both.
+            if not keyring.is_fenced(conn, tenant_id, subject_ref) or memory_repo.has_unforgotten(
                 conn, tenant_id, subject_ref
             ):
-                tombstone_subject(conn, keyring, tenant_id, subject_ref, request_id or "restore-ledger")
+                tombstone_subject(conn, log, keyring, tenant_id, subject_ref, request_id or "restore-ledger")
                 reforgotten += 1
             # Summaries that cite the subject may predate the snapshot's own purge (or the forget).
-            derived += len(purge_derived(conn, tenant_id, subject_ref, request_id, now).ids)
-        names = _destroyed_names(destroyed)
-        if names:
-            conn.execute(
-                subject_keys.update()
-                .where(subject_keys.c.key_name.in_(names))
-                .values(state=DESTROYED, destroyed_at=to_db(now))
-            )
-        SqlEventLog().append(
+            derived += len(purge_derived(conn, log, tenant_id, subject_ref, request_id, now).ids)
+        keyring.mark_destroyed(conn, _destroyed_names(destroyed), now)
+        log.append(
             conn,
             Event(
                 BACKUP_RESTORED,
@@ -252,22 +260,6 @@ def restore_backup(
             ),
         )
     return RestoreReport(manifest.id, manifest.tree_size, reforgotten, len(destroyed), derived)
-
-
-def _has_live_memories(conn: Connection, tenant_id: str, subject_ref: str) -> bool:
-    """A snapshot taken between an erasure's acceptance (fence up) and its tombstone."""
-    return (
-        conn.execute(
-            sa.select(memories.c.id)
-            .where(
-                memories.c.tenant_id == tenant_id,
-                memories.c.subject_ref == subject_ref,
-                memories.c.status != "forgotten",
-            )
-            .limit(1)
-        ).first()
-        is not None
-    )
 
 
 def _live_ledger(uow: UnitOfWork) -> set[tuple[str, str, str | None]]:
@@ -289,7 +281,7 @@ def _live_ledger(uow: UnitOfWork) -> set[tuple[str, str, str | None]]:
 def _keys_destroyed_at_kms(uow: UnitOfWork, keyring: SubjectKeyring) -> dict[tuple[str, str], list[str]]:
     """Subjects whose key the restored store thinks live but the KMS says destroyed."""
     with uow.read() as conn:
-        rows = conn.execute(sa.select(subject_keys).where(subject_keys.c.state == ACTIVE)).all()
+        rows = keyring.active_keys(conn)
     found: dict[tuple[str, str], list[str]] = {}
     for r in rows:
         try:

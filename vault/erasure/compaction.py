@@ -29,7 +29,8 @@ from sqlalchemy.engine import Connection, Engine
 
 from lethe.keys.filescan import FileScanFailed, find_in_files
 from lethe.vault.clock import iso, to_db, utcnow
-from lethe.vault.erasure.service import DERIVED_PURGED, StepContext, StepFailed, StepSpec
+from lethe.vault.erasure.model import DERIVED_PURGED
+from lethe.vault.erasure.steps import StepContext, StepFailed, StepSpec
 from lethe.vault.store.db import UnitOfWork, is_sqlite
 from lethe.vault.store.projection import MEMORY_WRITTEN
 from lethe.vault.store.tables import erasure_jobs, events, memories
@@ -110,6 +111,13 @@ _ERASURE_RUNNING = sa.exists().where(
 
 
 class Compactor:
+    """Removes dead ciphertext from the event log and the projection, then from the disk.
+
+    Exceptions: ``StoreUnavailable`` (503). With ``scan_for`` (only the erasure's own
+    ``compacted`` step passes it), a byte scan that cannot run raises ``StepFailed``, which
+    the erasure runner records and retries.
+    """
+
     def __init__(
         self,
         uow: UnitOfWork,

@@ -18,15 +18,14 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
-from lethe.vault.model import SourceType, Status
-from lethe.vault.store.events import Event, SqlEventLog
+from lethe.vault.memory import repository as memory_repo
+from lethe.vault.model import SourceType
+from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.projection import MEMORY_TOMBSTONED, SUBJECT_FORGOTTEN, apply
-from lethe.vault.store.tables import memories, search_index
 
 
 @dataclass(frozen=True)
@@ -39,20 +38,21 @@ class TombstoneEvidence:
 
 
 def tombstone_subject(
-    conn: Connection, keyring: SubjectKeyring, tenant_id: str, subject_ref: str, request_id: str | None = None
+    conn: Connection,
+    log: EventLog,
+    keyring: SubjectKeyring,
+    tenant_id: str,
+    subject_ref: str,
+    request_id: str | None = None,
 ) -> TombstoneEvidence:
-    """Append ``subject.forgotten`` and apply it, inside the caller's write transaction."""
-    scope = (memories.c.tenant_id == tenant_id, memories.c.subject_ref == subject_ref)
-    live = conn.execute(
-        sa.select(sa.func.count()).select_from(memories).where(*scope, memories.c.status != "forgotten")
-    ).scalar_one()
-    idx = (search_index.c.tenant_id == tenant_id, search_index.c.subject_ref == subject_ref)
-    before = conn.execute(sa.select(sa.func.count()).select_from(search_index).where(*idx)).scalar_one()
+    """Append ``subject.forgotten`` to ``log`` and apply it, inside the caller's write transaction."""
+    live = memory_repo.count_unforgotten(conn, tenant_id, subject_ref)
+    before = memory_repo.count_index(conn, tenant_id, subject_ref)
     key = keyring.current(conn, tenant_id, subject_ref)
     generation = key.generation if key is not None else 0
     if key is not None:
         keyring.revoke(tenant_id, subject_ref, generation)
-    event = SqlEventLog().append(
+    event = log.append(
         conn,
         Event(
             SUBJECT_FORGOTTEN,
@@ -64,7 +64,7 @@ def tombstone_subject(
         ),
     )
     apply(conn, event)
-    after = conn.execute(sa.select(sa.func.count()).select_from(search_index).where(*idx)).scalar_one()
+    after = memory_repo.count_index(conn, tenant_id, subject_ref)
     return TombstoneEvidence(event.seq, generation, live, before, after)
 
 
@@ -75,28 +75,15 @@ class DerivedPurge:
 
 
 def purge_derived(
-    conn: Connection, tenant_id: str, subject_ref: str, request_id: str | None, now: datetime
+    conn: Connection, log: EventLog, tenant_id: str, subject_ref: str, request_id: str | None, now: datetime
 ) -> DerivedPurge:
     """Tombstone summaries built from any forgotten memory of the subject, transitively.
 
     Runs inside the caller's write transaction. Idempotent: summaries already forgotten
     are left as they are.
     """
-    gone = set(
-        conn.execute(
-            sa.select(memories.c.id).where(
-                memories.c.tenant_id == tenant_id, memories.c.subject_ref == subject_ref
-            )
-        ).scalars()
-    )
-    summaries = conn.execute(
-        sa.select(memories.c.id, memories.c.provenance, memories.c.version, memories.c.subject_ref).where(
-            memories.c.tenant_id == tenant_id,
-            memories.c.status != Status.FORGOTTEN.value,
-            memories.c.provenance.contains(SourceType.SUMMARY.value),
-        )
-    ).all()
-    parsed = [(s, json.loads(s.provenance)) for s in summaries]
+    gone = memory_repo.ids_of_subject(conn, tenant_id, subject_ref)
+    parsed = [(s, json.loads(s.provenance)) for s in memory_repo.unforgotten_summaries(conn, tenant_id)]
     cited = [
         (s, set(p.get("sources") or ())) for s, p in parsed if p.get("source_type") == SourceType.SUMMARY
     ]
@@ -109,14 +96,7 @@ def purge_derived(
                 gone.add(s.id)
                 tombstoned.append(s.id)
                 changed = True
-    removed = 0
-    if tombstoned:
-        removed = conn.execute(
-            sa.select(sa.func.count())
-            .select_from(search_index)
-            .where(search_index.c.tenant_id == tenant_id, search_index.c.memory_id.in_(tombstoned))
-        ).scalar_one()
-    log = SqlEventLog()
+    removed = memory_repo.count_index(conn, tenant_id, memory_ids=tombstoned)
     for s, _ in cited:
         if s.id in tombstoned:
             payload = {

@@ -8,144 +8,80 @@ so repeating it after a crash changes nothing. A KMS outage parks the job in
 ``key_destruction_pending``; the runner retries it.
 
 Steps: received -> tombstoned -> derived_purged -> key_destroyed -> verified, then any
-``extra_steps`` (compaction, the signed report) added by their own modules.
+``extra_steps`` (compaction, the signed report) added by their own modules. This module
+holds the rules (who may, in which order, when a job is done, leases); the domain
+objects live in ``erasure.model``, the steps in ``erasure.steps``, the SQL in
+``erasure.repository``.
 
-Exceptions: ``LegalHoldActive`` (409, a hold blocks the request), ``NotFound`` (404,
-unknown job, hold or another tenant's), ``OutOfScope`` (403, wrong role),
-``InvalidCommand`` (422), ``VersionConflict`` (409, reinstating a subject that is not
-forgotten or whose erasure is still running).
+Exceptions: ``OutOfScope`` (403), ``InvalidCommand`` (422), ``LegalHoldActive`` (409),
+``NotFound`` (404), ``VersionConflict`` (409), ``StoreUnavailable`` (503); each is
+explained in ``ErasureService``'s docstring.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import socket
 import unicodedata
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lethe.keys.protocol import KeyManager, KmsError, KmsUnavailable
-from lethe.vault.clock import from_db, iso, parse_iso, to_db, utcnow
-from lethe.vault.custody.keyring import ACTIVE, DESTROYED, SubjectKeyring
+from lethe.keys.protocol import KeyManager
+from lethe.vault.clock import from_db, iso, utcnow
+from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
-from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
+from lethe.vault.erasure import repository as repo
+from lethe.vault.erasure.model import (
+    DUE_AFTER,
+    ERASURE_STEP,
+    KEY_DESTROYED,
+    KEY_PENDING,
+    LEGAL_HOLD_LIFTED,
+    LEGAL_HOLD_PLACED,
+    RECEIVED,
+    TOMBSTONED,
+    ErasureJob,
+    LegalHold,
+    Reinstatement,
+    subject_commitment,
+)
+from lethe.vault.erasure.steps import StepContext, StepDeps, StepFailed, StepSpec, core_steps
 from lethe.vault.errors import LegalHoldActive, NotFound, OutOfScope, VersionConflict
 from lethe.vault.memory.validation import normal_subject_id, require_text
-from lethe.vault.model import Caller, Role, Status
+from lethe.vault.model import Caller, Role
 from lethe.vault.store.db import UnitOfWork
-from lethe.vault.store.events import Event, SqlEventLog
+from lethe.vault.store.events import Event, EventLog, SqlEventLog
 from lethe.vault.store.projection import ERASURE_RECEIVED, SUBJECT_REINSTATED, apply
-from lethe.vault.store.tables import (
-    erasure_jobs,
-    erasure_steps,
-    legal_holds,
-    memories,
-    search_index,
-    subject_keys,
-)
 
 log = logging.getLogger("lethe.erasure")
 
-DUE_AFTER = timedelta(days=30)  # GDPR Art. 12(3): one month
 LEASE = timedelta(minutes=10)  # a runner's claim on a job, renewed before every step
-RECEIVED, TOMBSTONED, DERIVED_PURGED = "received", "tombstoned", "derived_purged"
-KEY_PENDING, KEY_DESTROYED, VERIFIED = "key_destruction_pending", "key_destroyed", "verified"
-BLOCKED = "blocked"
-CORE_STEPS = (TOMBSTONED, DERIVED_PURGED, KEY_DESTROYED, VERIFIED)
-
-ERASURE_STEP = "erasure.step"
-LEGAL_HOLD_PLACED = "legal_hold.placed"
-LEGAL_HOLD_LIFTED = "legal_hold.lifted"
-
-
-@dataclass(frozen=True)
-class ErasureStep:
-    step: str
-    completed_at: datetime
-    event_seq: int
-    evidence: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ErasureJob:
-    id: str
-    tenant_id: str
-    status: str
-    legal_basis: str
-    reference: str | None
-    requested_by: str
-    received_at: datetime
-    due_at: datetime
-    updated_at: datetime
-    completed_at: datetime | None
-    last_error: str | None
-    report_id: str | None
-    steps: list[ErasureStep]
-    overdue: bool
-    subject_ref: str = field(repr=False, default="")
-    subject_commitment: str = ""
-    commitment_salt: str = ""
-
-
-@dataclass(frozen=True)
-class LegalHold:
-    id: str
-    tenant_id: str
-    reason: str
-    reference: str | None
-    placed_by: str
-    placed_at: datetime
-    lifted_at: datetime | None
-
-
-@dataclass(frozen=True)
-class Reinstatement:
-    tenant_id: str
-    generation: int
-    reinstated_at: datetime
-
-
-class StepFailed(Exception):
-    """A step could not finish now; the job keeps its status and the runner retries."""
-
-
-def subject_commitment(salt: bytes, tenant_id: str, subject_id: str) -> str:
-    """SHA-256(salt || tenant || subject_id): lets a certificate name the subject to
-    whoever already knows the id, and to nobody else. ``subject_id`` is NFC already."""
-    return hashlib.sha256(salt + tenant_id.encode() + subject_id.encode()).hexdigest()
-
-
-@dataclass
-class StepContext:
-    """What a step function gets: the job, a write connection and the services."""
-
-    job: ErasureJob
-    service: ErasureService
-
-
-# A step does its work and returns its evidence. Steps that run inside one DB
-# transaction get ``conn``; steps with outside effects (the KMS) get ``None`` and
-# open their own transactions.
-StepFn = Callable[[StepContext, Connection | None], dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class StepSpec:
-    name: str
-    run: StepFn
-    transactional: bool = True
 
 
 class ErasureService:
+    """Files right-to-forget requests and legal holds, reinstates subjects, and runs the jobs.
+
+    The runner (``run_pending``, ``advance``) holds a job's lease while it runs its steps
+    in order; a step that cannot finish now leaves the job where it is with its reason in
+    ``last_error`` (``StepFailed`` never reaches the caller).
+
+    Exceptions:
+    - ``OutOfScope`` (403): the caller's role may not do that (requests and holds are for
+      privacy officers; auditors may also read jobs).
+    - ``InvalidCommand`` (422): a subject id, legal basis, reason or reference out of bounds.
+    - ``LegalHoldActive`` (409): a hold on the subject blocks a new request.
+    - ``NotFound`` (404): unknown job or hold, or another tenant's; a hold already lifted.
+    - ``VersionConflict`` (409): reinstating a subject that is not forgotten, or whose
+      erasure is still running.
+    - ``StoreUnavailable`` (503): the database cannot be reached (a KMS outage during a
+      job is not an error: the job waits in ``key_destruction_pending``).
+    """
+
     def __init__(
         self,
         uow: UnitOfWork,
@@ -154,21 +90,18 @@ class ErasureService:
         pseudonyms: Pseudonymizer,
         extra_steps: Sequence[StepSpec] = (),
         clock: Callable[[], datetime] = utcnow,
+        *,
+        log: EventLog | None = None,
     ) -> None:
         self.uow = uow
-        self.kms = kms
         self.keyring = keyring
         self.pseudonyms = pseudonyms
         self.clock = clock
-        self.log = SqlEventLog()
+        # Transitional: api/bench builds a core-only service without a log; pass Container.log.
+        self.log: EventLog = log if log is not None else SqlEventLog()
         self.runner_id = f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
-        self.steps: list[StepSpec] = [
-            StepSpec(TOMBSTONED, _tombstone),
-            StepSpec(DERIVED_PURGED, _purge_derived),
-            StepSpec(KEY_DESTROYED, _destroy_keys, transactional=False),
-            StepSpec(VERIFIED, _verify),
-            *extra_steps,
-        ]
+        self.deps = StepDeps(uow, kms, keyring, self.log, clock)
+        self.steps: list[StepSpec] = [*core_steps(), *extra_steps]
 
     @property
     def final_status(self) -> str:
@@ -197,7 +130,7 @@ class ErasureService:
         now = self.clock()
         job_id = str(uuid.uuid4())
         with self.uow.write() as conn:
-            hold = self._active_hold(conn, caller.tenant_id, ref)
+            hold = repo.active_hold(conn, caller.tenant_id, ref)
             if hold is not None:
                 raise LegalHoldActive(f"legal hold {hold.id} blocks erasure of this subject: {hold.reason}")
             self._file(conn, caller, job_id, ref, subject_id, legal_basis, reference, now)
@@ -222,22 +155,18 @@ class ErasureService:
     ) -> None:
         salt = os.urandom(16)
         due = now + DUE_AFTER
-        conn.execute(
-            erasure_jobs.insert().values(
-                id=job_id,
-                tenant_id=caller.tenant_id,
-                subject_ref=ref,
-                subject_commitment=subject_commitment(salt, caller.tenant_id, subject_id),
-                commitment_salt=salt.hex(),
-                legal_basis=legal_basis,
-                reference=reference,
-                requested_by=caller.principal,
-                status=RECEIVED,
-                received_at=to_db(now),
-                due_at=to_db(due),
-                updated_at=to_db(now),
-                attempts=0,
-            )
+        repo.insert_job(
+            conn,
+            job_id=job_id,
+            tenant_id=caller.tenant_id,
+            subject_ref=ref,
+            subject_commitment=subject_commitment(salt, caller.tenant_id, subject_id),
+            commitment_salt=salt.hex(),
+            legal_basis=legal_basis,
+            reference=reference,
+            requested_by=caller.principal,
+            received_at=now,
+            due_at=due,
         )
         payload = {
             "request_id": job_id,
@@ -250,14 +179,8 @@ class ErasureService:
             conn, Event(ERASURE_RECEIVED, caller.tenant_id, payload, subject_ref=ref, occurred_at=iso(now))
         )
         apply(conn, ev)  # the erasure fence: no write for this subject is accepted from now on
-        conn.execute(
-            erasure_steps.insert().values(
-                job_id=job_id,
-                step=RECEIVED,
-                completed_at=iso(now),
-                event_seq=ev.seq,
-                evidence=json.dumps({"legal_basis": legal_basis, "due_at": iso(due)}),
-            )
+        repo.insert_step(
+            conn, job_id, RECEIVED, now, ev.seq, {"legal_basis": legal_basis, "due_at": iso(due)}
         )
 
     def get(self, caller: Caller, job_id: str) -> ErasureJob:
@@ -269,13 +192,8 @@ class ErasureService:
 
     def list(self, caller: Caller, status: str | None = None, overdue: bool = False) -> list[ErasureJob]:
         _require(caller, Role.PRIVACY_OFFICER, Role.AUDITOR)
-        q = sa.select(erasure_jobs.c.id).where(erasure_jobs.c.tenant_id == caller.tenant_id)
-        if status:
-            q = q.where(erasure_jobs.c.status == status)
-        if overdue:
-            q = q.where(erasure_jobs.c.completed_at.is_(None), erasure_jobs.c.due_at < to_db(self.clock()))
         with self.uow.read() as conn:
-            ids = conn.execute(q.order_by(erasure_jobs.c.received_at)).scalars().all()
+            ids = repo.job_ids(conn, caller.tenant_id, status, self.clock() if overdue else None)
         return [j for j in (self._load(i) for i in ids) if j is not None]
 
     # -- legal holds and reinstatement ------------------------------------------------
@@ -289,18 +207,9 @@ class ErasureService:
         require_text("reference", reference, 200, required=False)
         ref = self.pseudonyms.subject_ref(caller.tenant_id, subject_id)
         hold_id, now = str(uuid.uuid4()), self.clock()
+        hold = LegalHold(hold_id, caller.tenant_id, reason, reference, caller.principal, now, None, ref)
         with self.uow.write() as conn:
-            conn.execute(
-                legal_holds.insert().values(
-                    id=hold_id,
-                    tenant_id=caller.tenant_id,
-                    subject_ref=ref,
-                    reason=reason,
-                    reference=reference,
-                    placed_by=caller.principal,
-                    placed_at=to_db(now),
-                )
-            )
+            repo.insert_hold(conn, hold)
             self.log.append(
                 conn,
                 Event(
@@ -311,35 +220,27 @@ class ErasureService:
                     occurred_at=iso(now),
                 ),
             )
-        return LegalHold(hold_id, caller.tenant_id, reason, reference, caller.principal, now, None)
+        return hold
 
     def lift_hold(self, caller: Caller, hold_id: str) -> None:
         _require(caller, Role.PRIVACY_OFFICER)
         now = self.clock()
         with self.uow.write() as conn:
-            row = conn.execute(sa.select(legal_holds).where(legal_holds.c.id == hold_id)).first()
-            if row is None or row.tenant_id != caller.tenant_id or row.lifted_at is not None:
+            hold = repo.get_hold(conn, hold_id)
+            if hold is None or hold.tenant_id != caller.tenant_id or hold.lifted_at is not None:
                 raise NotFound("legal hold not found")
-            conn.execute(legal_holds.update().where(legal_holds.c.id == hold_id).values(lifted_at=to_db(now)))
+            repo.lift_hold(conn, hold_id, now)
             self.log.append(
                 conn,
                 Event(
                     LEGAL_HOLD_LIFTED,
                     caller.tenant_id,
                     {"hold_id": hold_id, "lifted_by": caller.principal},
-                    subject_ref=row.subject_ref,
+                    subject_ref=hold.subject_ref,
                     occurred_at=iso(now),
                 ),
             )
-            conn.execute(
-                erasure_jobs.update()
-                .where(
-                    erasure_jobs.c.tenant_id == row.tenant_id,
-                    erasure_jobs.c.subject_ref == row.subject_ref,
-                    erasure_jobs.c.status == BLOCKED,
-                )
-                .values(status=RECEIVED, last_error=None, updated_at=to_db(now))
-            )
+            repo.unblock_jobs_of(conn, hold.tenant_id, hold.subject_ref, now)
 
     def reinstate(self, caller: Caller, subject_id: str, reason: str) -> Reinstatement:
         """Lift the erasure fence. The old generation stays shredded; writes get a new key."""
@@ -351,16 +252,7 @@ class ErasureService:
         with self.uow.write() as conn:
             if not self.keyring.is_fenced(conn, caller.tenant_id, ref):
                 raise VersionConflict("this subject is not forgotten")
-            running = conn.execute(
-                sa.select(sa.func.count())
-                .select_from(erasure_jobs)
-                .where(
-                    erasure_jobs.c.tenant_id == caller.tenant_id,
-                    erasure_jobs.c.subject_ref == ref,
-                    erasure_jobs.c.completed_at.is_(None),
-                )
-            ).scalar_one()
-            if running:
+            if repo.unfinished_jobs_of(conn, caller.tenant_id, ref):
                 raise VersionConflict(
                     "an erasure of this subject is still running; reinstate after it completes"
                 )
@@ -384,15 +276,7 @@ class ErasureService:
     def run_pending(self) -> int:
         """Advance every unfinished job as far as it goes now; returns how many finished."""
         with self.uow.read() as conn:
-            ids = (
-                conn.execute(
-                    sa.select(erasure_jobs.c.id)
-                    .where(erasure_jobs.c.completed_at.is_(None), erasure_jobs.c.status != BLOCKED)
-                    .order_by(erasure_jobs.c.received_at)
-                )
-                .scalars()
-                .all()
-            )
+            ids = repo.runnable_job_ids(conn)
         return sum(1 for job_id in ids if self.advance(job_id))
 
     def advance(self, job_id: str) -> bool:
@@ -428,9 +312,8 @@ class ErasureService:
     def _claim(self, job_id: str) -> bool:
         """Take or renew the job's lease: free, ours, expired, or left by a dead process here."""
         now = self.clock()
-        j = erasure_jobs.c
         with self.uow.write() as conn:
-            owner = conn.execute(sa.select(j.lease_owner, j.lease_until).where(j.id == job_id)).first()
+            owner = repo.lease_of(conn, job_id)
             if owner is None:
                 return False
             free = (
@@ -441,32 +324,23 @@ class ErasureService:
             )
             if not free:
                 return False
-            taken = conn.execute(
-                erasure_jobs.update()
-                .where(j.id == job_id, j.completed_at.is_(None))
-                .values(lease_owner=self.runner_id, lease_until=to_db(now + LEASE))
-            ).rowcount
-        return taken == 1
+            return repo.take_lease(conn, job_id, self.runner_id, now + LEASE)
 
     def _release(self, job_id: str) -> None:
         with self.uow.write() as conn:
-            conn.execute(
-                erasure_jobs.update()
-                .where(erasure_jobs.c.id == job_id, erasure_jobs.c.lease_owner == self.runner_id)
-                .values(lease_owner=None, lease_until=None)
-            )
+            repo.release_lease(conn, job_id, self.runner_id)
 
     def _run_step(self, job: ErasureJob, spec: StepSpec) -> None:
-        ctx = StepContext(job, self)
+        ctx = StepContext(job, self.deps, tuple(s.name for s in self.steps))
         if spec.transactional:
             with self.uow.write() as conn:
-                if _step_done(conn, job.id, spec.name):
+                if repo.step_done(conn, job.id, spec.name):
                     return  # another runner finished it first
                 self._record(conn, job, spec.name, spec.run(ctx, conn))
         else:
             evidence = spec.run(ctx, None)
             with self.uow.write() as conn:
-                if not _step_done(conn, job.id, spec.name):
+                if not repo.step_done(conn, job.id, spec.name):
                     self._record(conn, job, spec.name, evidence)
 
     def _record(self, conn: Connection, job: ErasureJob, step: str, evidence: dict[str, Any]) -> None:
@@ -481,41 +355,14 @@ class ErasureService:
                 occurred_at=iso(now),
             ),
         )
-        conn.execute(
-            erasure_steps.insert().values(
-                job_id=job.id,
-                step=step,
-                completed_at=iso(now),
-                event_seq=ev.seq,
-                evidence=json.dumps(evidence),
-            )
-        )
-        done = step == self.final_status
-        conn.execute(
-            erasure_jobs.update()
-            .where(erasure_jobs.c.id == job.id)
-            .values(
-                status=step,
-                updated_at=to_db(now),
-                last_error=None,
-                completed_at=to_db(now) if done else None,
-            )
-        )
+        repo.insert_step(conn, job.id, step, now, ev.seq, evidence)
+        repo.record_progress(conn, job.id, step, now, completed=step == self.final_status)
         log.info("erasure step completed", extra={"request_id": job.id, "step": step})
 
     def _note_failure(self, job: ErasureJob, spec: StepSpec, reason: str) -> None:
         status = KEY_PENDING if spec.name == KEY_DESTROYED else job.status
         with self.uow.write() as conn:
-            conn.execute(
-                erasure_jobs.update()
-                .where(erasure_jobs.c.id == job.id)
-                .values(
-                    status=status,
-                    last_error=reason[:500],
-                    attempts=erasure_jobs.c.attempts + 1,
-                    updated_at=to_db(self.clock()),
-                )
-            )
+            repo.note_failure(conn, job.id, status, reason, self.clock())
         log.warning(
             "erasure step deferred", extra={"request_id": job.id, "step": spec.name, "reason": reason}
         )
@@ -523,64 +370,15 @@ class ErasureService:
     def _hold_check(self, job: ErasureJob) -> bool:
         """A hold placed after the request blocks the job before anything is destroyed."""
         with self.uow.write() as conn:
-            hold = self._active_hold(conn, job.tenant_id, job.subject_ref)
+            hold = repo.active_hold(conn, job.tenant_id, job.subject_ref)
             if hold is None:
                 return True
-            conn.execute(
-                erasure_jobs.update()
-                .where(erasure_jobs.c.id == job.id)
-                .values(
-                    status=BLOCKED,
-                    last_error=f"legal hold {hold.id}: {hold.reason}"[:500],
-                    updated_at=to_db(self.clock()),
-                )
-            )
+            repo.block(conn, job.id, f"legal hold {hold.id}: {hold.reason}", self.clock())
         return False
-
-    def _active_hold(self, conn: Connection, tenant_id: str, subject_ref: str):  # type: ignore[no-untyped-def]
-        return conn.execute(
-            sa.select(legal_holds)
-            .where(
-                legal_holds.c.tenant_id == tenant_id,
-                legal_holds.c.subject_ref == subject_ref,
-                legal_holds.c.lifted_at.is_(None),
-            )
-            .order_by(legal_holds.c.placed_at)
-        ).first()
 
     def _load(self, job_id: str) -> ErasureJob | None:
         with self.uow.read() as conn:
-            row = conn.execute(sa.select(erasure_jobs).where(erasure_jobs.c.id == job_id)).first()
-            if row is None:
-                return None
-            steps = conn.execute(
-                sa.select(erasure_steps)
-                .where(erasure_steps.c.job_id == job_id)
-                .order_by(erasure_steps.c.event_seq)
-            ).all()
-        now = self.clock()
-        return ErasureJob(
-            id=row.id,
-            tenant_id=row.tenant_id,
-            status=row.status,
-            legal_basis=row.legal_basis,
-            reference=row.reference,
-            requested_by=row.requested_by,
-            received_at=from_db(row.received_at),
-            due_at=from_db(row.due_at),
-            updated_at=from_db(row.updated_at),
-            completed_at=from_db(row.completed_at) if row.completed_at else None,
-            last_error=row.last_error,
-            report_id=row.report_id,
-            steps=[
-                ErasureStep(s.step, parse_iso(s.completed_at), s.event_seq, json.loads(s.evidence))
-                for s in steps
-            ],
-            overdue=row.completed_at is None and now > from_db(row.due_at),
-            subject_ref=row.subject_ref,
-            subject_commitment=row.subject_commitment,
-            commitment_salt=row.commitment_salt,
-        )
+            return repo.load_job(conn, job_id, self.clock())
 
 
 def _died_here(owner: str) -> bool:
@@ -601,165 +399,3 @@ def _died_here(owner: str) -> bool:
 def _require(caller: Caller, *roles: Role) -> None:
     if caller.role not in roles:
         raise OutOfScope("this credential's role may not do that")
-
-
-def _step_done(conn: Connection, job_id: str, step: str) -> bool:
-    return (
-        conn.execute(
-            sa.select(erasure_steps.c.step).where(
-                erasure_steps.c.job_id == job_id, erasure_steps.c.step == step
-            )
-        ).first()
-        is not None
-    )
-
-
-# -- the core steps ----------------------------------------------------------------------
-
-
-def _tombstone(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
-    assert conn is not None
-    ev = tombstone_subject(conn, ctx.service.keyring, ctx.job.tenant_id, ctx.job.subject_ref, ctx.job.id)
-    return {
-        "event_seq": ev.seq,
-        "key_generation": ev.generation,
-        "memories_forgotten": ev.memories_forgotten,
-        "index_entries_before": ev.index_entries_before,
-        "index_entries_after": ev.index_entries_after,
-    }
-
-
-def _purge_derived(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
-    """Tombstone summaries built from any forgotten memory, transitively, whoever their subject."""
-    assert conn is not None
-    job = ctx.job
-    own = _index_count(conn, job.tenant_id, job.subject_ref, [])
-    purge = purge_derived(conn, job.tenant_id, job.subject_ref, job.id, ctx.service.clock())
-    return {
-        "derived_tombstoned": len(purge.ids),
-        "derived_ids": purge.ids,
-        "index_entries_before": own + purge.index_entries_removed,
-        "index_entries_after": _index_count(conn, job.tenant_id, job.subject_ref, purge.ids),
-    }
-
-
-def _index_count(conn: Connection, tenant: str, subject_ref: str, extra_ids: list[str]) -> int:
-    cond = search_index.c.subject_ref == subject_ref
-    if extra_ids:
-        cond = sa.or_(cond, search_index.c.memory_id.in_(extra_ids))
-    return conn.execute(
-        sa.select(sa.func.count()).select_from(search_index).where(search_index.c.tenant_id == tenant, cond)
-    ).scalar_one()
-
-
-def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
-    """Destroy every live generation of the subject's key at the KMS, then record it."""
-    svc, job = ctx.service, ctx.job
-    with svc.uow.read() as conn:
-        gens = conn.execute(
-            sa.select(subject_keys)
-            .where(
-                subject_keys.c.tenant_id == job.tenant_id,
-                subject_keys.c.subject_ref == job.subject_ref,
-            )
-            .order_by(subject_keys.c.generation)
-        ).all()
-    receipts = []
-    for g in gens:
-        svc.keyring.revoke(job.tenant_id, job.subject_ref, g.generation)
-        if g.state == DESTROYED:
-            continue
-        try:
-            r = svc.kms.destroy_key(g.key_name)
-        except KmsUnavailable as exc:
-            raise StepFailed("KMS unavailable; key destruction pending") from exc
-        except KmsError as exc:
-            raise StepFailed(f"KMS refused key destruction ({type(exc).__name__})") from exc
-        if not r.key_unusable:
-            raise StepFailed("the KMS did not make the key unusable")
-        with svc.uow.write() as conn:
-            conn.execute(
-                subject_keys.update()
-                .where(
-                    subject_keys.c.key_name == g.key_name,
-                    subject_keys.c.state == ACTIVE,
-                )
-                .values(state=DESTROYED, destroyed_at=to_db(svc.clock()))
-            )
-        receipts.append(
-            {
-                "generation": g.generation,
-                "key_ref": g.key_name,
-                "backend": r.backend,
-                "destroyed_at": r.destroyed_at,
-                "key_unusable": r.key_unusable,
-                "material_destroyed": r.material_destroyed,
-                "already_destroyed": r.already_destroyed,
-                "details": r.details,
-            }
-        )
-    return {
-        "kms_backend": svc.kms.backend,
-        "keys_destroyed": len(receipts),
-        "receipts": receipts,
-        "key_config": {"exportable": False, "plaintext_backup_allowed": False},
-        "dek_cache": "revoked in this process; other processes hold no ciphertext to open",
-    }
-
-
-def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
-    """Probe, don't assume: every key gone, nothing retrievable, no index entries."""
-    assert conn is not None
-    svc, job = ctx.service, ctx.job
-    scope = (memories.c.tenant_id == job.tenant_id, memories.c.subject_ref == job.subject_ref)
-    gens = conn.execute(
-        sa.select(subject_keys).where(
-            subject_keys.c.tenant_id == job.tenant_id, subject_keys.c.subject_ref == job.subject_ref
-        )
-    ).all()
-    probes = []
-    for g in gens:
-        try:
-            p = svc.kms.probe(g.key_name, g.wrapped_dek)
-        except KmsError as exc:
-            raise StepFailed(f"KMS probe failed ({type(exc).__name__})") from exc
-        probes.append(
-            {
-                "generation": g.generation,
-                "unwrap_failed": p.unwrap_failed,
-                "key_present": p.key_present,
-                "destroyed": p.destroyed,
-            }
-        )
-    retrievable = conn.execute(
-        sa.select(sa.func.count())
-        .select_from(memories)
-        .where(*scope, memories.c.status != Status.FORGOTTEN.value)
-    ).scalar_one()
-    with_ciphertext = conn.execute(
-        sa.select(sa.func.count()).select_from(memories).where(*scope, memories.c.ciphertext.is_not(None))
-    ).scalar_one()
-    index_entries = conn.execute(
-        sa.select(sa.func.count())
-        .select_from(search_index)
-        .where(search_index.c.tenant_id == job.tenant_id, search_index.c.subject_ref == job.subject_ref)
-    ).scalar_one()
-    fenced = svc.keyring.is_fenced(conn, job.tenant_id, job.subject_ref)
-    failures = [f"generation {p['generation']} key still usable" for p in probes if not p["destroyed"]]
-    if retrievable:
-        failures.append(f"{retrievable} memories still retrievable")
-    if with_ciphertext:
-        failures.append(f"{with_ciphertext} projection rows still hold ciphertext")
-    if index_entries:
-        failures.append(f"{index_entries} search index entries remain")
-    if not fenced:
-        failures.append("erasure fence is not up")
-    if failures:
-        raise StepFailed("verification failed: " + "; ".join(failures))
-    return {
-        "key_probes": probes,
-        "retrievable_memories": retrievable,
-        "projection_rows_with_ciphertext": with_ciphertext,
-        "index_entries": index_entries,
-        "erasure_fence": fenced,
-    }

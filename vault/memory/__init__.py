@@ -1,1 +1,1 @@
-"""Governed memory: the write pipeline, reads, review, search, validation, the policy table."""
+"""Governed memory: the write pipeline, reads, review, search, validation, the policy table, their SQL."""

@@ -2,13 +2,17 @@
 
 The policy table maps (caller role, source type) to the authority, trust and initial
 status of a write. A pair missing from the table is refused. Kind TTLs live here too.
+
+Exceptions: ``PolicyRefused`` (403) from ``standing_for``: the table has no rule for the pair.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
+from lethe.vault.errors import PolicyRefused
 from lethe.vault.model import Authority, Kind, Role, SourceType, Status, Trust
 
 
@@ -23,6 +27,8 @@ _ACTIVE_USER = Standing(Authority.USER, Trust.TRUSTED, Status.ACTIVE)
 _EXTERNAL = Standing(Authority.EXTERNAL, Trust.UNTRUSTED, Status.QUARANTINED)
 _AGENT = Standing(Authority.AGENT, Trust.UNTRUSTED, Status.QUARANTINED)
 
+Policy = Mapping[tuple[Role, SourceType], Standing]
+
 DEFAULT_POLICY: dict[tuple[Role, SourceType], Standing] = {
     (Role.OPERATOR, SourceType.OPERATOR_CONFIG): Standing(Authority.OPERATOR, Trust.VERIFIED, Status.ACTIVE),
     (Role.AGENT, SourceType.USER_STATEMENT): _ACTIVE_USER,
@@ -31,6 +37,15 @@ DEFAULT_POLICY: dict[tuple[Role, SourceType], Standing] = {
     (Role.AGENT, SourceType.AGENT_INFERENCE): _AGENT,
     (Role.AGENT, SourceType.SUMMARY): _AGENT,
 }
+
+
+def standing_for(policy: Policy, role: Role, source_type: SourceType) -> Standing:
+    """The standing a write gets from the table; ``PolicyRefused`` when it has no rule for the pair."""
+    standing = policy.get((role, source_type))
+    if standing is None:
+        raise PolicyRefused(f"role {role.value} may not write {source_type.value} memories")
+    return standing
+
 
 DAY = timedelta(days=1)
 

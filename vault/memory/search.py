@@ -24,8 +24,9 @@ import sqlalchemy as sa
 from lethe.vault.clock import iso, to_db, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
-from lethe.vault.custody.sealing import open_rows, to_item
+from lethe.vault.custody.sealing import open_rows
 from lethe.vault.errors import InvalidCommand, OutOfScope
+from lethe.vault.memory import repository as repo
 from lethe.vault.memory.validation import normal_subject_id
 from lethe.vault.model import Caller, Kind, Role, SearchQuery, SearchResult, Status
 from lethe.vault.store.db import UnitOfWork
@@ -40,6 +41,13 @@ MAX_QUERY_TERMS = 64  # distinct terms a query may rank by
 
 
 class SearchService:
+    """Scoped, ranked retrieval under a token budget (see the module docstring for the order).
+
+    Exceptions: ``OutOfScope`` (403, not an agent credential, or a purpose it lacks),
+    ``InvalidCommand`` (422, limit, budget, kind or query out of bounds),
+    ``StoreUnavailable`` (503). Rows whose key is gone are left out, never an error.
+    """
+
     def __init__(
         self,
         uow: UnitOfWork,
@@ -114,16 +122,10 @@ class SearchService:
                 if len(page) < PAGE:
                     break
                 offset += PAGE
-            rows = {}
-            if chosen:
-                ids = [cid for cid, _ in chosen]
-                mine = sa.select(memories).where(
-                    memories.c.tenant_id == caller.tenant_id, memories.c.id.in_(ids)
-                )
-                rows = {r.id: r for r in conn.execute(mine)}
+            rows = repo.by_ids(conn, caller.tenant_id, [cid for cid, _ in chosen])
             opened = open_rows(conn, self.keyring, list(rows.values()))
         keys = [((caller.tenant_id, cid), score) for cid, score in chosen]
-        items = [to_item(rows[k[1]], *opened[k], score=score) for k, score in keys if k in opened]
+        items = [repo.to_item(rows[k[1]], *opened[k], score=score) for k, score in keys if k in opened]
         used = sum(rows[i.id].token_estimate for i in items)
         return SearchResult(items=items, used_tokens=used, skipped_over_budget=skipped)
 

@@ -4,7 +4,13 @@ Every command validates, decides standing from the policy table, then appends it
 events and applies them to the projection in one transaction. Concurrency is the
 database's job (compare-and-swap on ``version``, unique keys), never an in-process lock.
 Memory ids are unique per tenant only, so every lookup by id is the caller's tenant's:
-an id another tenant uses reads, and can be written, exactly like an unknown one.
+an id another tenant uses reads, and can be written, exactly like an unknown one. The
+SQL lives in ``memory.repository``; this module keeps the rules.
+
+Exceptions: ``InvalidCommand`` (422) and its subclasses, ``ContentTooLarge`` (413),
+``PolicyRefused`` and ``OutOfScope`` (403), ``NotFound`` (404), ``VersionConflict``,
+``IdempotencyConflict`` and ``SubjectForgotten`` (409), ``StoreUnavailable`` (503); each
+is explained in ``MemoryService``'s docstring.
 """
 
 from __future__ import annotations
@@ -16,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -25,21 +30,21 @@ from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import iso, to_db, utcnow
 from lethe.vault.custody.keyring import ACTIVE, SubjectKey, SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
-from lethe.vault.custody.sealing import open_rows, seal, to_item
+from lethe.vault.custody.sealing import seal
 from lethe.vault.errors import (
     IdempotencyConflict,
     InvalidCommand,
     NotFound,
     OutOfScope,
-    PolicyRefused,
     SubjectForgotten,
     VersionConflict,
 )
-from lethe.vault.memory.policy import DEFAULT_POLICY, Limits, Standing
+from lethe.vault.memory import repository as repo
+from lethe.vault.memory.policy import DEFAULT_POLICY, Limits, Policy, Standing, standing_for
 from lethe.vault.memory.validation import ValidWrite, normal_subject_id, require_version, validate_write
 from lethe.vault.model import Caller, MemoryItem, Role, Status, Trust, WriteCommand
 from lethe.vault.store.db import UnitOfWork
-from lethe.vault.store.events import Event, SqlEventLog
+from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.projection import (
     MEMORY_EXPIRED,
     MEMORY_PROMOTED,
@@ -48,7 +53,6 @@ from lethe.vault.store.projection import (
     apply,
     apply_many,
 )
-from lethe.vault.store.tables import idempotency_keys, memories, search_index, subject_keys
 
 TokenCounter = Callable[[str], int]
 
@@ -64,197 +68,207 @@ class WriteOutcome:
     created: bool  # False when an idempotent retry returned the first result
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    """A write admitted by validation and policy and keyed for its subject, not yet placed."""
+
+    caller: Caller
+    agent_id: str
+    cmd: WriteCommand
+    valid: ValidWrite
+    standing: Standing
+    subject_ref: str
+    key: SubjectKey
+    request_hash: str
+
+
+@dataclass(frozen=True)
+class _Target:
+    """Where a write lands: a new memory at version 1, or the next version of an existing one."""
+
+    memory_id: str
+    version: int
+    created_at: datetime
+
+
 class MemoryService:
+    """Writes, reads, promotion and expiry of memories, each one event applied in one transaction.
+
+    Exceptions:
+    - ``InvalidCommand`` (422) and its subclasses, ``ContentTooLarge`` (413): the write
+      is malformed (validation), or a bulk import holds an update; nothing was written.
+    - ``PolicyRefused`` (403): the policy table has no rule for the role and source type.
+    - ``OutOfScope`` (403): the credential lacks the purpose, or (``promote``) the caller
+      is not a reviewer or wrote the memory itself.
+    - ``NotFound`` (404): unknown id, another tenant's or agent's, or not visible to the caller.
+    - ``VersionConflict`` (409): expected version is stale, the id is taken, or the memory
+      is in a state the command cannot change (superseded, expired, forgotten).
+    - ``IdempotencyConflict`` (409): the idempotency key was used with another request.
+    - ``SubjectForgotten`` (409): the erasure fence is up for the subject.
+    - ``StoreUnavailable`` (503): the database or the KMS cannot be reached.
+    """
+
     def __init__(
         self,
         uow: UnitOfWork,
         keyring: SubjectKeyring,
         pseudonyms: Pseudonymizer,
         limits: Limits | None = None,
-        policy: dict | None = None,
+        policy: Policy | None = None,
         token_counter: TokenCounter = estimate_tokens,
         clock: Callable[[], datetime] = utcnow,
+        *,
+        log: EventLog,
     ) -> None:
         self.uow = uow
         self.keyring = keyring
         self.pseudonyms = pseudonyms
         self.limits = limits or Limits()
-        self.policy: dict = policy or DEFAULT_POLICY
+        self.policy: Policy = policy or DEFAULT_POLICY
         self.count_tokens = token_counter
         self.clock = clock
-        self.log = SqlEventLog()
+        self.log = log
 
     # -- writes -----------------------------------------------------------------------
 
     def _admit(self, caller: Caller, cmd: WriteCommand, now: datetime) -> tuple[ValidWrite, Standing]:
         """Validation and the policy table: everything decided before a key is touched."""
         valid = validate_write(cmd, self.limits, now)
-        standing: Standing | None = self.policy.get((caller.role, valid.source_type))
-        if standing is None:
-            raise PolicyRefused(f"role {caller.role.value} may not write {valid.source_type.value} memories")
+        standing = standing_for(self.policy, caller.role, valid.source_type)
         if not caller.may_use(cmd.purpose):
             raise OutOfScope("the credential does not cover this purpose")
         return valid, standing
 
-    def _written_event(
-        self,
-        caller: Caller,
-        agent_id: str,
-        cmd: WriteCommand,
-        valid: ValidWrite,
-        standing: Standing,
-        key: SubjectKey,
-        subject_ref: str,
-        memory_id: str,
-        version: int,
-        created_at: datetime,
-        now: datetime,
-        request_hash: str,
-    ) -> Event:
+    def _prepare(
+        self, caller: Caller, cmd: WriteCommand, now: datetime, key_for: Callable[[str], SubjectKey]
+    ) -> _Prepared:
+        """Admit the write, then key it: the subject's ref, its data key and the request hash."""
+        valid, standing = self._admit(caller, cmd, now)
+        subject_ref = self.pseudonyms.subject_ref(caller.tenant_id, cmd.subject_id)
+        key = key_for(subject_ref)
+        return _Prepared(
+            caller=caller,
+            agent_id=_agent_of(caller),
+            cmd=cmd,
+            valid=valid,
+            standing=standing,
+            subject_ref=subject_ref,
+            key=key,
+            request_hash=_request_hash(key.data_key, cmd),
+        )
+
+    def _written_event(self, w: _Prepared, at: _Target, now: datetime) -> Event:
+        """The ``memory.written`` event of a prepared write at its target (sealed content)."""
+        cmd, key = w.cmd, w.key
         ciphertext = seal(
-            key.data_key, caller.tenant_id, subject_ref, memory_id, version, cmd.subject_id, cmd.content
+            key.data_key,
+            w.caller.tenant_id,
+            w.subject_ref,
+            at.memory_id,
+            at.version,
+            cmd.subject_id,
+            cmd.content,
         )
         payload = {
-            "agent_id": agent_id,
+            "agent_id": w.agent_id,
             "purpose": cmd.purpose,
-            "kind": valid.kind.value,
+            "kind": w.valid.kind.value,
             "content_hmac": content_commitment(key.data_key, cmd.content.encode()),
             "token_estimate": self.count_tokens(cmd.content),
             "provenance": cmd.provenance.as_dict(),  # type: ignore[union-attr]
-            "authority": standing.authority.value,
-            "trust": standing.trust.value,
-            "status": standing.status.value,
+            "authority": w.standing.authority.value,
+            "trust": w.standing.trust.value,
+            "status": w.standing.status.value,
             "confidence": _decimal(cmd.confidence),
-            "created_at": iso(created_at),
-            "expires_at": iso(valid.expires_at),
-            "version": version,
+            "created_at": iso(at.created_at),
+            "expires_at": iso(w.valid.expires_at),
+            "version": at.version,
             "supersedes_id": cmd.supersedes_id,
             "idempotency_key": cmd.idempotency_key,
-            "request_hash": request_hash,
+            "request_hash": w.request_hash,
             "key_generation": key.generation,
-            "written_by": caller.principal,
+            "written_by": w.caller.principal,
         }
         return Event(
             MEMORY_WRITTEN,
-            caller.tenant_id,
+            w.caller.tenant_id,
             payload,
-            memory_id,
-            subject_ref,
+            at.memory_id,
+            w.subject_ref,
             ciphertext,
             occurred_at=iso(now),
         )
 
-    def _index_row(self, tenant_id: str, subject_ref: str, memory_id: str, content: str) -> dict:
-        terms = " ".join(sorted(self.pseudonyms.term_hashes(tenant_id, content)))
-        return {"memory_id": memory_id, "tenant_id": tenant_id, "subject_ref": subject_ref, "terms": terms}
+    def _index_row(self, w: _Prepared, memory_id: str) -> dict[str, str]:
+        tenant_id = w.caller.tenant_id
+        terms = self.pseudonyms.term_hashes(tenant_id, w.cmd.content)
+        return repo.index_row(tenant_id, w.subject_ref, memory_id, terms)
 
     def write(self, caller: Caller, cmd: WriteCommand) -> WriteOutcome:
         cmd = replace(cmd, subject_id=normal_subject_id(cmd.subject_id))
         now = self.clock()
-        valid, standing = self._admit(caller, cmd, now)
-        agent_id = _agent_of(caller)
-        subject_ref = self.pseudonyms.subject_ref(caller.tenant_id, cmd.subject_id)
-        key = self.keyring.key_for_write(caller.tenant_id, subject_ref)
-        request_hash = _request_hash(key.data_key, cmd)
+        w = self._prepare(caller, cmd, now, lambda ref: self.keyring.key_for_write(caller.tenant_id, ref))
+        tenant_id = caller.tenant_id
         try:
             with self.uow.write() as conn:
-                first = self._idempotent_replay(conn, caller.tenant_id, agent_id, cmd, request_hash)
+                first = self._idempotent_replay(conn, tenant_id, w.agent_id, cmd, w.request_hash)
                 if first is not None:
                     return WriteOutcome(first, created=False)
-                self._check_fence(conn, caller.tenant_id, subject_ref, key.generation)
-                memory_id, version, created_at = self._target(conn, caller, agent_id, subject_ref, cmd, now)
-                old = self._supersedable(conn, caller, agent_id, cmd) if cmd.supersedes_id else None
-                self._emit(
-                    conn,
-                    self._written_event(
-                        caller,
-                        agent_id,
-                        cmd,
-                        valid,
-                        standing,
-                        key,
-                        subject_ref,
-                        memory_id,
-                        version,
-                        created_at,
-                        now,
-                        request_hash,
-                    ),
-                )
+                self._check_fence(conn, tenant_id, w.subject_ref, w.key.generation)
+                at = self._target(conn, caller, w.agent_id, w.subject_ref, cmd, now)
+                old = self._supersedable(conn, caller, w.agent_id, cmd) if cmd.supersedes_id else None
+                self._emit(conn, self._written_event(w, at, now))
                 if old is not None:
                     self._emit(
                         conn,
                         Event(
                             MEMORY_SUPERSEDED,
-                            caller.tenant_id,
-                            {"version": old.version + 1, "superseded_by": memory_id},
+                            tenant_id,
+                            {"version": old.version + 1, "superseded_by": at.memory_id},
                             old.id,
                             old.subject_ref,
                             occurred_at=iso(now),
                         ),
                     )
-                if version > 1:
-                    conn.execute(
-                        search_index.delete().where(
-                            search_index.c.tenant_id == caller.tenant_id,
-                            search_index.c.memory_id == memory_id,
-                        )
-                    )
-                conn.execute(
-                    search_index.insert().values(
-                        **self._index_row(caller.tenant_id, subject_ref, memory_id, cmd.content)
-                    )
-                )
-                row = conn.execute(_by_id(caller.tenant_id, memory_id)).one()
+                if at.version > 1:
+                    repo.drop_index_entry(conn, tenant_id, at.memory_id)
+                repo.add_index_rows(conn, [self._index_row(w, at.memory_id)])
+                row = repo.by_id(conn, tenant_id, at.memory_id)
         except IntegrityError as exc:
             # A concurrent writer took the id or the idempotency key first.
             with self.uow.read() as conn:
-                first = self._idempotent_replay(conn, caller.tenant_id, agent_id, cmd, request_hash)
+                first = self._idempotent_replay(conn, tenant_id, w.agent_id, cmd, w.request_hash)
             if first is not None:
                 return WriteOutcome(first, created=False)
             raise VersionConflict("a memory with this id already exists") from exc
-        return WriteOutcome(to_item(row, cmd.subject_id, cmd.content), created=True)
+        return WriteOutcome(repo.to_item(row, cmd.subject_id, cmd.content), created=True)
 
     def import_batch(self, caller: Caller, cmds: list[WriteCommand]) -> int:
         """Bulk import of new memories (migrations, benchmarks): same validation, policy,
         encryption and events as ``write``, in one transaction with one round trip per table.
         All or nothing: one bad command or reused idempotency key rejects the batch."""
         now = self.clock()
-        agent_id = _agent_of(caller)
         keys: dict[str, SubjectKey] = {}
+
+        def key_for(ref: str) -> SubjectKey:  # one KMS unwrap per subject in the batch
+            if ref not in keys:
+                keys[ref] = self.keyring.key_for_write(caller.tenant_id, ref)
+            return keys[ref]
+
         batch, index_rows = [], []
         for cmd in (replace(c, subject_id=normal_subject_id(c.subject_id)) for c in cmds):
             if cmd.id is not None or cmd.supersedes_id is not None or cmd.expected_version:
                 raise InvalidCommand("a bulk import only creates new memories")
-            valid, standing = self._admit(caller, cmd, now)
-            ref = self.pseudonyms.subject_ref(caller.tenant_id, cmd.subject_id)
-            if ref not in keys:
-                keys[ref] = self.keyring.key_for_write(caller.tenant_id, ref)
-            memory_id = str(uuid.uuid4())
-            batch.append(
-                self._written_event(
-                    caller,
-                    agent_id,
-                    cmd,
-                    valid,
-                    standing,
-                    keys[ref],
-                    ref,
-                    memory_id,
-                    1,
-                    now,
-                    now,
-                    _request_hash(keys[ref].data_key, cmd),
-                )
-            )
-            index_rows.append(self._index_row(caller.tenant_id, ref, memory_id, cmd.content))
+            w = self._prepare(caller, cmd, now, key_for)
+            at = _Target(str(uuid.uuid4()), 1, now)
+            batch.append(self._written_event(w, at, now))
+            index_rows.append(self._index_row(w, at.memory_id))
         try:
             with self.uow.write() as conn:
                 for ref, key in keys.items():
                     self._check_fence(conn, caller.tenant_id, ref, key.generation)
                 apply_many(conn, self.log.append_many(conn, batch))
-                if index_rows:
-                    conn.execute(search_index.insert(), index_rows)
+                repo.add_index_rows(conn, index_rows)
         except IntegrityError as exc:
             raise IdempotencyConflict("an idempotency key in the batch was already used") from exc
         return len(batch)
@@ -265,32 +279,19 @@ class MemoryService:
     def _idempotent_replay(
         self, conn: Connection, tenant_id: str, agent_id: str, cmd: WriteCommand, request_hash: str
     ) -> MemoryItem | None:
-        prior = conn.execute(
-            sa.select(idempotency_keys).where(
-                idempotency_keys.c.tenant_id == tenant_id,
-                idempotency_keys.c.agent_id == agent_id,
-                idempotency_keys.c.key == cmd.idempotency_key,
-            )
-        ).first()
+        prior = repo.prior_write(conn, tenant_id, agent_id, cmd.idempotency_key)
         if prior is None:
             return None
         if not hmac.compare_digest(prior.request_hash, request_hash):
             raise IdempotencyConflict("this idempotency key was already used with a different request")
-        row = conn.execute(_by_id(tenant_id, prior.memory_id)).one()
-        opened = open_rows(conn, self.keyring, [row]).get((row.tenant_id, row.id))
-        if opened is None:
+        item = repo.open_item(conn, self.keyring, repo.by_id(conn, tenant_id, prior.memory_id))
+        if item is None:
             raise SubjectForgotten("the memory written under this key has been forgotten")
-        return to_item(row, *opened)
+        return item
 
     def _check_fence(self, conn: Connection, tenant_id: str, subject_ref: str, generation: int) -> None:
         """Under the write lock: a forget that committed first wins, and this write is refused."""
-        state = conn.execute(
-            sa.select(subject_keys.c.state).where(
-                subject_keys.c.tenant_id == tenant_id,
-                subject_keys.c.subject_ref == subject_ref,
-                subject_keys.c.generation == generation,
-            )
-        ).scalar_one_or_none()
+        state = self.keyring.state_of(conn, tenant_id, subject_ref, generation)
         if state != ACTIVE or self.keyring.is_fenced(conn, tenant_id, subject_ref):
             raise SubjectForgotten("this subject was forgotten; a privacy officer must reinstate it")
 
@@ -302,18 +303,18 @@ class MemoryService:
         subject_ref: str,
         cmd: WriteCommand,
         now: datetime,
-    ) -> tuple[str, int, datetime]:
-        """(memory id, new version, created_at) for a create or an update-by-id."""
+    ) -> _Target:
+        """Where a create or an update-by-id lands: the memory id, its new version, its creation time."""
         if cmd.id is None:
             if cmd.expected_version != 0:
                 raise InvalidCommand("expected_version must be 0 when no id is given")
-            return str(uuid.uuid4()), 1, now
+            return _Target(str(uuid.uuid4()), 1, now)
         _check_id(cmd.id)
-        row = conn.execute(_by_id(caller.tenant_id, cmd.id)).first()
+        row = repo.by_id(conn, caller.tenant_id, cmd.id)
         if row is None:
             if cmd.expected_version != 0:
                 raise NotFound("memory not found")
-            return cmd.id, 1, now
+            return _Target(cmd.id, 1, now)
         if row.agent_id != agent_id or row.purpose != cmd.purpose:
             raise NotFound("memory not found")
         if row.version != cmd.expected_version:
@@ -322,7 +323,7 @@ class MemoryService:
             raise InvalidCommand("an update cannot change the memory's subject")
         if row.status in (Status.FORGOTTEN, Status.SUPERSEDED, Status.EXPIRED):
             raise VersionConflict(f"a {row.status} memory cannot be updated")
-        return cmd.id, row.version + 1, row.created_at.replace(tzinfo=now.tzinfo)
+        return _Target(cmd.id, row.version + 1, row.created_at.replace(tzinfo=now.tzinfo))
 
     def _supersedable(self, conn: Connection, caller: Caller, agent_id: str, cmd: WriteCommand):  # type: ignore[no-untyped-def]
         """The memory a correction supersedes, checked (same tenant, agent, purpose; active).
@@ -331,7 +332,7 @@ class MemoryService:
         ``NotFound`` like an unknown id: the purpose rule must not confirm that it exists.
         """
         assert cmd.supersedes_id is not None  # only called for a correction
-        old = conn.execute(_by_id(caller.tenant_id, cmd.supersedes_id)).first()
+        old = repo.by_id(conn, caller.tenant_id, cmd.supersedes_id)
         if old is None or old.agent_id != agent_id or not caller.may_use(old.purpose):
             raise NotFound("the superseded memory was not found")
         if old.purpose != cmd.purpose:
@@ -344,13 +345,13 @@ class MemoryService:
 
     def get(self, caller: Caller, memory_id: str) -> MemoryItem:
         with self.uow.read() as conn:
-            row = conn.execute(_by_id(caller.tenant_id, memory_id)).first()
+            row = repo.by_id(conn, caller.tenant_id, memory_id)
             if row is None or not self._visible(caller, row):
                 raise NotFound("memory not found")
-            opened = open_rows(conn, self.keyring, [row]).get((row.tenant_id, row.id))
-        if opened is None:
+            item = repo.open_item(conn, self.keyring, row)
+        if item is None:
             raise NotFound("memory not found")
-        return to_item(row, *opened)
+        return item
 
     def _visible(self, caller: Caller, row) -> bool:  # type: ignore[no-untyped-def]
         if row.tenant_id != caller.tenant_id or row.status in (Status.FORGOTTEN, Status.EXPIRED):
@@ -374,7 +375,7 @@ class MemoryService:
         require_version("expected_version", expected_version)
         now = self.clock()
         with self.uow.write() as conn:
-            row = conn.execute(_by_id(caller.tenant_id, memory_id)).first()
+            row = repo.by_id(conn, caller.tenant_id, memory_id)
             if row is None or row.status == Status.FORGOTTEN:
                 raise NotFound("memory not found")
             if row.agent_id in (caller.agent_id, f"{caller.role.value}:{caller.principal}"):
@@ -398,11 +399,10 @@ class MemoryService:
                     occurred_at=iso(now),
                 ),
             )
-            row = conn.execute(_by_id(caller.tenant_id, memory_id)).one()
-            opened = open_rows(conn, self.keyring, [row]).get((row.tenant_id, row.id))
-        if opened is None:
+            item = repo.open_item(conn, self.keyring, repo.by_id(conn, caller.tenant_id, memory_id))
+        if item is None:
             raise NotFound("memory not found")
-        return to_item(row, *opened)
+        return item
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -412,14 +412,7 @@ class MemoryService:
         while True:
             now = self.clock()
             with self.uow.write() as conn:
-                rows = conn.execute(
-                    sa.select(memories.c.id, memories.c.tenant_id, memories.c.subject_ref, memories.c.version)
-                    .where(
-                        memories.c.status.in_((Status.ACTIVE.value, Status.QUARANTINED.value)),
-                        memories.c.expires_at <= to_db(now),
-                    )
-                    .limit(batch)
-                ).all()
+                rows = repo.live_past_expiry(conn, now, batch)
                 for r in rows:
                     self._emit(
                         conn,
@@ -435,11 +428,6 @@ class MemoryService:
             total += len(rows)
             if len(rows) < batch:
                 return total
-
-
-def _by_id(tenant_id: str, memory_id: str) -> sa.Select:
-    """The tenant's memory under this id: ids are unique within a tenant, not across tenants."""
-    return sa.select(memories).where(memories.c.tenant_id == tenant_id, memories.c.id == memory_id)
 
 
 def _agent_of(caller: Caller) -> str:

@@ -75,7 +75,11 @@ def _is_outage(exc: DBAPIError) -> bool:
 
 
 class UnitOfWork:
-    """Opens read and write transactions; translates driver outages to ``StoreUnavailable``."""
+    """Opens read and write transactions; translates driver outages to ``StoreUnavailable``.
+
+    Exceptions: ``StoreUnavailable`` (503) for an outage (locked, unreachable, I/O); any
+    other driver error is a bug and passes through unchanged, to surface as a 500.
+    """
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine

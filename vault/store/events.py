@@ -85,12 +85,33 @@ def canonical_row(row: Any) -> bytes:
 
 
 class EventLog(Protocol):
-    def append(self, conn: Connection, event: Event) -> Event: ...
-    def size(self, conn: Connection) -> int: ...
+    """The port every command appends through, inside the transaction it passes in.
+
+    Built once by the composition root (``SqlEventLog``) and handed to the services and
+    to the functions that append inside a caller's transaction, so a test or another
+    store can stand in for it. An event that cannot be appended fails the transaction:
+    the audit trail fails closed.
+    """
+
+    def append(self, conn: Connection, event: Event) -> Event:
+        """Append one event; returns it with its ``seq`` and ciphertext digest."""
+        ...
+
+    def append_many(self, conn: Connection, batch: list[Event]) -> list[Event]:
+        """Append events with consecutive sequence numbers, in order."""
+        ...
+
+    def size(self, conn: Connection) -> int:
+        """How many events the log holds (the sequence number of the last one)."""
+        ...
 
 
 class SqlEventLog:
-    """``EventLog`` over the ``events`` table; appends within the caller's transaction."""
+    """``EventLog`` over the ``events`` table; appends within the caller's transaction.
+
+    Exceptions: none of its own; a failed append (a driver error, ``StoreUnavailable``
+    from the unit of work) fails the caller's transaction, so no command outlives its event.
+    """
 
     def append(self, conn: Connection, event: Event) -> Event:
         return self.append_many(conn, [event])[0]
@@ -148,26 +169,27 @@ class SqlEventLog:
     def size(self, conn: Connection) -> int:
         return conn.execute(sa.select(sa.func.coalesce(sa.func.max(events.c.seq), 0))).scalar_one()
 
-    def read(self, conn: Connection, start: int = 1, batch: int = 2000) -> Iterator[Event]:
-        """Events in order from ``start``, fetched in batches to bound memory."""
-        seq = start
-        while True:
-            rows = conn.execute(
-                sa.select(events).where(events.c.seq >= seq).order_by(events.c.seq).limit(batch)
-            ).all()
-            if not rows:
-                return
-            for r in rows:
-                yield Event(
-                    r.type,
-                    r.tenant_id,
-                    json.loads(r.payload),
-                    r.memory_id,
-                    r.subject_ref,
-                    r.ciphertext,
-                    r.occurred_at,
-                    r.event_id,
-                    r.seq,
-                    r.ciphertext_digest,
-                )
-            seq = rows[-1].seq + 1
+
+def read_events(conn: Connection, start: int = 1, batch: int = 2000) -> Iterator[Event]:
+    """The stored events in order from ``start``, fetched in batches to bound memory (replay)."""
+    seq = start
+    while True:
+        rows = conn.execute(
+            sa.select(events).where(events.c.seq >= seq).order_by(events.c.seq).limit(batch)
+        ).all()
+        if not rows:
+            return
+        for r in rows:
+            yield Event(
+                r.type,
+                r.tenant_id,
+                json.loads(r.payload),
+                r.memory_id,
+                r.subject_ref,
+                r.ciphertext,
+                r.occurred_at,
+                r.event_id,
+                r.seq,
+                r.ciphertext_digest,
+            )
+        seq = rows[-1].seq + 1

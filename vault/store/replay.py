@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from lethe.vault.store.db import UnitOfWork, make_engine
-from lethe.vault.store.events import SqlEventLog
+from lethe.vault.store.events import read_events
 from lethe.vault.store.projection import apply
 from lethe.vault.store.tables import forgotten_subjects, idempotency_keys, memories, metadata, search_index
 
@@ -34,7 +34,7 @@ class ReplayReport:
 
 def _apply_all(source: Connection, target: Connection, progress: Progress | None) -> int:
     n = 0
-    for event in SqlEventLog().read(source):
+    for event in read_events(source):
         apply(target, event)
         n += 1
         if progress and n % 1000 == 0:

@@ -1,0 +1,197 @@
+"""The erasure job as a state machine, over an in-memory SQLite, a FakeKms and a FakeClock.
+
+What is pinned here: steps run in order and only once; a step that cannot finish keeps
+the job where it was and records why; a KMS outage parks it in
+``key_destruction_pending``; a legal hold blocks it before anything is destroyed; and
+the job completes exactly when the final step is recorded. The integration suites
+prove the same claims against real SQLite, PostgreSQL and OpenBao.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from lethe.vault.custody.keyring import SubjectKeyring
+from lethe.vault.custody.pseudonyms import Pseudonymizer
+from lethe.vault.erasure.model import (
+    BLOCKED,
+    CORE_STEPS,
+    DUE_AFTER,
+    KEY_DESTROYED,
+    KEY_PENDING,
+    RECEIVED,
+    VERIFIED,
+    ErasureJob,
+)
+from lethe.vault.erasure.service import ErasureService
+from lethe.vault.erasure.steps import StepContext, StepFailed, StepSpec
+from lethe.vault.errors import LegalHoldActive, NotFound
+from lethe.vault.memory.service import MemoryService
+from lethe.vault.model import Caller, Provenance, Role, SourceType, WriteCommand
+from lethe.vault.store.db import UnitOfWork, make_engine
+from lethe.vault.store.events import SqlEventLog
+from lethe.vault.store.tables import erasure_jobs, metadata
+from tests.unit.fakes import FakeClock, FakeKms
+
+OFFICER = Caller("t1", Role.PRIVACY_OFFICER, None, frozenset(), principal="officer-1")
+AGENT = Caller("t1", Role.AGENT, "a1", frozenset({"support"}), principal="tok-a1")
+
+
+class FakeStep:
+    """An extra step after the core ones: fails while ``failures`` remain, and notes each run."""
+
+    def __init__(self, name: str, failures: int = 0) -> None:
+        self.name, self.failures, self.runs = name, failures, 0
+
+    def __call__(self, ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
+        self.runs += 1
+        if self.failures:
+            self.failures -= 1
+            raise StepFailed(f"{self.name} cannot finish yet")
+        return {"step_names": list(ctx.step_names), "status_seen": ctx.job.status}
+
+    def spec(self) -> StepSpec:
+        return StepSpec(self.name, self, transactional=False)
+
+
+@dataclass
+class World:
+    kms: FakeKms
+    clock: FakeClock
+    memories: MemoryService
+    uow: UnitOfWork
+
+    def erasure(self, *extra: FakeStep) -> ErasureService:
+        keyring = self.memories.keyring
+        pseudonyms = self.memories.pseudonyms
+        return ErasureService(
+            self.uow,
+            self.kms,
+            keyring,
+            pseudonyms,
+            extra_steps=[s.spec() for s in extra],
+            clock=self.clock,
+            log=self.memories.log,
+        )
+
+    def remember(self, content: str = "alice prefers tea") -> None:
+        provenance = Provenance(SourceType.USER_STATEMENT, "session-1/turn-1")
+        cmd = WriteCommand("alice", "support", "preference", content, provenance, idempotency_key=content)
+        self.memories.write(AGENT, cmd)
+
+    def attempts(self, job_id: str) -> int:
+        with self.uow.read() as conn:
+            q = sa.select(erasure_jobs.c.attempts).where(erasure_jobs.c.id == job_id)
+            return conn.execute(q).scalar_one()
+
+
+@pytest.fixture
+def world() -> Iterator[World]:
+    engine = make_engine("sqlite://")
+    metadata.create_all(engine)
+    uow, kms, clock = UnitOfWork(engine), FakeKms(), FakeClock()
+    memories = MemoryService(
+        uow, SubjectKeyring(kms, uow), Pseudonymizer(b"p" * 32), clock=clock, log=SqlEventLog()
+    )
+    yield World(kms, clock, memories, uow)
+    engine.dispose()
+
+
+def names(job: ErasureJob) -> list[str]:
+    return [s.step for s in job.steps]
+
+
+def test_the_core_steps_then_the_extra_ones_run_in_order_and_the_last_completes_the_job(world: World):
+    world.remember()
+    report = FakeStep("reported")
+    erasure = world.erasure(FakeStep("compacted"), report)
+    job = erasure.request(OFFICER, "alice", "gdpr-art17-1a", None)
+    assert (job.status, names(job), job.completed_at) == (RECEIVED, [RECEIVED], None)
+    world.clock.advance(5)
+    assert erasure.run_pending() == 1
+    done = erasure.get(OFFICER, job.id)
+    assert names(done) == [RECEIVED, *CORE_STEPS, "compacted", "reported"]
+    assert done.status == erasure.final_status == "reported"
+    assert done.completed_at == world.clock.now and done.last_error is None
+    assert [s.event_seq for s in done.steps] == sorted(s.event_seq for s in done.steps)
+    seen = done.steps[-1].evidence
+    assert seen["status_seen"] == "compacted"  # each step sees the job as the previous one left it
+    assert seen["step_names"] == [*CORE_STEPS, "compacted", "reported"]
+
+
+def test_a_step_that_cannot_finish_keeps_the_status_records_why_and_stops_the_steps_after_it(world: World):
+    world.remember()
+    flaky, after = FakeStep("compacted", failures=2), FakeStep("reported")
+    erasure = world.erasure(flaky, after)
+    job = erasure.request(OFFICER, "alice", "gdpr-art17-1a", None)
+    for attempt in (1, 2):
+        assert erasure.advance(job.id) is False
+        parked = erasure.get(OFFICER, job.id)
+        assert parked.status == VERIFIED and parked.completed_at is None
+        assert parked.last_error == "compacted cannot finish yet"
+        assert names(parked) == [RECEIVED, *CORE_STEPS]
+        assert world.attempts(job.id) == attempt
+        assert after.runs == 0
+    assert erasure.advance(job.id) is True
+    done = erasure.get(OFFICER, job.id)
+    assert done.last_error is None and done.completed_at is not None
+    assert (flaky.runs, after.runs) == (3, 1)  # no step ran twice once recorded
+
+
+def test_a_kms_outage_parks_the_job_in_key_destruction_pending_until_the_kms_is_back(world: World):
+    world.remember()
+    erasure = world.erasure()
+    job = erasure.request(OFFICER, "alice", "gdpr-art17-1a", None)
+    world.kms.down = True
+    assert erasure.run_pending() == 0
+    parked = erasure.get(OFFICER, job.id)
+    assert parked.status == KEY_PENDING and "KMS unavailable" in (parked.last_error or "")
+    assert names(parked) == [RECEIVED, "tombstoned", "derived_purged"]
+    assert world.kms.destroyed == set()
+    world.kms.down = False
+    assert erasure.run_pending() == 1
+    done = erasure.get(OFFICER, job.id)
+    assert done.status == VERIFIED and done.completed_at is not None
+    receipt = next(s for s in done.steps if s.step == KEY_DESTROYED).evidence["receipts"][0]
+    assert receipt["key_ref"] in world.kms.destroyed and receipt["key_unusable"] is True
+
+
+def test_a_hold_placed_after_the_request_blocks_the_job_before_anything_is_destroyed(world: World):
+    world.remember()
+    erasure = world.erasure()
+    job = erasure.request(OFFICER, "alice", "gdpr-art17-1a", None)
+    hold = erasure.place_hold(OFFICER, "alice", "litigation 2026-17")
+    assert erasure.run_pending() == 0
+    blocked = erasure.get(OFFICER, job.id)
+    assert blocked.status == BLOCKED and hold.id in (blocked.last_error or "")
+    assert names(blocked) == [RECEIVED] and world.kms.destroyed == set()
+    assert erasure.run_pending() == 0  # a blocked job is not picked up again
+    erasure.lift_hold(OFFICER, hold.id)
+    assert erasure.get(OFFICER, job.id).status == RECEIVED
+    assert erasure.run_pending() == 1
+    assert erasure.get(OFFICER, job.id).completed_at is not None
+
+
+def test_a_request_under_an_active_hold_is_refused_and_files_nothing(world: World):
+    erasure = world.erasure()
+    hold = erasure.place_hold(OFFICER, "alice", "litigation 2026-17")
+    with pytest.raises(LegalHoldActive, match=hold.id):
+        erasure.request(OFFICER, "alice", "gdpr-art17-1a", None)
+    assert erasure.list(OFFICER) == []
+    with pytest.raises(NotFound):
+        erasure.lift_hold(Caller("t2", Role.PRIVACY_OFFICER, principal="other"), hold.id)
+
+
+def test_a_job_is_overdue_once_its_deadline_passes_unfinished(world: World):
+    erasure = world.erasure()
+    job = erasure.request(OFFICER, "alice", "gdpr-art17-1a", None)
+    assert job.due_at == world.clock.now + DUE_AFTER and not job.overdue
+    world.clock.advance(DUE_AFTER.total_seconds() + 1)
+    assert erasure.get(OFFICER, job.id).overdue
+    assert [j.id for j in erasure.list(OFFICER, overdue=True)] == [job.id]

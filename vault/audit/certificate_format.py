@@ -1,0 +1,144 @@
+"""The erasure certificate's format, as the offline verifier reads it.
+
+Its name and signature domain, the order the core steps must come in, what the
+signature covers (``signed_bytes``), the subject commitment, and small typed accessors
+that turn every missing or mistyped field into a ``CheckFailed`` naming it, so the
+verifier fails closed with a reason instead of crashing.
+
+Part of the standalone verifier: like ``vault.audit.verify`` it imports only the
+standard library and the verifier's own pure helpers (``vault.audit.checkpoint``,
+``vault.canonical``); see ``vault.audit.verify`` for the whole set.
+
+Exceptions: ``CheckFailed``, one failed check; the verifier turns it into
+``Check(ok=False)`` and never lets it out.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import unicodedata
+from datetime import datetime
+from typing import Any
+
+from lethe.vault.audit.checkpoint import Checkpoint
+from lethe.vault.canonical import canonical_json
+
+FORMAT = "lethe-erasure-certificate/v1"
+SIGNATURE_DOMAIN = b"lethe-erasure-certificate/v1\n"
+CORE_STEP_ORDER = ("received", "tombstoned", "derived_purged", "key_destroyed", "verified")
+RECEIVED_EVENT, STEP_EVENT = "erasure.received", "erasure.step"
+MAX_DOCUMENT_BYTES = 32 * 1024 * 1024
+_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+class CheckFailed(Exception):
+    """One check failed, with the reason."""
+
+
+def signed_bytes(document: dict[str, Any]) -> bytes:
+    """What the certificate signature covers: the domain prefix and the canonical
+    document without its ``signature`` member."""
+    unsigned = {k: v for k, v in document.items() if k != "signature"}
+    return SIGNATURE_DOMAIN + canonical_json(unsigned)
+
+
+def compute_subject_commitment(salt_hex: str, tenant_id: str, subject_id: str) -> str:
+    """SHA-256(salt || UTF-8 tenant id || UTF-8 NFC(subject id)), hex (as ``vault.erasure``)."""
+    subject = unicodedata.normalize("NFC", subject_id)
+    return hashlib.sha256(bytes.fromhex(salt_hex) + tenant_id.encode() + subject.encode()).hexdigest()
+
+
+# -- typed accessors: every malformed field becomes a named failure -------------------------
+
+
+def field_of(obj: Any, key: str, kind: type | tuple[type, ...], where: str = "") -> Any:
+    if not isinstance(obj, dict) or key not in obj:
+        raise CheckFailed(f"missing field {where}{key}")
+    value = obj[key]
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+        raise CheckFailed(f"field {where}{key} has the wrong type")
+    return value
+
+
+def optional_str(obj: Any, key: str, where: str = "") -> str | None:
+    if not isinstance(obj, dict) or key not in obj:
+        raise CheckFailed(f"missing field {where}{key}")
+    value = obj[key]
+    if value is not None and not isinstance(value, str):
+        raise CheckFailed(f"field {where}{key} has the wrong type")
+    return value
+
+
+def b64_bytes(text: Any, what: str) -> bytes:
+    if not isinstance(text, str):
+        raise CheckFailed(f"{what} is not base64 text")
+    try:
+        return base64.b64decode(text.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError, ValueError) as exc:
+        raise CheckFailed(f"{what} is not valid base64") from exc
+
+
+def timestamp(text: Any, what: str) -> datetime:
+    if not isinstance(text, str):
+        raise CheckFailed(f"{what} is not a timestamp")
+    try:
+        return datetime.strptime(text, _TIME_FORMAT)
+    except ValueError as exc:
+        raise CheckFailed(f"{what} is not a timestamp of the form 2026-01-31T12:00:00.000000Z") from exc
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate member name {k!r}")
+        out[k] = v
+    return out
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def strict_json(data: bytes) -> Any:
+    return json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+
+
+def steps_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    steps = field_of(doc, "steps", list)
+    if not steps:
+        raise CheckFailed("the certificate lists no steps")
+    for i, s in enumerate(steps):
+        if not isinstance(s, dict):
+            raise CheckFailed(f"steps[{i}] is not an object")
+    return steps
+
+
+def step_name(step: Any, i: int) -> str:
+    name = step.get("name") if isinstance(step, dict) else None
+    return name if isinstance(name, str) and name else f"#{i}"
+
+
+def note_checkpoint(note: Any) -> Checkpoint:
+    """The checkpoint body of a note, without checking its signature."""
+    if not isinstance(note, str) or "\n\n" not in note:
+        raise CheckFailed("the embedded checkpoint is not a signed note")
+    return Checkpoint.from_body(note[: note.rfind("\n\n") + 1])
+
+
+def older_note_of(older: str | bytes | None) -> str:
+    """A signed note, from note text or from another certificate holding one."""
+    if isinstance(older, bytes):
+        try:
+            older = older.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CheckFailed("the older checkpoint is not UTF-8 text") from exc
+    if not isinstance(older, str):
+        raise CheckFailed("no older checkpoint given")
+    if older.lstrip().startswith("{"):
+        other = strict_json(older.encode("utf-8"))
+        return field_of(field_of(other, "checkpoint", dict), "note", str, "checkpoint.")
+    return older

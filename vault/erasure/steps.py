@@ -1,0 +1,187 @@
+"""The core steps of an erasure job: tombstone, derived purge, key destruction, verification.
+
+A step does its work and returns its evidence; the runner (``ErasureService``) records
+both. ``StepSpec`` is the shape every step takes, the core ones here (``core_steps``)
+and those added by their own modules (``compacted_step``, ``reported_step``). A step
+receives a ``StepContext``: the job as it stands, the names of the job's steps in order,
+and ``StepDeps``, only what steps may use (store, KMS, keyring, event log, clock), never
+the service itself.
+
+Exceptions: ``StepFailed``, control flow only (see ``vault.errors``): a step raises it to
+say "not now", and the runner records the message as the job's ``last_error``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from lethe.keys.protocol import KeyManager, KmsError, KmsUnavailable
+from lethe.vault.custody.keyring import DESTROYED, SubjectKeyring
+from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
+from lethe.vault.erasure.model import DERIVED_PURGED, KEY_DESTROYED, TOMBSTONED, VERIFIED, ErasureJob
+from lethe.vault.memory import repository as memory_repo
+from lethe.vault.store.db import UnitOfWork
+from lethe.vault.store.events import EventLog
+
+
+class StepFailed(Exception):
+    """A step could not finish now; the job keeps its status and the runner retries."""
+
+
+@dataclass(frozen=True)
+class StepDeps:
+    """What erasure steps may use; built once by ``ErasureService`` from what it was given."""
+
+    uow: UnitOfWork
+    kms: KeyManager
+    keyring: SubjectKeyring
+    log: EventLog
+    clock: Callable[[], datetime]
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """What a step function gets: the job, its dependencies, and every step name in order."""
+
+    job: ErasureJob
+    deps: StepDeps
+    step_names: tuple[str, ...]
+
+
+# A step does its work and returns its evidence. Steps that run inside one DB
+# transaction get ``conn``; steps with outside effects (the KMS) get ``None`` and
+# open their own transactions.
+StepFn = Callable[[StepContext, Connection | None], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    name: str
+    run: StepFn
+    transactional: bool = True
+
+
+def core_steps() -> list[StepSpec]:
+    """tombstoned -> derived_purged -> key_destroyed -> verified, in that order."""
+    return [
+        StepSpec(TOMBSTONED, _tombstone),
+        StepSpec(DERIVED_PURGED, _purge_derived),
+        StepSpec(KEY_DESTROYED, _destroy_keys, transactional=False),
+        StepSpec(VERIFIED, _verify),
+    ]
+
+
+def _tombstone(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
+    assert conn is not None
+    deps, job = ctx.deps, ctx.job
+    ev = tombstone_subject(conn, deps.log, deps.keyring, job.tenant_id, job.subject_ref, job.id)
+    return {
+        "event_seq": ev.seq,
+        "key_generation": ev.generation,
+        "memories_forgotten": ev.memories_forgotten,
+        "index_entries_before": ev.index_entries_before,
+        "index_entries_after": ev.index_entries_after,
+    }
+
+
+def _purge_derived(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
+    """Tombstone summaries built from any forgotten memory, transitively, whoever their subject."""
+    assert conn is not None
+    job = ctx.job
+    own = memory_repo.count_index(conn, job.tenant_id, job.subject_ref)
+    purge = purge_derived(conn, ctx.deps.log, job.tenant_id, job.subject_ref, job.id, ctx.deps.clock())
+    return {
+        "derived_tombstoned": len(purge.ids),
+        "derived_ids": purge.ids,
+        "index_entries_before": own + purge.index_entries_removed,
+        "index_entries_after": memory_repo.count_index(conn, job.tenant_id, job.subject_ref, purge.ids),
+    }
+
+
+def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
+    """Destroy every live generation of the subject's key at the KMS, then record it."""
+    deps, job = ctx.deps, ctx.job
+    with deps.uow.read() as conn:
+        gens = deps.keyring.generations(conn, job.tenant_id, job.subject_ref)
+    receipts = []
+    for g in gens:
+        deps.keyring.revoke(job.tenant_id, job.subject_ref, g.generation)
+        if g.state == DESTROYED:
+            continue
+        try:
+            r = deps.kms.destroy_key(g.key_name)
+        except KmsUnavailable as exc:
+            raise StepFailed("KMS unavailable; key destruction pending") from exc
+        except KmsError as exc:
+            raise StepFailed(f"KMS refused key destruction ({type(exc).__name__})") from exc
+        if not r.key_unusable:
+            raise StepFailed("the KMS did not make the key unusable")
+        with deps.uow.write() as conn:
+            deps.keyring.mark_destroyed(conn, [g.key_name], deps.clock())
+        receipts.append(
+            {
+                "generation": g.generation,
+                "key_ref": g.key_name,
+                "backend": r.backend,
+                "destroyed_at": r.destroyed_at,
+                "key_unusable": r.key_unusable,
+                "material_destroyed": r.material_destroyed,
+                "already_destroyed": r.already_destroyed,
+                "details": r.details,
+            }
+        )
+    return {
+        "kms_backend": deps.kms.backend,
+        "keys_destroyed": len(receipts),
+        "receipts": receipts,
+        "key_config": {"exportable": False, "plaintext_backup_allowed": False},
+        "dek_cache": "revoked in this process; other processes hold no ciphertext to open",
+    }
+
+
+def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
+    """Probe, don't assume: every key gone, nothing retrievable, no index entries."""
+    assert conn is not None
+    deps, job = ctx.deps, ctx.job
+    gens = deps.keyring.generations(conn, job.tenant_id, job.subject_ref)
+    probes = []
+    for g in gens:
+        try:
+            p = deps.kms.probe(g.key_name, g.wrapped_dek)
+        except KmsError as exc:
+            raise StepFailed(f"KMS probe failed ({type(exc).__name__})") from exc
+        probes.append(
+            {
+                "generation": g.generation,
+                "unwrap_failed": p.unwrap_failed,
+                "key_present": p.key_present,
+                "destroyed": p.destroyed,
+            }
+        )
+    retrievable = memory_repo.count_unforgotten(conn, job.tenant_id, job.subject_ref)
+    with_ciphertext = memory_repo.count_with_ciphertext(conn, job.tenant_id, job.subject_ref)
+    index_entries = memory_repo.count_index(conn, job.tenant_id, job.subject_ref)
+    fenced = deps.keyring.is_fenced(conn, job.tenant_id, job.subject_ref)
+    failures = [f"generation {p['generation']} key still usable" for p in probes if not p["destroyed"]]
+    if retrievable:
+        failures.append(f"{retrievable} memories still retrievable")
+    if with_ciphertext:
+        failures.append(f"{with_ciphertext} projection rows still hold ciphertext")
+    if index_entries:
+        failures.append(f"{index_entries} search index entries remain")
+    if not fenced:
+        failures.append("erasure fence is not up")
+    if failures:
+        raise StepFailed("verification failed: " + "; ".join(failures))
+    return {
+        "key_probes": probes,
+        "retrievable_memories": retrievable,
+        "projection_rows_with_ciphertext": with_ciphertext,
+        "index_entries": index_entries,
+        "erasure_fence": fenced,
+    }

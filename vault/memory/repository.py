@@ -1,0 +1,204 @@
+"""The SQL of memories: lookups by (tenant, id), idempotency, the search index, counts by subject.
+
+Services keep the rules (who may read what, versions, fences); these functions only say
+how rows are found, counted and written, over the caller's ``Connection`` so they join
+the caller's transaction. Memory ids are unique per tenant only, so every lookup by id
+takes the tenant: another tenant's memory under the same id is never found.
+
+``to_item`` is the one mapper from a ``memories`` row to a ``MemoryItem``; ``open_item``
+adds the decryption every read needs before it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from lethe.vault.clock import from_db, to_db
+from lethe.vault.custody.keyring import SubjectKeyring
+from lethe.vault.custody.sealing import open_rows
+from lethe.vault.model import Authority, Kind, MemoryItem, Provenance, SourceType, Status, Trust
+from lethe.vault.store.tables import idempotency_keys, memories, search_index
+
+Row = Any  # a SQLAlchemy row of ``memories`` (attribute access by column name)
+
+
+def provenance_of(text: str) -> Provenance:
+    p = json.loads(text)
+    return Provenance(SourceType(p["source_type"]), p["source_ref"], tuple(p.get("sources") or ()))
+
+
+def to_item(
+    row: Row, subject_id: str | None, content: str | None, score: dict[str, float] | None = None
+) -> MemoryItem:
+    """The domain object of a ``memories`` row; subject id and content as opened (or None)."""
+    return MemoryItem(
+        id=row.id,
+        tenant_id=row.tenant_id,
+        agent_id=row.agent_id,
+        subject_ref=row.subject_ref,
+        subject_id=subject_id,
+        purpose=row.purpose,
+        kind=Kind(row.kind),
+        content=content,
+        content_hmac=row.content_hmac,
+        provenance=provenance_of(row.provenance),
+        authority=Authority(row.authority),
+        trust=Trust(row.trust),
+        confidence=row.confidence,
+        created_at=from_db(row.created_at),
+        expires_at=from_db(row.expires_at),
+        version=row.version,
+        status=Status(row.status),
+        supersedes_id=row.supersedes_id,
+        idempotency_key=row.idempotency_key,
+        score=score,
+    )
+
+
+def open_item(conn: Connection, keyring: SubjectKeyring, row: Row) -> MemoryItem | None:
+    """The row decrypted and mapped, or None when its key is gone or its bytes do not open."""
+    opened = open_rows(conn, keyring, [row]).get((row.tenant_id, row.id))
+    return to_item(row, *opened) if opened is not None else None
+
+
+# -- lookups -----------------------------------------------------------------------------
+
+
+def by_id(conn: Connection, tenant_id: str, memory_id: str) -> Row | None:
+    """The tenant's memory under this id (ids are unique within a tenant, not across tenants)."""
+    return conn.execute(
+        sa.select(memories).where(memories.c.tenant_id == tenant_id, memories.c.id == memory_id)
+    ).first()
+
+
+def by_ids(conn: Connection, tenant_id: str, memory_ids: Sequence[str]) -> dict[str, Row]:
+    """The tenant's memories under these ids, keyed by id."""
+    if not memory_ids:
+        return {}
+    q = sa.select(memories).where(memories.c.tenant_id == tenant_id, memories.c.id.in_(list(memory_ids)))
+    return {r.id: r for r in conn.execute(q)}
+
+
+def prior_write(conn: Connection, tenant_id: str, agent_id: str, idempotency_key: str) -> Row | None:
+    """The ``idempotency_keys`` row of an earlier write under this key, if any."""
+    return conn.execute(
+        sa.select(idempotency_keys).where(
+            idempotency_keys.c.tenant_id == tenant_id,
+            idempotency_keys.c.agent_id == agent_id,
+            idempotency_keys.c.key == idempotency_key,
+        )
+    ).first()
+
+
+def live_past_expiry(conn: Connection, now: datetime, limit: int) -> list[Row]:
+    """Up to ``limit`` active or quarantined memories whose expiry has passed (any tenant)."""
+    return list(
+        conn.execute(
+            sa.select(memories.c.id, memories.c.tenant_id, memories.c.subject_ref, memories.c.version)
+            .where(
+                memories.c.status.in_((Status.ACTIVE.value, Status.QUARANTINED.value)),
+                memories.c.expires_at <= to_db(now),
+            )
+            .limit(limit)
+        ).all()
+    )
+
+
+def ids_of_subject(conn: Connection, tenant_id: str, subject_ref: str) -> set[str]:
+    """Every memory id of the subject, whatever its status."""
+    q = sa.select(memories.c.id).where(
+        memories.c.tenant_id == tenant_id, memories.c.subject_ref == subject_ref
+    )
+    return set(conn.execute(q).scalars())
+
+
+def unforgotten_summaries(conn: Connection, tenant_id: str) -> list[Row]:
+    """The tenant's memories not yet forgotten that may be summaries (id, provenance, version, subject)."""
+    return list(
+        conn.execute(
+            sa.select(memories.c.id, memories.c.provenance, memories.c.version, memories.c.subject_ref).where(
+                memories.c.tenant_id == tenant_id,
+                memories.c.status != Status.FORGOTTEN.value,
+                memories.c.provenance.contains(SourceType.SUMMARY.value),
+            )
+        ).all()
+    )
+
+
+# -- counts by subject (erasure evidence) ---------------------------------------------------
+
+
+def _of_subject(tenant_id: str, subject_ref: str) -> tuple[sa.ColumnElement[bool], ...]:
+    return (memories.c.tenant_id == tenant_id, memories.c.subject_ref == subject_ref)
+
+
+def count_unforgotten(conn: Connection, tenant_id: str, subject_ref: str) -> int:
+    """The subject's memories in any status but ``forgotten``."""
+    q = sa.select(sa.func.count()).where(
+        *_of_subject(tenant_id, subject_ref), memories.c.status != Status.FORGOTTEN.value
+    )
+    return conn.execute(q.select_from(memories)).scalar_one()
+
+
+def has_unforgotten(conn: Connection, tenant_id: str, subject_ref: str) -> bool:
+    """Whether any memory of the subject is not ``forgotten`` (stops at the first)."""
+    q = sa.select(memories.c.id).where(
+        *_of_subject(tenant_id, subject_ref), memories.c.status != Status.FORGOTTEN.value
+    )
+    return conn.execute(q.limit(1)).first() is not None
+
+
+def count_with_ciphertext(conn: Connection, tenant_id: str, subject_ref: str) -> int:
+    """The subject's projection rows that still hold ciphertext."""
+    q = sa.select(sa.func.count()).where(
+        *_of_subject(tenant_id, subject_ref), memories.c.ciphertext.is_not(None)
+    )
+    return conn.execute(q.select_from(memories)).scalar_one()
+
+
+# -- the search index ---------------------------------------------------------------------
+
+
+def count_index(
+    conn: Connection, tenant_id: str, subject_ref: str | None = None, memory_ids: Iterable[str] = ()
+) -> int:
+    """The tenant's index entries of the subject, or of these memories, or of either."""
+    ids = list(memory_ids)
+    conds = []
+    if subject_ref is not None:
+        conds.append(search_index.c.subject_ref == subject_ref)
+    if ids:
+        conds.append(search_index.c.memory_id.in_(ids))
+    if not conds:
+        return 0
+    q = sa.select(sa.func.count()).select_from(search_index)
+    return conn.execute(q.where(search_index.c.tenant_id == tenant_id, sa.or_(*conds))).scalar_one()
+
+
+def index_row(tenant_id: str, subject_ref: str, memory_id: str, terms: Iterable[str]) -> dict[str, str]:
+    """The ``search_index`` row of a memory: its term hashes, space-separated and sorted."""
+    return {
+        "memory_id": memory_id,
+        "tenant_id": tenant_id,
+        "subject_ref": subject_ref,
+        "terms": " ".join(sorted(terms)),
+    }
+
+
+def add_index_rows(conn: Connection, rows: list[dict[str, str]]) -> None:
+    if rows:
+        conn.execute(search_index.insert(), rows)
+
+
+def drop_index_entry(conn: Connection, tenant_id: str, memory_id: str) -> None:
+    conn.execute(
+        search_index.delete().where(
+            search_index.c.tenant_id == tenant_id, search_index.c.memory_id == memory_id
+        )
+    )
