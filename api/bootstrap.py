@@ -14,6 +14,7 @@ Exceptions: ``StoreNotReady`` (the store cannot be opened as it is).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -57,9 +58,7 @@ class Container:
     created: list[str] = field(default_factory=list)
 
     def close(self) -> None:
-        close = getattr(self.kms, "close", None)
-        if close is not None:
-            close()
+        self.kms.close()
         self.uow.engine.dispose()
 
 
@@ -124,8 +123,17 @@ def _refuse_new_keys_for_old_data(settings: Settings, engine: sa.Engine) -> None
         )
 
 
-def build(settings: Settings, *, create: bool = False) -> Container:
-    """Open the store (``create=True``: create what is missing first, and migrate to the latest)."""
+def build(
+    settings: Settings,
+    *,
+    create: bool = False,
+    wrap_kms: Callable[[KeyManager], KeyManager] | None = None,
+) -> Container:
+    """Open the store (``create=True``: create what is missing first, and migrate to the latest).
+
+    ``wrap_kms`` puts a proxy (the server's timing metrics) in front of the KMS before any
+    service gets it, so every KMS call goes through it.
+    """
     if create:
         engine = make_engine(settings.db_url)
         _refuse_new_keys_for_old_data(settings, engine)
@@ -145,6 +153,8 @@ def build(settings: Settings, *, create: bool = False) -> Container:
         vault_mount=settings.vault_transit_mount,
         timeout=settings.kms_timeout_seconds,
     )
+    if wrap_kms is not None:
+        kms = wrap_kms(kms)
     keyring = SubjectKeyring(kms, uow, DekCache(settings.dek_cache_entries, settings.dek_cache_ttl_seconds))
     pseudonyms = Pseudonymizer.from_file(settings.key_dir / PEPPER)
     limits = Limits(max_content_bytes=settings.max_content_bytes)

@@ -123,3 +123,7 @@ class KeyManager(Protocol):
     def health(self) -> None:
         """Return if the KMS is usable; raise ``KmsUnavailable`` otherwise."""
         ...
+
+    def close(self) -> None:
+        """Release connections and files; the backend is not used afterwards."""
+        ...

@@ -93,7 +93,7 @@ def measure(ctx: RunContext) -> dict[str, Any]:
 
 def _forget_core_only(c: Container, subjects: list[str]) -> None:
     """Forget with the core steps only (no compaction step), so the ciphertext is left for us."""
-    core = ErasureService(c.uow, c.kms, c.keyring, c.pseudonyms)
+    core = ErasureService(c.uow, c.kms, c.keyring, c.pseudonyms, log=c.log)
     officer = officer_caller(TENANT)
     for subject in subjects:
         job = core.request(officer, subject, LEGAL_BASIS, REFERENCE)

@@ -23,7 +23,7 @@ from lethe.api.bootstrap import Container
 from lethe.vault.audit.certificate import REPORTED
 from lethe.vault.clock import utcnow
 from lethe.vault.erasure.compaction import COMPACTED
-from lethe.vault.erasure.service import CORE_STEPS, RECEIVED
+from lethe.vault.erasure.model import CORE_STEPS, RECEIVED
 from lethe.vault.store.tables import memories
 
 HEADLINE_STEPS = (RECEIVED, *CORE_STEPS)  # received -> verified

@@ -58,7 +58,7 @@ def backup_create(
     with container() as c:
         dest = to or c.settings.backup_dir or (c.settings.data_dir / "backups")
         try:
-            manifest = create_backup(c.uow, dest)
+            manifest = create_backup(c.uow, dest, log=c.log)
         except BackupError as exc:
             fail(str(exc), ExitCode.REFUSED)
     console.print(f"backup written: {manifest}")
@@ -69,7 +69,7 @@ def backup_restore(manifest: Path = typer.Argument(..., exists=True, dir_okay=Fa
     """Restore a snapshot, then forget again every subject forgotten since it was taken."""
     with container() as c, exclusive_lease(c.settings.data_dir, c.uow.engine, "a restore"):
         try:
-            report = restore_backup(c.uow, c.keyring, manifest)
+            report = restore_backup(c.uow, c.keyring, manifest, log=c.log)
         except BackupError as exc:
             fail(str(exc), ExitCode.REFUSED)
     print_json(asdict(report))

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from lethe.api.cli.common import ExitCode, console, container, officer, print_json
 from lethe.api.http.schemas.erasure import ErasureJobList, ErasureJobOut
-from lethe.vault.erasure.service import ErasureJob
+from lethe.vault.erasure.model import ErasureJob
 
 WAIT_SECONDS = 300.0  # how long `lethe forget` follows a job another runner is advancing
 

@@ -24,7 +24,7 @@ from fastapi import APIRouter, FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
-from lethe.api.bootstrap import Container, build
+from lethe.api.bootstrap import build
 from lethe.api.http import problems
 from lethe.api.http.auth import ROUTE_ROLES, RateLimiter
 from lethe.api.http.background import start_server_work
@@ -50,9 +50,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        container = build(settings)
+        container = build(settings, wrap_kms=lambda kms: InstrumentedKms(kms, metrics))
         lease = serve_lease(settings.data_dir, container.uow.engine)  # restore/migrate wait for us
-        instrument_kms(container, metrics)
         app.state.container = container
         app.state.tokens = TokenService(container.uow)
         work = start_server_work(container, settings, metrics)
@@ -91,16 +90,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RequestContextMiddleware)  # added last: outermost
     app.openapi = lambda: openapi_schema(app)  # type: ignore[method-assign]
     return app
-
-
-def instrument_kms(container: Container, metrics: Metrics) -> None:
-    """Put the timing proxy in front of the KMS everywhere the container handed it out."""
-    raw = container.kms
-    proxy = InstrumentedKms(raw, metrics)
-    container.kms = proxy
-    for service in vars(container).values():
-        if getattr(service, "kms", None) is raw:
-            service.kms = proxy
 
 
 def check_route_roles(routers: list[APIRouter]) -> None:

@@ -104,6 +104,5 @@ class InstrumentedKms:
     def health(self) -> None:
         self._timed("health", self.inner.health)
 
-    def __getattr__(self, name: str) -> Any:
-        # Backend extras (``close``, evidence helpers such as file scans) pass straight through.
-        return getattr(self.inner, name)
+    def close(self) -> None:
+        self.inner.close()

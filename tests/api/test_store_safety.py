@@ -111,7 +111,7 @@ def test_every_file_lethe_creates_is_private_to_the_owner(tmp_path: Path) -> Non
         c.memories.write(agent(), write_cmd("a private memory", subject="perm@example.com"))
         c.erasure.request(officer(), "perm@example.com", "gdpr-art17-1a", None)
         c.erasure.run_pending()
-        create_backup(c.uow, settings.data_dir / "backups")
+        create_backup(c.uow, settings.data_dir / "backups", log=c.log)
         files = [p for p in settings.data_dir.rglob("*") if p.is_file()]
         assert any(p.name.endswith("-wal") for p in files)  # the WAL exists while connections are open
         c.close()

@@ -25,13 +25,13 @@ def test_a_restore_does_not_bring_back_a_summary_purged_by_a_later_forget(lethe,
     query = SearchQuery("household green tea", "support", subject_id=BOB)
     assert [i.id for i in c.search.search(agent(), query).items] == [summary.id]
 
-    manifest = create_backup(c.uow, tmp_path / "backups")
+    manifest = create_backup(c.uow, tmp_path / "backups", log=c.log)
     job = c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
     c.erasure.run_pending()
     purge = next(s for s in c.erasure.get(officer(), job.id).steps if s.step == "derived_purged")
     assert purge.evidence["derived_ids"] == [summary.id]
 
-    report = restore_backup(c.uow, c.keyring, manifest)
+    report = restore_backup(c.uow, c.keyring, manifest, log=c.log)
     assert report.reforgotten == 1 and report.derived_retombstoned == 1
     with pytest.raises(errors.NotFound):
         c.memories.get(agent(), summary.id)
@@ -49,9 +49,9 @@ def test_a_restore_keeps_unrelated_summaries(lethe, tmp_path):
     )
     summary = c.memories.write(agent(), summary_cmd).item
     summary = c.memories.promote(reviewer(), summary.id, summary.version)
-    manifest = create_backup(c.uow, tmp_path / "backups")
+    manifest = create_backup(c.uow, tmp_path / "backups", log=c.log)
     c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
     c.erasure.run_pending()
-    report = restore_backup(c.uow, c.keyring, manifest)
+    report = restore_backup(c.uow, c.keyring, manifest, log=c.log)
     assert report.derived_retombstoned == 0
     assert c.memories.get(agent(), summary.id).content == "bob cycles"

@@ -206,7 +206,7 @@ def test_backup_then_forget_then_restore_keeps_the_subject_forgotten(lethe, tmp_
     logical_forget(c, "carol")  # forgotten before the backup
     alice = c.memories.write(agent(), write_cmd("alice secret", subject=ALICE)).item
     bob = c.memories.write(agent(), write_cmd("bob secret", subject=BOB)).item
-    manifest = create_backup(c.uow, tmp_path / "backups")
+    manifest = create_backup(c.uow, tmp_path / "backups", log=c.log)
     backup_files = b"".join(p.read_bytes() for p in manifest.parent.iterdir())
     key_dir = c.settings.key_dir
     for key_file in key_dir.iterdir():  # no key material in the backup
@@ -215,7 +215,7 @@ def test_backup_then_forget_then_restore_keeps_the_subject_forgotten(lethe, tmp_
     job = c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
     c.erasure.run_pending()
     assert c.erasure.get(officer(), job.id).completed_at is not None
-    report = restore_backup(c.uow, c.keyring, manifest)
+    report = restore_backup(c.uow, c.keyring, manifest, log=c.log)
     assert report.reforgotten == 1 and report.keys_found_destroyed == 1
     for item in (alice, carol):
         with pytest.raises(errors.NotFound):
@@ -238,12 +238,12 @@ def test_backup_then_forget_then_restore_keeps_the_subject_forgotten(lethe, tmp_
 def test_restore_without_the_live_store_uses_the_kms_as_the_ledger(lethe, tmp_path):
     c = lethe
     alice = c.memories.write(agent(), write_cmd("alice secret", subject=ALICE)).item
-    manifest = create_backup(c.uow, tmp_path / "backups")
+    manifest = create_backup(c.uow, tmp_path / "backups", log=c.log)
     c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
     c.erasure.run_pending()
     with c.uow.write() as conn:  # the live store is lost: nothing of it is left to consult
         conn.execute(sa.text("DELETE FROM forgotten_subjects"))
-    report = restore_backup(c.uow, c.keyring, manifest)
+    report = restore_backup(c.uow, c.keyring, manifest, log=c.log)
     assert report.keys_found_destroyed == 1 and report.reforgotten == 1
     with pytest.raises(errors.NotFound):
         c.memories.get(agent(), alice.id)

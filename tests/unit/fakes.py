@@ -85,6 +85,9 @@ class FakeKms:
     def health(self) -> None:
         self._call("health")
 
+    def close(self) -> None:
+        """Nothing to release."""
+
 
 class FakeClock:
     """A clock that stands still until told to move: ``clock()`` for datetimes, ``clock.monotonic()``

@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 
 import lethe.vault
 from lethe.api.http import problems
+from lethe.api.http.metrics import Metrics
 from lethe.vault import errors
 from lethe.vault.errors import VaultError
 
@@ -77,7 +78,7 @@ def test_the_pure_codec_errors_stay_value_errors():
 @pytest.fixture(scope="module")
 def client() -> TestClient:
     app = FastAPI()
-    problems.install(app)
+    problems.install(app, Metrics())
     by_name = {c.__name__: c for c in core_errors()}
 
     @app.get("/raise/{name}")

@@ -41,7 +41,7 @@ from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
 from lethe.vault.errors import BackupError
 from lethe.vault.memory import repository as memory_repo
 from lethe.vault.store.db import UnitOfWork, is_sqlite
-from lethe.vault.store.events import Event, EventLog, SqlEventLog
+from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.schema import upgrade
 from lethe.vault.store.tables import backups, checkpoints, forgotten_subjects
 
@@ -81,11 +81,6 @@ class RestoreReport:
     derived_retombstoned: int = 0
 
 
-def _log_or_sql(log: EventLog | None) -> EventLog:
-    """Transitional: the CLI (api/cli/erasure.py) calls without a log; it should pass ``Container.log``."""
-    return log if log is not None else SqlEventLog()
-
-
 def _sqlite_path(engine: Engine) -> Path:
     return Path(engine.url.database or "")
 
@@ -107,10 +102,9 @@ def _sha256(path: Path) -> str:
 
 
 def create_backup(
-    uow: UnitOfWork, dest_dir: Path, clock: Callable[[], datetime] = utcnow, *, log: EventLog | None = None
+    uow: UnitOfWork, dest_dir: Path, clock: Callable[[], datetime] = utcnow, *, log: EventLog
 ) -> Path:
     """Write a snapshot and its manifest under ``dest_dir``; return the manifest path."""
-    log = _log_or_sql(log)
     backup_id, now = str(uuid.uuid4()), clock()
     folder = Path(dest_dir) / f"lethe-backup-{now.strftime('%Y%m%dT%H%M%SZ')}-{backup_id[:8]}"
     folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -186,10 +180,9 @@ def restore_backup(
     manifest_path: Path,
     clock: Callable[[], datetime] = utcnow,
     *,
-    log: EventLog | None = None,
+    log: EventLog,
 ) -> RestoreReport:
     """Replace the store with the snapshot, then forget again whoever was forgotten since."""
-    log = _log_or_sql(log)
     manifest = BackupManifest.load(manifest_path)
     source = Path(manifest_path).parent / manifest.file
     if not source.exists() or _sha256(source) != manifest.sha256:

@@ -55,7 +55,7 @@ from lethe.vault.errors import LegalHoldActive, NotFound, OutOfScope, VersionCon
 from lethe.vault.memory.validation import normal_subject_id, require_text
 from lethe.vault.model import Caller, Role
 from lethe.vault.store.db import UnitOfWork
-from lethe.vault.store.events import Event, EventLog, SqlEventLog
+from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.projection import ERASURE_RECEIVED, SUBJECT_REINSTATED, apply
 
 log = logging.getLogger("lethe.erasure")
@@ -91,14 +91,13 @@ class ErasureService:
         extra_steps: Sequence[StepSpec] = (),
         clock: Callable[[], datetime] = utcnow,
         *,
-        log: EventLog | None = None,
+        log: EventLog,
     ) -> None:
         self.uow = uow
         self.keyring = keyring
         self.pseudonyms = pseudonyms
         self.clock = clock
-        # Transitional: api/bench builds a core-only service without a log; pass Container.log.
-        self.log: EventLog = log if log is not None else SqlEventLog()
+        self.log = log
         self.runner_id = f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self.deps = StepDeps(uow, kms, keyring, self.log, clock)
         self.steps: list[StepSpec] = [*core_steps(), *extra_steps]

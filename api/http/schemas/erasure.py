@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from lethe.api.http.schemas.common import Out, Strict, SubjectId
-from lethe.vault.erasure.service import ErasureJob
+from lethe.vault.erasure.model import ErasureJob
 
 
 class ErasureRequestIn(Strict):
