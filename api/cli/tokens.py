@@ -9,7 +9,6 @@ from rich.table import Table
 
 from lethe.api.cli.common import console, container, print_json
 from lethe.api.http.schemas.tokens import TokenCreated, TokenOut
-from lethe.vault.access.tokens import TokenService
 from lethe.vault.clock import utcnow
 from lethe.vault.model import Role
 
@@ -32,7 +31,7 @@ def token_create(
 ) -> None:
     """Mint a token and print it once."""
     with container() as c:
-        token, info = TokenService(c.uow).create(
+        token, info = c.tokens.create(
             role,
             tenant,
             agent_id=agent,
@@ -56,7 +55,7 @@ def token_create(
 def token_revoke(token_id: str = typer.Argument(..., metavar="ID")) -> None:
     """Revoke a token at once (by its id, never the token)."""
     with container() as c:
-        info = TokenService(c.uow).revoke(token_id)
+        info = c.tokens.revoke(token_id, revoked_by="cli")
     console.print(f"revoked {info.id} ({info.role.value}, tenant {info.tenant_id})")
 
 
@@ -67,7 +66,7 @@ def token_list(
 ) -> None:
     """List a tenant's tokens (ids and scope; the tokens themselves are not stored)."""
     with container() as c:
-        infos = TokenService(c.uow).list(tenant)
+        infos = c.tokens.list(tenant)
     if as_json:
         print_json([TokenOut.from_domain(i) for i in infos])
         return

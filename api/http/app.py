@@ -34,7 +34,6 @@ from lethe.api.http.middleware import BodyLimitMiddleware
 from lethe.api.http.routes import audit, erasure, health, memories, tokens
 from lethe.api.settings import Settings
 from lethe.api.store_lease import serve_lease
-from lethe.vault.access.tokens import TokenService
 
 DESCRIPTION = """A crypto-shredding privacy vault for the long-term memory of AI agents.
 
@@ -53,7 +52,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         container = build(settings, wrap_kms=lambda kms: InstrumentedKms(kms, metrics))
         lease = serve_lease(settings.data_dir, container.uow.engine)  # restore/migrate wait for us
         app.state.container = container
-        app.state.tokens = TokenService(container.uow)
+        app.state.tokens = container.tokens
         work = start_server_work(container, settings, metrics)
         try:
             yield
