@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection
 
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
+from lethe.vault.erasure.deadlines import add_months
 from lethe.vault.erasure.model import (
     BLOCKED,
     CORE_STEPS,
@@ -28,7 +29,6 @@ from lethe.vault.erasure.model import (
     VERIFIED,
     ErasureJob,
 )
-from lethe.vault.erasure.deadlines import add_months
 from lethe.vault.erasure.service import ErasureService
 from lethe.vault.erasure.steps import StepContext, StepFailed, StepSpec
 from lethe.vault.errors import LegalHoldActive, NotFound
