@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from lethe.api.cli.common import console, container, print_json
-from lethe.api.http.schemas.tokens import TokenCreated, TokenOut
+from lethe.api.http.schemas.tokens import TokenCreated, TokenList
 from lethe.vault.clock import utcnow
 from lethe.vault.model import Role
 
@@ -27,6 +27,8 @@ def token_create(
     purpose: list[str] = typer.Option([], "--purpose", help="Repeat for several; agents need one."),
     ttl_days: int | None = typer.Option(None, "--ttl-days", min=1, max=3650),  # vault.tokens.MAX_TOKEN_TTL
     description: str | None = typer.Option(None, "--description"),
+    name: str | None = typer.Option(None, "--name", help="Who the token stands for, shown in records."),
+    email: str | None = typer.Option(None, "--email", help="Their e-mail address."),
     as_json: bool = typer.Option(False, "--json", help="Print the token and its metadata as JSON."),
 ) -> None:
     """Mint a token and print it once."""
@@ -38,6 +40,9 @@ def token_create(
             purposes=purpose,
             ttl=timedelta(days=ttl_days) if ttl_days else None,
             description=description,
+            display_name=name,
+            email=email,
+            created_by="cli",
         )
     if as_json:
         print_json(TokenCreated.from_minted(token, info))
@@ -68,14 +73,15 @@ def token_list(
     with container() as c:
         infos = c.tokens.list(tenant)
     if as_json:
-        print_json([TokenOut.from_domain(i) for i in infos])
+        print_json(TokenList.from_domain(infos))
         return
     now = utcnow()
-    table = Table("id", "role", "agent", "purposes", "created", "expires", "state")
+    table = Table("id", "name", "role", "agent", "purposes", "created", "expires", "state")
     for i in infos:
         state = "revoked" if i.revoked_at else ("active" if i.active(now) else "expired")
         table.add_row(
             i.id,
+            i.display_name or "",
             i.role.value,
             i.agent_id or "",
             ",".join(i.purposes),

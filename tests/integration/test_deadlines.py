@@ -111,6 +111,8 @@ def test_pause_and_resume_shift_the_due_date_by_the_time_the_clock_stood_still(l
     assert resumed.identity_verification_ref == "IDV-77"
     with freeze_time("2026-03-07T16:31:00Z"):
         assert [j.id for j in lethe.erasure.list(officer(), overdue=True)] == [job.id]
+        late = lethe.erasure.get(officer(), job.id)
+        assert late.overdue and late.days_left == -1
 
 
 def test_a_paused_request_is_not_erased_until_it_is_resumed(lethe):
