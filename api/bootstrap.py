@@ -41,6 +41,7 @@ from lethe.vault.memory.service import MemoryService
 from lethe.vault.store.db import UnitOfWork, make_engine
 from lethe.vault.store.events import EventLog, SqlEventLog
 from lethe.vault.store.schema import require_current, schema_state, upgrade
+from lethe.vault.subject_access.service import SubjectAccessService
 
 
 @dataclass
@@ -59,6 +60,7 @@ class Container:
     audit: AuditLog
     reports: ErasureReports
     tokens: TokenService
+    subject_access: SubjectAccessService
     created: list[str] = field(default_factory=list)
 
     def close(self) -> None:
@@ -189,5 +191,6 @@ def build(
         audit=audit,
         reports=reports,
         tokens=TokenService(uow, log=log),
+        subject_access=SubjectAccessService(uow, keyring, pseudonyms, signer, log_origin(settings), log=log),
         created=created,
     )

@@ -55,6 +55,7 @@ ROUTE_ROLES: dict[str, frozenset[Role]] = {
     "place_legal_hold": PRIVACY_OFFICER,
     "lift_legal_hold": PRIVACY_OFFICER,
     "reinstate_subject": PRIVACY_OFFICER,
+    "request_subject_access": PRIVACY_OFFICER,
     "create_token": ADMIN,
     "list_tokens": ADMIN,
     "revoke_token": ADMIN,

@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 
 from lethe.api.http.app import create_app
 from lethe.api.http.auth import ROUTE_ROLES
-from lethe.api.http.routes import audit, erasure, health, memories, tokens
+from lethe.api.http.routes import audit, erasure, health, memories, subject_access, tokens
 from lethe.api.settings import Settings
 from lethe.vault.model import Caller, Role, SourceType
 from tests.api.conftest import Api, api_settings, bearer, memory_body
@@ -48,6 +48,7 @@ TABLE: list[tuple[str, str, str, frozenset[Role] | None, int]] = [
     ("place_legal_hold", "POST", "/v1/legal-holds", frozenset({P}), 201),
     ("lift_legal_hold", "DELETE", "/v1/legal-holds/{hold}", frozenset({P}), 204),
     ("reinstate_subject", "POST", "/v1/subject-reinstatements", frozenset({P}), 201),
+    ("request_subject_access", "POST", "/v1/subject-access-requests", frozenset({P}), 200),
     ("create_token", "POST", "/v1/admin/tokens", frozenset({D}), 201),
     ("list_tokens", "GET", "/v1/admin/tokens", frozenset({D}), 200),
     ("revoke_token", "DELETE", "/v1/admin/tokens/{token}", frozenset({D}), 204),
@@ -142,6 +143,7 @@ BODIES: dict[str, Callable[[World, bool], dict[str, Any]]] = {
         "reason": "consent given again",
     },
     "create_token": lambda w, fresh: {"role": "auditor"},
+    "request_subject_access": lambda w, fresh: {"subject_id": "alice@example.com"},
     "extend_erasure_request": lambda w, fresh: {
         "months": 1,
         "reason": "records in several systems",
@@ -189,7 +191,7 @@ def test_authorisation_matrix(
 def test_the_matrix_covers_every_route_and_agrees_with_the_policy_table() -> None:
     served = {
         r.name
-        for m in (health, memories, erasure, tokens, audit)
+        for m in (health, memories, erasure, subject_access, tokens, audit)
         for r in m.router.routes
         if isinstance(r, APIRoute)
     }
