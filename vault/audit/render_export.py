@@ -29,12 +29,12 @@ KINDS = {
     "task_summary": "Summaries of tasks",
     "working_note": "Working notes",
 }
-STATES = {
-    "active": "In use: the assistant may recall these.",
-    "quarantined": "Awaiting review: kept, but never used until a reviewer approves them.",
-    "superseded": "Replaced by a newer version; kept as history of the correction.",
-    "expired": "Past their retention period: no longer used, and removed later.",
-    "forgotten": "Erased at an earlier request: unreadable by anyone, so not listed here.",
+STATES = {  # status -> (a short name, what it means for the subject)
+    "active": ("In use", "the assistant may recall these"),
+    "quarantined": ("Awaiting review", "kept, but never used until a reviewer approves them"),
+    "superseded": ("Replaced", "a newer version replaced these; kept as history of the correction"),
+    "expired": ("Expired", "past their retention period: no longer used, and removed later"),
+    "forgotten": ("Erased", "erased at an earlier request: unreadable by anyone, so not listed"),
 }
 SOURCES = {
     "user_statement": "something you said",
@@ -98,9 +98,13 @@ def _tables(counts: dict[str, Any]) -> list[tuple[str, list[tuple[str, str]]]]:
     kinds = counts.get("by_kind") if isinstance(counts.get("by_kind"), dict) else {}
     states = counts.get("by_status") if isinstance(counts.get("by_status"), dict) else {}
     agents = counts.get("by_agent") if isinstance(counts.get("by_agent"), dict) else {}
+    named = [(s, *STATES.get(s, (s, ""))) for s, n in states.items() if n]
     return [
         ("What we hold, by category", [(KINDS.get(k, k), text(n)) for k, n in kinds.items()]),
-        ("What state it is in", [(f"{s}: {STATES.get(s, '')}", text(n)) for s, n in states.items() if n]),
+        (
+            "What state it is in",
+            [(name, f"{states[s]}: {meaning}") for s, name, meaning in named],
+        ),
         ("Which assistant holds it", [(a, text(n)) for a, n in agents.items()]),
     ]
 
