@@ -19,11 +19,9 @@ from pathlib import Path
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
-from lethe.api.cli.common import ExitCode, console, container, err, fail, officer, print_json
+from lethe.api.cli.common import ExitCode, container, err, fail, officer, print_checks
 from lethe.api.report_formats import ReportFormat, render_subject_export
-from lethe.vault.audit.verify import VerificationResult
 from lethe.vault.audit.verify_export import verify_export
 
 app = typer.Typer()
@@ -76,24 +74,3 @@ def verify_export_command(
     print_checks(result, f"Subject access export {result.report_id or '?'}", elapsed, as_json)
     if not result.ok:
         raise typer.Exit(ExitCode.REFUSED)
-
-
-def print_checks(result: VerificationResult, title: str, elapsed: float, as_json: bool) -> None:
-    """A verifier's checks as a table (or JSON), the failed ones named, and the verdict."""
-    if as_json:
-        print_json(
-            {
-                "ok": result.ok,
-                "id": result.report_id,
-                "first_failure": result.first_failure.name if result.first_failure else None,
-                "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in result.checks],
-            }
-        )
-        return
-    table = Table("check", "result", "detail", title=title)
-    for c in result.checks:
-        table.add_row(escape(c.name), "[green]pass[/green]" if c.ok else "[red]FAIL[/red]", escape(c.detail))
-    console.print(table)
-    if not result.ok:
-        typer.echo(f"failed checks: {', '.join(result.failed)}")
-    typer.echo(f"{result.summary()} [{elapsed * 1000:.1f} ms]")
