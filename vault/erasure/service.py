@@ -213,13 +213,13 @@ class ErasureService:
             ids = repo.job_ids(conn, caller.tenant_id, status, self.clock() if overdue else None)
         return [j for j in (self._load(i) for i in ids) if j is not None]
 
+    # -- legal holds and reinstatement ------------------------------------------------
+
     def holds(self, caller: Caller, active: bool | None = None) -> list[LegalHold]:
         """The tenant's legal holds (all, only those in force, or only lifted ones), oldest first."""
         _require(caller, Role.PRIVACY_OFFICER)
         with self.uow.read() as conn:
             return repo.holds_of(conn, caller.tenant_id, active)
-
-    # -- legal holds and reinstatement ------------------------------------------------
 
     def place_hold(
         self, caller: Caller, subject_id: str, reason: str, reference: str | None = None
