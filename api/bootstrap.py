@@ -26,11 +26,13 @@ from lethe.api.signing_key import ensure_signing_key, load_signer, log_origin
 from lethe.keys.envelope import create_private_file, create_secret_file
 from lethe.keys.factory import build_kms
 from lethe.keys.protocol import KeyManager
+from lethe.vault.access.tokens import TokenService
 from lethe.vault.audit.certificate import ErasureReports, reported_step
 from lethe.vault.audit.log import AuditLog
 from lethe.vault.custody.keyring import DekCache, SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer, create_pepper
 from lethe.vault.erasure.compaction import Compactor, compacted_step
+from lethe.vault.erasure.deadline_service import ErasureDeadlines
 from lethe.vault.erasure.service import ErasureService
 from lethe.vault.errors import StoreNotReady
 from lethe.vault.memory.policy import Limits
@@ -39,6 +41,7 @@ from lethe.vault.memory.service import MemoryService
 from lethe.vault.store.db import UnitOfWork, make_engine
 from lethe.vault.store.events import EventLog, SqlEventLog
 from lethe.vault.store.schema import require_current, schema_state, upgrade
+from lethe.vault.subject_access.service import SubjectAccessService
 
 
 @dataclass
@@ -52,9 +55,12 @@ class Container:
     memories: MemoryService
     search: SearchService
     erasure: ErasureService
+    deadlines: ErasureDeadlines
     compactor: Compactor
     audit: AuditLog
     reports: ErasureReports
+    tokens: TokenService
+    subject_access: SubjectAccessService
     created: list[str] = field(default_factory=list)
 
     def close(self) -> None:
@@ -180,8 +186,11 @@ def build(
             extra_steps=[compacted_step(compactor), reported_step(audit, signer, reports)],
             log=log,
         ),
+        deadlines=ErasureDeadlines(uow, log=log),
         compactor=compactor,
         audit=audit,
         reports=reports,
+        tokens=TokenService(uow, log=log),
+        subject_access=SubjectAccessService(uow, keyring, pseudonyms, signer, log_origin(settings), log=log),
         created=created,
     )

@@ -1,4 +1,4 @@
-"""Erasure certificates in the formats their readers want, for both edges (HTTP and CLI).
+"""Certificates and subject access exports in the formats their readers want, for both edges.
 
 JSON is the stored document byte for byte, as signed (never re-serialised, or the
 signature would no longer cover it). HTML and PDF are for people: rendered together
@@ -13,6 +13,7 @@ from enum import StrEnum
 
 from lethe.vault.audit.certificate import ErasureReport
 from lethe.vault.audit.verify import verify_certificate
+from lethe.vault.audit.verify_export import verify_export
 
 
 class ReportFormat(StrEnum):
@@ -42,3 +43,15 @@ def render_report(report: ErasureReport, public_key_pem: bytes, fmt: ReportForma
     if fmt is ReportFormat.HTML:
         return render_html(report.document, result).encode("utf-8")
     return render_pdf(report.document, result)
+
+
+def render_subject_export(document: bytes, tenant_id: str, public_key_pem: bytes, fmt: ReportFormat) -> bytes:
+    """A subject access export as ``fmt``: the signed bytes for JSON, else a verified rendering."""
+    if fmt is ReportFormat.JSON:
+        return document
+    from lethe.vault.audit.render_export import render_export_html, render_export_pdf
+
+    result = verify_export(document, public_key_pem, tenant=tenant_id)
+    if fmt is ReportFormat.HTML:
+        return render_export_html(document, result).encode("utf-8")
+    return render_export_pdf(document, result)

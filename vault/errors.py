@@ -22,6 +22,9 @@ contain memory content, subject ids or key material. The tree (status in bracket
     ├── IdempotencyConflict [409]    an idempotency key was reused with a different body
     ├── SubjectForgotten [409]       the erasure fence refuses writes for a forgotten subject
     ├── LegalHoldActive [409]        a legal hold blocks the erasure of this subject
+    ├── DeadlineRefused [409]        the deadline rules (GDPR Art. 12(3)) refuse the change: an
+    │                                extension past two months in total or told too late, a
+    │                                pause once erasure has begun, a finished request
     ├── LogInconsistent [409]        the audit log contradicts itself or a signed checkpoint; nothing signed
     ├── CheckpointError [422]        a checkpoint or signed note is malformed or does not verify
     │                                (also a ``ValueError``: the pure checkpoint codec raises it)
@@ -150,6 +153,13 @@ class SubjectForgotten(VaultError):
 class LegalHoldActive(VaultError):
     status = 409
     title = "Legal hold active"
+
+
+class DeadlineRefused(VaultError):
+    """A request's deadline cannot change that way (Art. 12(3) rules, or the request's state)."""
+
+    status = 409
+    title = "Deadline change refused"
 
 
 class LogInconsistent(VaultError):

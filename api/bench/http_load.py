@@ -26,7 +26,6 @@ from lethe.api.bench.scales import AGENT_ID, PURPOSE, TARGETS
 from lethe.api.bench.stats import ratio
 from lethe.api.bench.subprocesses import clean_env, free_port, terminate
 from lethe.api.bench.workload import query_words
-from lethe.vault.access.tokens import TokenService
 from lethe.vault.model import Role
 
 # The per-token limit (600/minute by default) would cap the load at 160 rps; the limiter
@@ -42,7 +41,7 @@ def measure(ctx: RunContext) -> dict[str, Any]:
     c = ctx.stores["large"]
     rng = random.Random(14)
     tokens = [
-        TokenService(c.uow).create(
+        c.tokens.create(
             Role.AGENT,
             rng.choice(ctx.tenants["large"]),
             agent_id=AGENT_ID,

@@ -25,9 +25,11 @@ import typer
 from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from lethe.api.bootstrap import Container, build
 from lethe.api.settings import Settings
+from lethe.vault.audit.verify import VerificationResult
 from lethe.vault.errors import VaultError
 from lethe.vault.model import Caller, Role
 
@@ -54,6 +56,27 @@ def print_json(data: BaseModel | Sequence[BaseModel] | dict[str, Any]) -> None:
     elif not isinstance(data, dict):
         data = [m.model_dump(mode="json") for m in data]
     typer.echo(json.dumps(data, indent=2))
+
+
+def print_checks(result: VerificationResult, title: str, elapsed: float, as_json: bool) -> None:
+    """A verifier's checks as a table (or JSON), the failed ones named, and the verdict."""
+    if as_json:
+        print_json(
+            {
+                "ok": result.ok,
+                "id": result.report_id,
+                "first_failure": result.first_failure.name if result.first_failure else None,
+                "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in result.checks],
+            }
+        )
+        return
+    table = Table("check", "result", "detail", title=title)
+    for c in result.checks:
+        table.add_row(escape(c.name), "[green]pass[/green]" if c.ok else "[red]FAIL[/red]", escape(c.detail))
+    console.print(table)
+    if not result.ok:
+        typer.echo(f"failed checks: {', '.join(result.failed)}")
+    typer.echo(f"{result.summary()} [{elapsed * 1000:.1f} ms]")
 
 
 def officer(tenant: str) -> Caller:

@@ -1,18 +1,22 @@
-"""Right to be forgotten: ``lethe forget``, ``lethe erasure list|show``.
+"""Right to be forgotten: ``lethe forget``, ``lethe erasure list|show|extend|pause|resume``.
 
-``--json`` prints the HTTP bodies: ``forget`` and ``show`` an ``ErasureJobOut`` (as
-``GET /v1/erasure-requests/{id}``), ``list`` an ``ErasureJobList`` (as ``GET /v1/erasure-requests``).
+``--json`` prints the HTTP bodies: ``forget``, ``show``, ``extend``, ``pause`` and
+``resume`` an ``ErasureJobOut`` (as ``GET /v1/erasure-requests/{id}``), ``list`` an
+``ErasureJobList`` (as ``GET /v1/erasure-requests``).
 """
 
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from lethe.api.cli.common import ExitCode, console, container, officer, print_json
 from lethe.api.http.schemas.erasure import ErasureJobList, ErasureJobOut
+from lethe.vault.erasure.deadlines import MAX_EXTENSION_MONTHS
 from lethe.vault.erasure.model import ErasureJob
 
 WAIT_SECONDS = 300.0  # how long `lethe forget` follows a job another runner is advancing
@@ -22,12 +26,29 @@ erasure_app = typer.Typer(help="Inspect erasure requests.", no_args_is_help=True
 app.add_typer(erasure_app, name="erasure")
 
 
+def _days_left(job: ErasureJob) -> str:
+    """"12", "0", "3 late", "12 (paused)", or "" once done."""
+    if job.days_left is None:
+        return ""
+    left = f"{-job.days_left} late" if job.days_left < 0 else str(job.days_left)
+    return f"{left} (paused)" if job.paused else left
+
+
 def _show(job: ErasureJob) -> None:
     colour = "green" if job.completed_at else ("red" if job.last_error else "yellow")
     console.print(
         f"erasure request [bold]{job.id}[/bold]: [{colour}]{job.status}[/{colour}]"
-        f"  (due {job.due_at:%Y-%m-%d}{', OVERDUE' if job.overdue else ''})"
+        f"  (due {job.due_at:%Y-%m-%d}{', OVERDUE' if job.overdue else ''}"
+        f"{f', days left {_days_left(job)}' if job.days_left is not None else ''})"
     )
+    console.print(f"  requested by {job.requested_by_name or job.requested_by}")
+    if job.paused:
+        console.print(f"  [yellow]paused[/yellow] since {job.paused_at:%Y-%m-%d %H:%M} (identity check)")
+    for e in job.extensions:
+        console.print(
+            f"  extension {e.number}: +{e.months} month(s), subject told {e.subject_notified_at:%Y-%m-%d}, "
+            f"by {e.extended_by_name or e.extended_by}: {escape(e.reason)}"
+        )
     if job.last_error:
         console.print(f"  waiting: {job.last_error}")
     table = Table("step", "completed at", "audit event", "evidence")
@@ -45,17 +66,20 @@ def forget(
     subject: str = typer.Option(..., help="Subject id (never logged, never stored in clear)."),
     basis: str = typer.Option(..., help="Legal basis, e.g. gdpr-art17-1a."),
     reference: str | None = typer.Option(None, help="Your ticket or case reference."),
+    identity_ref: str | None = typer.Option(
+        None, "--identity-ref", help="Where the requester's identity was verified (a reference only)."
+    ),
     wait: bool = typer.Option(True, help="Run the erasure now and show the outcome."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """File a right-to-forget request and run it (crypto-shredding, verification, compaction)."""
     with container() as c:
-        job = c.erasure.request(officer(tenant), subject, basis, reference)
+        job = c.erasure.request(officer(tenant), subject, basis, reference, identity_ref)
         deadline = time.monotonic() + WAIT_SECONDS
         while wait:
             c.erasure.advance(job.id)  # or a running server's runner holds it and advances it
             job = c.erasure.get(officer(tenant), job.id)
-            stuck = job.last_error or job.status == "blocked"
+            stuck = job.last_error or job.status == "blocked" or job.paused
             if job.completed_at or stuck or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
@@ -81,14 +105,15 @@ def erasure_list(
     if as_json:
         print_json(ErasureJobList.from_domain(jobs))
         return
-    table = Table("id", "status", "legal basis", "received", "due", "overdue", "report")
+    table = Table("id", "status", "legal basis", "received", "due", "days left", "overdue", "report")
     for j in jobs:
         table.add_row(
             j.id,
             j.status,
             j.legal_basis,
             f"{j.received_at:%Y-%m-%d %H:%M}",
-            f"{j.due_at:%Y-%m-%d}",
+            f"{j.due_at:%Y-%m-%d}" + (f" (+{j.extension_months} mo)" if j.extension_months else ""),
+            _days_left(j),
             "yes" if j.overdue else "",
             j.report_id or "",
         )
@@ -108,3 +133,58 @@ def erasure_show(
         print_json(ErasureJobOut.from_domain(job))
     else:
         _show(job)
+
+
+def _print(job: ErasureJob, as_json: bool) -> None:
+    if as_json:
+        print_json(ErasureJobOut.from_domain(job))
+    else:
+        _show(job)
+
+
+@erasure_app.command("extend")
+def erasure_extend(
+    job_id: str = typer.Argument(..., metavar="ID"),
+    tenant: str = typer.Option(...),
+    months: int = typer.Option(..., min=1, max=MAX_EXTENSION_MONTHS, help="1 or 2; at most 2 in total."),
+    reason: str = typer.Option(..., help="Why the request needs longer (kept with the request)."),
+    notified_at: datetime = typer.Option(
+        ...,
+        "--notified-at",
+        formats=["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z"],
+        help="When the subject was told of the extension (UTC unless an offset is given).",
+    ),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Extend a request's deadline (GDPR Art. 12(3)); the subject must be told within the first month."""
+    told = notified_at if notified_at.tzinfo else notified_at.replace(tzinfo=UTC)
+    with container() as c:
+        job = c.deadlines.extend(officer(tenant), job_id, months, reason, told)
+    _print(job, as_json)
+
+
+@erasure_app.command("pause")
+def erasure_pause(
+    job_id: str = typer.Argument(..., metavar="ID"),
+    tenant: str = typer.Option(...),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Stop the clock while the requester's identity is verified: nothing is erased until resumed."""
+    with container() as c:
+        job = c.deadlines.pause(officer(tenant), job_id)
+    _print(job, as_json)
+
+
+@erasure_app.command("resume")
+def erasure_resume(
+    job_id: str = typer.Argument(..., metavar="ID"),
+    tenant: str = typer.Option(...),
+    identity_ref: str | None = typer.Option(
+        None, "--identity-ref", help="Where the identity was verified (a reference, never documents)."
+    ),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Restart the clock: the due date moves by the time it stood still; the runner picks the job up."""
+    with container() as c:
+        job = c.deadlines.resume(officer(tenant), job_id, identity_ref)
+    _print(job, as_json)

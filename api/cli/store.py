@@ -9,7 +9,6 @@ from lethe.api.bootstrap import require_initialised
 from lethe.api.cli.common import ExitCode, console, container, err, fail, print_json
 from lethe.api.settings import Settings
 from lethe.api.store_lease import exclusive_lease
-from lethe.vault.access.tokens import TokenService
 from lethe.vault.errors import StoreNotReady, VaultError
 from lethe.vault.model import Role
 from lethe.vault.store import replay as replaying
@@ -91,7 +90,7 @@ def serve(
     with container() as c:
         for line in c.created:
             console.print(f"created {line}")
-        tokens = TokenService(c.uow)
+        tokens = c.tokens
         if not tokens.any_with_role(Role.ADMIN):
             token, info = tokens.create(
                 Role.ADMIN, settings.bootstrap_tenant, description="minted by the first `lethe serve`"

@@ -8,8 +8,7 @@ import typer
 from rich.table import Table
 
 from lethe.api.cli.common import console, container, print_json
-from lethe.api.http.schemas.tokens import TokenCreated, TokenOut
-from lethe.vault.access.tokens import TokenService
+from lethe.api.http.schemas.tokens import TokenCreated, TokenList
 from lethe.vault.clock import utcnow
 from lethe.vault.model import Role
 
@@ -28,17 +27,22 @@ def token_create(
     purpose: list[str] = typer.Option([], "--purpose", help="Repeat for several; agents need one."),
     ttl_days: int | None = typer.Option(None, "--ttl-days", min=1, max=3650),  # vault.tokens.MAX_TOKEN_TTL
     description: str | None = typer.Option(None, "--description"),
+    name: str | None = typer.Option(None, "--name", help="Who the token stands for, shown in records."),
+    email: str | None = typer.Option(None, "--email", help="Their e-mail address."),
     as_json: bool = typer.Option(False, "--json", help="Print the token and its metadata as JSON."),
 ) -> None:
     """Mint a token and print it once."""
     with container() as c:
-        token, info = TokenService(c.uow).create(
+        token, info = c.tokens.create(
             role,
             tenant,
             agent_id=agent,
             purposes=purpose,
             ttl=timedelta(days=ttl_days) if ttl_days else None,
             description=description,
+            display_name=name,
+            email=email,
+            created_by="cli",
         )
     if as_json:
         print_json(TokenCreated.from_minted(token, info))
@@ -56,7 +60,7 @@ def token_create(
 def token_revoke(token_id: str = typer.Argument(..., metavar="ID")) -> None:
     """Revoke a token at once (by its id, never the token)."""
     with container() as c:
-        info = TokenService(c.uow).revoke(token_id)
+        info = c.tokens.revoke(token_id, revoked_by="cli")
     console.print(f"revoked {info.id} ({info.role.value}, tenant {info.tenant_id})")
 
 
@@ -67,16 +71,17 @@ def token_list(
 ) -> None:
     """List a tenant's tokens (ids and scope; the tokens themselves are not stored)."""
     with container() as c:
-        infos = TokenService(c.uow).list(tenant)
+        infos = c.tokens.list(tenant)
     if as_json:
-        print_json([TokenOut.from_domain(i) for i in infos])
+        print_json(TokenList.from_domain(infos))
         return
     now = utcnow()
-    table = Table("id", "role", "agent", "purposes", "created", "expires", "state")
+    table = Table("id", "name", "role", "agent", "purposes", "created", "expires", "state")
     for i in infos:
         state = "revoked" if i.revoked_at else ("active" if i.active(now) else "expired")
         table.add_row(
             i.id,
+            i.display_name or "",
             i.role.value,
             i.agent_id or "",
             ",".join(i.purposes),

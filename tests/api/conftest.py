@@ -78,7 +78,8 @@ class Api:
         return token
 
     def expired(self, role: Role = Role.AGENT) -> str:
-        past = TokenService(self.container.uow, clock=lambda: utcnow() - timedelta(days=2))
+        c = self.container
+        past = TokenService(c.uow, clock=lambda: utcnow() - timedelta(days=2), log=c.log)
         agent, purposes = ("a1", ("support",)) if role is Role.AGENT else (None, ())
         token, _ = past.create(role, "t1", agent, purposes, ttl=timedelta(days=1))
         return token

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from fastapi.testclient import TestClient
 
 from lethe.api.http.app import create_app
 from lethe.api.http.auth import ROUTE_ROLES
-from lethe.api.http.routes import audit, erasure, health, memories, tokens
+from lethe.api.http.routes import audit, erasure, health, memories, subject_access, tokens
 from lethe.api.settings import Settings
 from lethe.vault.model import Caller, Role, SourceType
 from tests.api.conftest import Api, api_settings, bearer, memory_body
@@ -40,10 +41,17 @@ TABLE: list[tuple[str, str, str, frozenset[Role] | None, int]] = [
     ("request_erasure", "POST", "/v1/erasure-requests", frozenset({P}), 202),
     ("list_erasure_requests", "GET", "/v1/erasure-requests", frozenset({P, U}), 200),
     ("get_erasure_request", "GET", "/v1/erasure-requests/{job}", frozenset({P, U}), 200),
+    ("extend_erasure_request", "POST", "/v1/erasure-requests/{open_job}/extensions", frozenset({P}), 200),
+    ("pause_erasure_request", "POST", "/v1/erasure-requests/{open_job}/pause", frozenset({P}), 200),
+    ("resume_erasure_request", "POST", "/v1/erasure-requests/{paused_job}/resume", frozenset({P}), 200),
+    ("list_legal_holds", "GET", "/v1/legal-holds", frozenset({P}), 200),
     ("place_legal_hold", "POST", "/v1/legal-holds", frozenset({P}), 201),
     ("lift_legal_hold", "DELETE", "/v1/legal-holds/{hold}", frozenset({P}), 204),
     ("reinstate_subject", "POST", "/v1/subject-reinstatements", frozenset({P}), 201),
+    ("request_subject_access", "POST", "/v1/subject-access-requests", frozenset({P}), 200),
     ("create_token", "POST", "/v1/admin/tokens", frozenset({D}), 201),
+    ("list_tokens", "GET", "/v1/admin/tokens", frozenset({D}), 200),
+    ("revoke_token", "DELETE", "/v1/admin/tokens/{token}", frozenset({D}), 204),
     ("get_audit_checkpoint", "GET", "/v1/audit/checkpoint", frozenset({U}), 200),
     ("get_audit_public_key", "GET", "/v1/audit/public-key", frozenset({U}), 200),
     ("get_inclusion_proof", "GET", "/v1/audit/proofs/inclusion?index=0&tree_size=1", frozenset({U}), 200),
@@ -91,6 +99,15 @@ class World:
             return c.memories.write(self.agent, cmd).item.id
         if name == "hold":
             return c.erasure.place_hold(self.officer, f"s-{uuid.uuid4()}", "litigation").id
+        if name in ("open_job", "paused_job"):  # a hold keeps the background runner off it
+            subject = f"s-{uuid.uuid4()}"
+            job = c.erasure.request(self.officer, subject, "gdpr-art17-1a", None).id
+            c.erasure.place_hold(self.officer, subject, "litigation")
+            if name == "paused_job":
+                c.deadlines.pause(self.officer, job)
+            return job
+        if name == "token":
+            return self.api.tokens.create(Role.AUDITOR, "t1")[1].id
         raise KeyError(name)
 
     def forgotten_subject(self) -> str:
@@ -126,6 +143,12 @@ BODIES: dict[str, Callable[[World, bool], dict[str, Any]]] = {
         "reason": "consent given again",
     },
     "create_token": lambda w, fresh: {"role": "auditor"},
+    "request_subject_access": lambda w, fresh: {"subject_id": "alice@example.com"},
+    "extend_erasure_request": lambda w, fresh: {
+        "months": 1,
+        "reason": "records in several systems",
+        "subject_notified_at": datetime.now(UTC).isoformat(),
+    },
 }
 
 
@@ -151,7 +174,7 @@ def test_authorisation_matrix(
     want = expected(allowed, ok, identity)
     fresh = want == ok
     url = path
-    for placeholder in ("memory", "quarantined", "job", "hold", "report"):
+    for placeholder in ("memory", "quarantined", "job", "open_job", "paused_job", "hold", "report", "token"):
         if "{" + placeholder + "}" in url:
             url = url.replace("{" + placeholder + "}", world.resource(placeholder, fresh))
     body = BODIES[name](world, fresh) if name in BODIES else None
@@ -168,7 +191,7 @@ def test_authorisation_matrix(
 def test_the_matrix_covers_every_route_and_agrees_with_the_policy_table() -> None:
     served = {
         r.name
-        for m in (health, memories, erasure, tokens, audit)
+        for m in (health, memories, erasure, subject_access, tokens, audit)
         for r in m.router.routes
         if isinstance(r, APIRoute)
     }

@@ -49,7 +49,7 @@ def test_create_list_revoke(run) -> None:  # type: ignore[no-untyped-def]
 
     r = run("token", "list", "--tenant", "t1", "--json")
     assert r.exit_code == 0
-    (listed,) = json.loads(r.stdout)
+    (listed,) = json.loads(r.stdout)["items"]  # the body of GET /v1/admin/tokens
     assert listed["id"] == doc["id"] and "token" not in listed and doc["token"] not in r.stdout
 
     human = run("token", "create", "--tenant", "t1", "--role", "auditor")

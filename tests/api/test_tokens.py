@@ -19,7 +19,7 @@ from lethe.vault.store.tables import api_tokens
 
 @pytest.fixture
 def tokens(lethe: Container) -> TokenService:
-    return TokenService(lethe.uow)
+    return lethe.tokens
 
 
 def test_a_token_is_opaque_and_only_its_hash_is_stored(tokens: TokenService, lethe: Container) -> None:
@@ -44,7 +44,7 @@ def test_malformed_and_unknown_tokens_are_one_error(tokens: TokenService, bad: s
 
 
 def test_expired_and_revoked_tokens_are_refused(tokens: TokenService, lethe: Container) -> None:
-    past = TokenService(lethe.uow, clock=lambda: utcnow() - timedelta(hours=2))
+    past = TokenService(lethe.uow, clock=lambda: utcnow() - timedelta(hours=2), log=lethe.log)
     expired, _ = past.create(Role.AUDITOR, "t1", ttl=timedelta(hours=1))
     live, info = tokens.create(Role.AUDITOR, "t1", ttl=timedelta(hours=1))
     with pytest.raises(Unauthenticated):

@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import time
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from lethe.vault.audit.render import render_html, render_pdf
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import parse_iso
+from lethe.vault.erasure.deadlines import add_months
 from lethe.vault.erasure.model import subject_commitment
 from lethe.vault.store.events import Event, SqlEventLog
 from lethe.vault.store.tables import backups
@@ -110,7 +110,7 @@ def test_the_certificate_states_the_request_the_subject_commitment_and_what_rema
         "ticket-1",
         "officer-1",
     )
-    assert parse_iso(req["due_at"]) - parse_iso(req["received_at"]) == timedelta(days=30)
+    assert parse_iso(req["due_at"]) == add_months(parse_iso(req["received_at"]), 1)
     assert req["completed_at"] == doc["steps"][-1]["completed_at"]
     salt = bytes.fromhex(doc["subject"]["salt"])
     assert doc["subject"]["commitment"] == subject_commitment(salt, "t1", ALICE) == job.subject_commitment

@@ -19,10 +19,10 @@ from sqlalchemy.engine import Connection
 
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
+from lethe.vault.erasure.deadlines import add_months
 from lethe.vault.erasure.model import (
     BLOCKED,
     CORE_STEPS,
-    DUE_AFTER,
     KEY_DESTROYED,
     KEY_PENDING,
     RECEIVED,
@@ -191,7 +191,7 @@ def test_a_request_under_an_active_hold_is_refused_and_files_nothing(world: Worl
 def test_a_job_is_overdue_once_its_deadline_passes_unfinished(world: World):
     erasure = world.erasure()
     job = erasure.request(OFFICER, "alice", "gdpr-art17-1a", None)
-    assert job.due_at == world.clock.now + DUE_AFTER and not job.overdue
-    world.clock.advance(DUE_AFTER.total_seconds() + 1)
+    assert job.due_at == add_months(world.clock.now, 1) and not job.overdue
+    world.clock.advance((job.due_at - world.clock.now).total_seconds() + 1)
     assert erasure.get(OFFICER, job.id).overdue
     assert [j.id for j in erasure.list(OFFICER, overdue=True)] == [job.id]

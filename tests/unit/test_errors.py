@@ -37,6 +37,7 @@ STATUSES = {
     "IdempotencyConflict": 409,
     "SubjectForgotten": 409,
     "LegalHoldActive": 409,
+    "DeadlineRefused": 409,
     "LogInconsistent": 409,
     "CheckpointError": 422,
     "BackupError": 422,

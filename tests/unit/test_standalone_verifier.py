@@ -59,3 +59,15 @@ def test_the_block_list_really_blocks():
     script = SCRIPT.replace("from lethe.vault.audit.verify import", core)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
     assert proc.returncode != 0 and "blocked: sqlalchemy" in proc.stderr
+
+
+def test_the_export_verifier_imports_with_only_cryptography_rfc8785_and_its_own_helpers():
+    script = SCRIPT.replace(
+        "from lethe.vault.audit.verify import verify_certificate",
+        "from lethe.vault.audit.verify_export import verify_export as verify_certificate",
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert set(out["loaded"]) <= ALLOWED
+    assert out["ok"] is False

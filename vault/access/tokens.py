@@ -11,8 +11,14 @@ Exceptions:
   error for all four, so a caller cannot tell which.
 - ``InvalidCommand`` (422): a token was requested with a scope that makes no sense (an
   agent without an agent id or purposes, a bad purpose, a lifetime that is not positive
-  or is longer than ``MAX_TOKEN_TTL``, which also keeps expiry inside the calendar).
-- ``NotFound`` (404): revoking a token id that does not exist.
+  or is longer than ``MAX_TOKEN_TTL``, which also keeps expiry inside the calendar), or
+  with a display name or e-mail address out of bounds.
+- ``NotFound`` (404): revoking a token id that does not exist (or is another tenant's).
+
+A token may carry the ``display_name`` and ``email`` of the person or system it stands
+for: records keep the token id and show the name (``vault.access.principals``). Minting
+and revoking append ``token.created`` / ``token.revoked`` audit events (ids, role and
+who acted; never the secret, its hash, the name or the address).
 - ``StoreUnavailable`` (503): from the unit of work, when the database is down.
 """
 
@@ -23,6 +29,7 @@ import hmac
 import json
 import re
 import secrets
+import unicodedata
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -30,10 +37,11 @@ from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
-from lethe.vault.clock import from_db, to_db, utcnow
+from lethe.vault.clock import from_db, iso, to_db, utcnow
 from lethe.vault.errors import InvalidCommand, NotFound, Unauthenticated
 from lethe.vault.model import Caller, Role
 from lethe.vault.store.db import UnitOfWork
+from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.tables import api_tokens
 
 TOKEN_PREFIX = "lethe_"  # noqa: S105 (a prefix, not a secret)
@@ -43,6 +51,11 @@ _PURPOSE = re.compile(r"^[a-z0-9][a-z0-9_.:-]{0,63}$")
 _TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$")
 # No ':' in agent ids: the core names non-agent writers "role:principal".
 _AGENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+MAX_DISPLAY_NAME, MAX_EMAIL = 100, 254
+# A mailbox as people type it: one '@', no spaces or controls, a dot in the domain (RFC 5321 lengths).
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_EMAIL = re.compile(rf"^[^@\s\x00-\x1f\x7f]{{1,64}}@{_LABEL}(?:\.{_LABEL})+$")
+TOKEN_CREATED, TOKEN_REVOKED = "token.created", "token.revoked"
 
 
 @dataclass(frozen=True)
@@ -58,6 +71,8 @@ class TokenInfo:
     created_at: datetime
     expires_at: datetime | None
     revoked_at: datetime | None
+    display_name: str | None = None
+    email: str | None = None
 
     def active(self, now: datetime) -> bool:
         return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
@@ -71,13 +86,17 @@ class TokenService:
     """Mints, checks, revokes and lists API tokens (``api_tokens`` table).
 
     Exceptions: ``Unauthenticated`` (401, a token malformed, unknown, expired or revoked:
-    one error for all), ``InvalidCommand`` (422, a scope that makes no sense),
-    ``NotFound`` (404, revoking an unknown token id), ``StoreUnavailable`` (503).
+    one error for all), ``InvalidCommand`` (422, a scope, display name or e-mail that
+    makes no sense), ``NotFound`` (404, revoking an unknown token id or another tenant's),
+    ``StoreUnavailable`` (503).
     """
 
-    def __init__(self, uow: UnitOfWork, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(
+        self, uow: UnitOfWork, clock: Callable[[], datetime] = utcnow, *, log: EventLog
+    ) -> None:
         self.uow = uow
         self.clock = clock
+        self.log = log
 
     def create(
         self,
@@ -87,8 +106,14 @@ class TokenService:
         purposes: Iterable[str] = (),
         ttl: timedelta | None = None,
         description: str | None = None,
+        display_name: str | None = None,
+        email: str | None = None,
+        created_by: str = "system",
     ) -> tuple[str, TokenInfo]:
-        """Mint a token; the plaintext is returned once and never stored."""
+        """Mint a token; the plaintext is returned once and never stored.
+
+        ``created_by`` is the principal minting it (an admin's token id, or ``cli``).
+        """
         try:
             role = Role(role)
         except ValueError:
@@ -107,6 +132,7 @@ class TokenService:
             raise InvalidCommand(f"a token's lifetime must be positive and at most {MAX_TOKEN_TTL.days} days")
         if description is not None and len(description) > 200:
             raise InvalidCommand("description exceeds 200 characters")
+        display_name, email = _display_name(display_name), _email(email)
         now = self.clock()
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         info = TokenInfo(
@@ -119,6 +145,8 @@ class TokenService:
             created_at=now,
             expires_at=now + ttl if ttl is not None else None,
             revoked_at=None,
+            display_name=display_name,
+            email=email,
         )
         with self.uow.write() as conn:
             conn.execute(
@@ -130,10 +158,19 @@ class TokenService:
                     agent_id=agent_id,
                     purposes=json.dumps(list(purposes)),
                     description=description,
+                    display_name=display_name,
+                    email=email,
                     created_at=to_db(now),
                     expires_at=to_db(info.expires_at) if info.expires_at else None,
                 )
             )
+            payload = {
+                "token_id": info.id,
+                "role": role.value,
+                "agent_id": agent_id,
+                "created_by": created_by,
+            }
+            self.log.append(conn, Event(TOKEN_CREATED, tenant_id, payload, occurred_at=iso(now)))
         return token, info
 
     def authenticate(self, token: str | None) -> Caller:
@@ -158,18 +195,23 @@ class TokenService:
             principal=info.id,
         )
 
-    def revoke(self, token_id: str) -> TokenInfo:
-        """Revoke at once; revoking a revoked token is a no-op that keeps the first time."""
+    def revoke(self, token_id: str, tenant_id: str | None = None, revoked_by: str = "system") -> TokenInfo:
+        """Revoke at once; revoking a revoked token is a no-op that keeps the first time.
+
+        With ``tenant_id`` (an admin over HTTP) another tenant's token is ``NotFound``,
+        exactly like an unknown id; the CLI, run on the server, may revoke any.
+        """
         with self.uow.write() as conn:
             row = conn.execute(sa.select(api_tokens).where(api_tokens.c.id == token_id)).first()
-            if row is None:
+            if row is None or (tenant_id is not None and row.tenant_id != tenant_id):
                 raise NotFound("token not found")
             if row.revoked_at is None:
+                now = self.clock()
                 conn.execute(
-                    api_tokens.update()
-                    .where(api_tokens.c.id == token_id)
-                    .values(revoked_at=to_db(self.clock()))
+                    api_tokens.update().where(api_tokens.c.id == token_id).values(revoked_at=to_db(now))
                 )
+                payload = {"token_id": token_id, "revoked_by": revoked_by}
+                self.log.append(conn, Event(TOKEN_REVOKED, row.tenant_id, payload, occurred_at=iso(now)))
             row = conn.execute(sa.select(api_tokens).where(api_tokens.c.id == token_id)).one()
         return _info(row)
 
@@ -202,4 +244,27 @@ def _info(row) -> TokenInfo:  # type: ignore[no-untyped-def]
         created_at=from_db(row.created_at),
         expires_at=from_db(row.expires_at) if row.expires_at else None,
         revoked_at=from_db(row.revoked_at) if row.revoked_at else None,
+        display_name=row.display_name,
+        email=row.email,
     )
+
+
+def _display_name(name: str | None) -> str | None:
+    """NFC, trimmed, 1-100 printable characters (it is shown in records and certificates)."""
+    if name is None:
+        return None
+    name = unicodedata.normalize("NFC", name).strip()
+    if not 1 <= len(name) <= MAX_DISPLAY_NAME:
+        raise InvalidCommand(f"a display name is 1-{MAX_DISPLAY_NAME} characters")
+    if any(unicodedata.category(ch).startswith("C") for ch in name):
+        raise InvalidCommand("a display name must not contain control or format characters")
+    return name
+
+
+def _email(email: str | None) -> str | None:
+    if email is None:
+        return None
+    email = email.strip()
+    if len(email) > MAX_EMAIL or not _EMAIL.match(email):
+        raise InvalidCommand(f"an e-mail address is local@domain.tld, at most {MAX_EMAIL} characters")
+    return email

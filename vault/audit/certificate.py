@@ -187,7 +187,9 @@ def build_certificate(
             "requested_by": job.requested_by,
             "received_at": iso(job.received_at),
             "completed_at": iso(steps[-1].step.completed_at),
-            "due_at": iso(job.due_at),
+            # as logged at receipt (the received event commits to it); an extension or a
+            # stopped clock moved the job's due date later, each by its own audit event
+            "due_at": next(s.evidence["due_at"] for s in job.steps if s.step == RECEIVED),
         },
         "subject": {
             "commitment": job.subject_commitment,

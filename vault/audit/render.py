@@ -7,24 +7,24 @@ verify it independently. A rendering is a convenience, not evidence: only the JS
 signed, and the verification result shown is the renderer's (the issuer's) own; both
 renderings say so.
 
-The HTML escapes every value and loads nothing: no scripts, fonts, images or
-stylesheets from anywhere (a Content-Security-Policy forbids them). The PDF uses the
-core PDF fonts, which cover Latin-1 only; other characters are written as ``\\u`` escapes with four hex digits
-escapes so nothing is silently lost (except the em dash that opens a checkpoint's
-signature line, shown as ``-``).
+The HTML escapes every value and loads nothing, and the PDF uses the core fonts with
+visible escapes for what Latin-1 lacks: the style and the page kit are shared with the
+subject access export in ``render_kit``.
 
 Exceptions: ``ValueError`` if the document is not a JSON object.
 """
 
 from __future__ import annotations
 
-import html
 import json
 from typing import Any
 
-from fpdf import FPDF
-from fpdf.enums import WrapMode, XPos, YPos
+from fpdf.enums import XPos, YPos
 
+from lethe.vault.audit.render_kit import DocumentPdf, html_head
+from lethe.vault.audit.render_kit import esc as _e
+from lethe.vault.audit.render_kit import latin1 as _latin1
+from lethe.vault.audit.render_kit import text as _text
 from lethe.vault.audit.verify import VerificationResult
 
 __all__ = ["render_html", "render_pdf", "verify_command"]
@@ -49,14 +49,6 @@ def _load(document: bytes | dict[str, Any]) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise ValueError("the certificate is not a JSON object")
     return doc
-
-
-def _text(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def _facts(doc: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
@@ -131,33 +123,13 @@ def _verdict(result: VerificationResult) -> str:
 
 # -- HTML ------------------------------------------------------------------------------------
 
-_CSS = """
-body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:60rem;
-color:#1b1b1b;line-height:1.45;padding:0 1rem}
-h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;width:100%;margin:.5rem 0}th,td{text-align:left;vertical-align:top;
-padding:.3rem .5rem;border-bottom:1px solid #e3e3e3}th{width:14rem;font-weight:600}
-code,pre,.mono{font-family:ui-monospace,'SFMono-Regular',Menlo,Consolas,monospace;font-size:.85rem;
-overflow-wrap:anywhere;white-space:pre-wrap}
-.verdict{padding:.8rem 1rem;border-radius:.3rem;font-weight:600}.ok{background:#e6f4ea;color:#0b5a22}
-.bad{background:#fde7e9;color:#8a1020}.note{color:#555;font-size:.9rem}
-"""
-
-
-def _e(text: Any) -> str:
-    return html.escape(_text(text), quote=True)
-
 
 def render_html(document: bytes | dict[str, Any], result: VerificationResult) -> str:
     """A self-contained HTML page (UTF-8, escaped, no external resources)."""
     doc = _load(document)
     report_id = _text(doc.get("report_id"))
     parts: list[str] = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "style-src 'unsafe-inline'\">",
-        f"<title>Erasure certificate {_e(report_id)}</title><style>{_CSS}</style></head><body>",
+        *html_head(f"Erasure certificate {report_id}"),
         "<h1>Erasure certificate</h1>",
         f'<p class="mono">Report id: {_e(report_id)}</p>',
         f'<p class="verdict {"ok" if result.ok else "bad"}" id="verification-result">'
@@ -205,65 +177,10 @@ def render_html(document: bytes | dict[str, Any], result: VerificationResult) ->
 # -- PDF -------------------------------------------------------------------------------------
 
 
-def _latin1(text: str) -> str:
-    """Core PDF fonts are Latin-1: keep what fits, escape the rest visibly."""
-    out = []
-    for ch in text:
-        if ch == "\u2014":
-            out.append("-")
-        elif ord(ch) < 256 and (ch >= " " or ch == "\n"):
-            out.append(ch)
-        else:
-            out.append(f"\\u{ord(ch):04x}")
-    return "".join(out)
-
-
-class _Pdf(FPDF):
+class _Pdf(DocumentPdf):
     def __init__(self, report_id: str) -> None:
-        super().__init__(format="A4")
+        super().__init__(f"Erasure certificate {report_id}")
         self.report_id = report_id
-        self.set_auto_page_break(auto=True, margin=15)
-        self.set_margins(15, 15, 15)
-
-    def footer(self) -> None:
-        self.set_y(-12)
-        self.set_font("Helvetica", size=7)
-        self.cell(0, 5, _latin1(f"Erasure certificate {self.report_id} - page {self.page_no()}"), align="C")
-
-    def heading(self, text: str) -> None:
-        self.ln(3)
-        self.set_font("Helvetica", "B", 12)
-        self.cell(0, 7, _latin1(text), new_x=XPos.LMARGIN, new_y=YPos.NEXT)
-
-    def para(self, text: str, size: float = 9, mono: bool = False) -> None:
-        self.set_font("Courier" if mono else "Helvetica", size=size)
-        self.multi_cell(
-            0,
-            4.5,
-            _latin1(text),
-            new_x=XPos.LMARGIN,
-            new_y=YPos.NEXT,
-            wrapmode=WrapMode.CHAR if mono else WrapMode.WORD,
-            align="L",
-        )
-
-    def row(self, label: str, value: str) -> None:
-        self.set_font("Helvetica", "B", 8.5)
-        x, y = self.get_x(), self.get_y()
-        self.multi_cell(45, 4.5, _latin1(label), new_x=XPos.RIGHT, new_y=YPos.TOP, align="L")
-        self.set_xy(x + 45, y)
-        # Identifiers and hashes in monospace, broken anywhere; prose in words.
-        token = " " not in value
-        self.set_font("Courier" if token else "Helvetica", size=8.5)
-        self.multi_cell(
-            0,
-            4.5,
-            _latin1(value),
-            new_x=XPos.LMARGIN,
-            new_y=YPos.NEXT,
-            wrapmode=WrapMode.CHAR if token else WrapMode.WORD,
-            align="L",
-        )
 
 
 def render_pdf(document: bytes | dict[str, Any], result: VerificationResult) -> bytes:

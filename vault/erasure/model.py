@@ -1,17 +1,20 @@
 """The erasure workflow's domain objects: jobs, their steps, legal holds, reinstatements.
 
 Plain dataclasses and the names of steps and statuses, shared by the service, the steps,
-compaction and the certificate; no storage here.
+compaction and the certificate; no storage here. A job's deadline (``due_at``,
+``days_left``, ``overdue``, extensions, a paused clock) follows ``erasure.deadlines``.
+Who acted is stored as a principal id (``requested_by``, ``placed_by``, ``extended_by``);
+the ``*_name`` fields carry that principal's display name, resolved when the record is
+loaded (``vault.access.principals``), or None.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-DUE_AFTER = timedelta(days=30)  # GDPR Art. 12(3): one month
 RECEIVED, TOMBSTONED, DERIVED_PURGED = "received", "tombstoned", "derived_purged"
 KEY_PENDING, KEY_DESTROYED, VERIFIED = "key_destruction_pending", "key_destroyed", "verified"
 BLOCKED = "blocked"
@@ -20,6 +23,9 @@ CORE_STEPS = (TOMBSTONED, DERIVED_PURGED, KEY_DESTROYED, VERIFIED)
 ERASURE_STEP = "erasure.step"
 LEGAL_HOLD_PLACED = "legal_hold.placed"
 LEGAL_HOLD_LIFTED = "legal_hold.lifted"
+ERASURE_EXTENDED = "erasure.extended"
+ERASURE_PAUSED = "erasure.paused"
+ERASURE_RESUMED = "erasure.resumed"
 
 
 @dataclass(frozen=True)
@@ -28,6 +34,20 @@ class ErasureStep:
     completed_at: datetime
     event_seq: int
     evidence: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ErasureExtension:
+    """One extension of the deadline (Art. 12(3)): how long, why, and when the subject was told."""
+
+    number: int
+    months: int
+    reason: str
+    subject_notified_at: datetime
+    extended_at: datetime
+    extended_by: str
+    event_seq: int
+    extended_by_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -49,6 +69,15 @@ class ErasureJob:
     subject_ref: str = field(repr=False, default="")
     subject_commitment: str = ""
     commitment_salt: str = ""
+    days_left: int | None = None  # whole days before due_at; negative once overdue; None when done
+    paused: bool = False  # the deadline clock is stopped (identity verification); the runner waits
+    paused_at: datetime | None = None
+    paused_seconds: int = 0  # how long the clock stood still in earlier pauses
+    extension_months: int = 0
+    extended_until: datetime | None = None
+    extensions: tuple[ErasureExtension, ...] = ()
+    identity_verification_ref: str | None = None
+    requested_by_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +90,7 @@ class LegalHold:
     placed_at: datetime
     lifted_at: datetime | None
     subject_ref: str = field(repr=False, default="")
+    placed_by_name: str | None = None
 
 
 @dataclass(frozen=True)

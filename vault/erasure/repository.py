@@ -4,21 +4,32 @@ Functions over the caller's ``Connection``, so each joins the transaction the se
 opened: the rules (who may, what order, when a job is done) stay in ``ErasureService``,
 and how jobs are stored stays here. ``job_from_rows`` is the one place an
 ``erasure_jobs`` row and its ``erasure_steps`` become an ``ErasureJob``; ``hold_from_row``
-likewise for ``LegalHold``.
+likewise for ``LegalHold``. Loading a job or holds also resolves who acted to display
+names (``vault.access.principals``); the rows keep principal ids.
 """
 
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from lethe.vault.access.principals import display_names
 from lethe.vault.clock import from_db, iso, parse_iso, to_db
-from lethe.vault.erasure.model import BLOCKED, RECEIVED, ErasureJob, ErasureStep, LegalHold
-from lethe.vault.store.tables import erasure_jobs, erasure_steps, legal_holds
+from lethe.vault.erasure.deadlines import standing
+from lethe.vault.erasure.model import (
+    BLOCKED,
+    RECEIVED,
+    ErasureExtension,
+    ErasureJob,
+    ErasureStep,
+    LegalHold,
+)
+from lethe.vault.store.tables import erasure_extensions, erasure_jobs, erasure_steps, legal_holds
 
 Row = Any  # a SQLAlchemy row (attribute access by column name)
 _job = erasure_jobs.c
@@ -27,8 +38,19 @@ _job = erasure_jobs.c
 # -- mappers ---------------------------------------------------------------------------------
 
 
-def job_from_rows(row: Row, steps: list[Row], now: datetime) -> ErasureJob:
-    """The job of an ``erasure_jobs`` row and its step rows (in order); ``now`` decides ``overdue``."""
+def job_from_rows(
+    row: Row,
+    steps: list[Row],
+    now: datetime,
+    extensions: Sequence[Row] = (),
+    names: dict[str, str] | None = None,
+) -> ErasureJob:
+    """The job of an ``erasure_jobs`` row, its step rows and extension rows (in order);
+    ``now`` decides where it stands against its deadline, ``names`` maps principals to names."""
+    names = names or {}
+    completed = from_db(row.completed_at) if row.completed_at else None
+    paused_at = from_db(row.paused_at) if row.paused_at else None
+    stand = standing(from_db(row.due_at), now, paused_at, completed)
     return ErasureJob(
         id=row.id,
         tenant_id=row.tenant_id,
@@ -37,22 +59,43 @@ def job_from_rows(row: Row, steps: list[Row], now: datetime) -> ErasureJob:
         reference=row.reference,
         requested_by=row.requested_by,
         received_at=from_db(row.received_at),
-        due_at=from_db(row.due_at),
+        due_at=stand.due_at,
         updated_at=from_db(row.updated_at),
-        completed_at=from_db(row.completed_at) if row.completed_at else None,
+        completed_at=completed,
         last_error=row.last_error,
         report_id=row.report_id,
         steps=[
             ErasureStep(s.step, parse_iso(s.completed_at), s.event_seq, json.loads(s.evidence)) for s in steps
         ],
-        overdue=row.completed_at is None and now > from_db(row.due_at),
+        overdue=stand.overdue,
         subject_ref=row.subject_ref,
         subject_commitment=row.subject_commitment,
         commitment_salt=row.commitment_salt,
+        days_left=stand.days_left,
+        paused=paused_at is not None,
+        paused_at=paused_at,
+        paused_seconds=int(timedelta(microseconds=row.paused_us).total_seconds()),
+        extension_months=row.extension_months,
+        extended_until=stand.due_at if row.extension_months else None,
+        extensions=tuple(
+            ErasureExtension(
+                number=e.number,
+                months=e.months,
+                reason=e.reason,
+                subject_notified_at=from_db(e.subject_notified_at),
+                extended_at=from_db(e.extended_at),
+                extended_by=e.extended_by,
+                event_seq=e.event_seq,
+                extended_by_name=names.get(e.extended_by),
+            )
+            for e in extensions
+        ),
+        identity_verification_ref=row.identity_verification_ref,
+        requested_by_name=names.get(row.requested_by),
     )
 
 
-def hold_from_row(row: Row) -> LegalHold:
+def hold_from_row(row: Row, names: dict[str, str] | None = None) -> LegalHold:
     return LegalHold(
         id=row.id,
         tenant_id=row.tenant_id,
@@ -62,6 +105,7 @@ def hold_from_row(row: Row) -> LegalHold:
         placed_at=from_db(row.placed_at),
         lifted_at=from_db(row.lifted_at) if row.lifted_at else None,
         subject_ref=row.subject_ref,
+        placed_by_name=(names or {}).get(row.placed_by),
     )
 
 
@@ -81,6 +125,7 @@ def insert_job(
     requested_by: str,
     received_at: datetime,
     due_at: datetime,
+    identity_verification_ref: str | None = None,
 ) -> None:
     """A new job in status ``received``."""
     conn.execute(
@@ -98,6 +143,7 @@ def insert_job(
             due_at=to_db(due_at),
             updated_at=to_db(received_at),
             attempts=0,
+            identity_verification_ref=identity_verification_ref,
         )
     )
 
@@ -109,7 +155,9 @@ def load_job(conn: Connection, job_id: str, now: datetime) -> ErasureJob | None:
     steps = conn.execute(
         sa.select(erasure_steps).where(erasure_steps.c.job_id == job_id).order_by(erasure_steps.c.event_seq)
     ).all()
-    return job_from_rows(row, list(steps), now)
+    ext = extensions_of(conn, job_id)
+    names = display_names(conn, row.tenant_id, [row.requested_by, *(e.extended_by for e in ext)])
+    return job_from_rows(row, list(steps), now, ext, names)
 
 
 def job_ids(
@@ -119,15 +167,72 @@ def job_ids(
     q = sa.select(_job.id).where(_job.tenant_id == tenant_id)
     if status:
         q = q.where(_job.status == status)
-    if overdue_at is not None:
-        q = q.where(_job.completed_at.is_(None), _job.due_at < to_db(overdue_at))
+    if overdue_at is not None:  # a stopped clock counts up to the moment it stopped
+        now = to_db(overdue_at)
+        q = q.where(
+            _job.completed_at.is_(None),
+            sa.or_(
+                sa.and_(_job.paused_at.is_(None), _job.due_at < now),
+                sa.and_(_job.paused_at.is_not(None), _job.due_at < _job.paused_at),
+            ),
+        )
     return list(conn.execute(q.order_by(_job.received_at)).scalars().all())
 
 
 def runnable_job_ids(conn: Connection) -> list[str]:
-    """Every unfinished job not blocked by a hold, oldest first (any tenant)."""
-    q = sa.select(_job.id).where(_job.completed_at.is_(None), _job.status != BLOCKED)
+    """Every unfinished job neither blocked by a hold nor paused, oldest first (any tenant)."""
+    q = sa.select(_job.id).where(
+        _job.completed_at.is_(None), _job.status != BLOCKED, _job.paused_at.is_(None)
+    )
     return list(conn.execute(q.order_by(_job.received_at)).scalars().all())
+
+
+def deadline_row(conn: Connection, job_id: str) -> Row | None:
+    """What deadline changes read, under the caller's write lock."""
+    return conn.execute(
+        sa.select(
+            _job.id,
+            _job.tenant_id,
+            _job.subject_ref,
+            _job.status,
+            _job.received_at,
+            _job.due_at,
+            _job.completed_at,
+            _job.paused_at,
+            _job.paused_us,
+            _job.extension_months,
+        ).where(_job.id == job_id)
+    ).first()
+
+
+def is_paused(conn: Connection, job_id: str) -> bool:
+    return conn.execute(sa.select(_job.paused_at).where(_job.id == job_id)).scalar() is not None
+
+
+def set_deadline(conn: Connection, job_id: str, at: datetime, **values: Any) -> None:
+    """Change the job's deadline columns (``due_at``, ``paused_at``, ``paused_us``, ...)."""
+    values = {k: to_db(v) if isinstance(v, datetime) else v for k, v in values.items()}
+    conn.execute(erasure_jobs.update().where(_job.id == job_id).values(updated_at=to_db(at), **values))
+
+
+def extensions_of(conn: Connection, job_id: str) -> list[Row]:
+    q = sa.select(erasure_extensions).where(erasure_extensions.c.job_id == job_id)
+    return list(conn.execute(q.order_by(erasure_extensions.c.number)).all())
+
+
+def insert_extension(conn: Connection, job_id: str, ext: ErasureExtension) -> None:
+    conn.execute(
+        erasure_extensions.insert().values(
+            job_id=job_id,
+            number=ext.number,
+            months=ext.months,
+            reason=ext.reason,
+            subject_notified_at=to_db(ext.subject_notified_at),
+            extended_at=to_db(ext.extended_at),
+            extended_by=ext.extended_by,
+            event_seq=ext.event_seq,
+        )
+    )
 
 
 def unfinished_jobs_of(conn: Connection, tenant_id: str, subject_ref: str) -> int:
@@ -249,6 +354,17 @@ def insert_hold(conn: Connection, hold: LegalHold) -> None:
 def get_hold(conn: Connection, hold_id: str) -> LegalHold | None:
     row = conn.execute(sa.select(legal_holds).where(legal_holds.c.id == hold_id)).first()
     return hold_from_row(row) if row is not None else None
+
+
+def holds_of(conn: Connection, tenant_id: str, active: bool | None = None) -> list[LegalHold]:
+    """The tenant's holds, oldest first: all, only those in force (``True``) or only lifted ones."""
+    q = sa.select(legal_holds).where(legal_holds.c.tenant_id == tenant_id)
+    if active is not None:
+        lifted = legal_holds.c.lifted_at
+        q = q.where(lifted.is_(None) if active else lifted.is_not(None))
+    rows = conn.execute(q.order_by(legal_holds.c.placed_at, legal_holds.c.id)).all()
+    names = display_names(conn, tenant_id, [r.placed_by for r in rows])
+    return [hold_from_row(r, names) for r in rows]
 
 
 def lift_hold(conn: Connection, hold_id: str, at: datetime) -> None:

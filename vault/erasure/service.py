@@ -11,7 +11,10 @@ Steps: received -> tombstoned -> derived_purged -> key_destroyed -> verified, th
 ``extra_steps`` (compaction, the signed report) added by their own modules. This module
 holds the rules (who may, in which order, when a job is done, leases); the domain
 objects live in ``erasure.model``, the steps in ``erasure.steps``, the SQL in
-``erasure.repository``.
+``erasure.repository``, the deadline rules in ``erasure.deadlines`` and the deadline
+commands (extend, pause, resume) in ``erasure.deadline_service``. A paused job (its
+clock stopped while the subject's identity is verified) is never advanced: the check
+sits in the destructive step's own transaction, so a pause that commits first wins.
 
 Exceptions: ``OutOfScope`` (403), ``InvalidCommand`` (422), ``LegalHoldActive`` (409),
 ``NotFound`` (404), ``VersionConflict`` (409), ``StoreUnavailable`` (503); each is
@@ -22,22 +25,25 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import unicodedata
 import uuid
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Connection
 
 from lethe.keys.protocol import KeyManager
-from lethe.vault.clock import from_db, iso, utcnow
+from lethe.vault.access.principals import display_names
+from lethe.vault.clock import iso, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
+from lethe.vault.erasure import leases
 from lethe.vault.erasure import repository as repo
+from lethe.vault.erasure.deadline_service import identity_ref
+from lethe.vault.erasure.deadlines import due_date
 from lethe.vault.erasure.model import (
-    DUE_AFTER,
     ERASURE_STEP,
     KEY_DESTROYED,
     KEY_PENDING,
@@ -59,8 +65,6 @@ from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.projection import ERASURE_RECEIVED, SUBJECT_REINSTATED, apply
 
 log = logging.getLogger("lethe.erasure")
-
-LEASE = timedelta(minutes=10)  # a runner's claim on a job, renewed before every step
 
 
 class ErasureService:
@@ -98,7 +102,7 @@ class ErasureService:
         self.pseudonyms = pseudonyms
         self.clock = clock
         self.log = log
-        self.runner_id = f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self.runner_id = leases.new_runner_id()
         self.deps = StepDeps(uow, kms, keyring, self.log, clock)
         self.steps: list[StepSpec] = [*core_steps(), *extra_steps]
 
@@ -108,8 +112,18 @@ class ErasureService:
 
     # -- requests ---------------------------------------------------------------------
 
-    def request(self, caller: Caller, subject_id: str, legal_basis: str, reference: str | None) -> ErasureJob:
-        """File a request; the erasure fence goes up in the same transaction.
+    def request(
+        self,
+        caller: Caller,
+        subject_id: str,
+        legal_basis: str,
+        reference: str | None,
+        identity_verification_ref: str | None = None,
+    ) -> ErasureJob:
+        """File a request, due one calendar month later; the erasure fence goes up at once.
+
+        ``identity_verification_ref`` names where the subject's identity was checked (a
+        ticket or case id): a reference only, never identity documents.
 
         Stores written before subject ids were NFC-normalised may hold the subject under
         the spelling it was sent in: when such a legacy ref holds keys, a linked request
@@ -120,6 +134,7 @@ class ErasureService:
         subject_id = normal_subject_id(subject_id)
         require_text("legal_basis (e.g. gdpr-art17-1a)", legal_basis, 64)
         require_text("reference", reference, 200, required=False)
+        identity_verification_ref = identity_ref(identity_verification_ref)
         ref = self.pseudonyms.subject_ref(caller.tenant_id, subject_id)
         spellings = {
             self.pseudonyms.unnormalised_subject_ref(caller.tenant_id, form): form
@@ -132,11 +147,12 @@ class ErasureService:
             hold = repo.active_hold(conn, caller.tenant_id, ref)
             if hold is not None:
                 raise LegalHoldActive(f"legal hold {hold.id} blocks erasure of this subject: {hold.reason}")
-            self._file(conn, caller, job_id, ref, subject_id, legal_basis, reference, now)
+            filed = (legal_basis, identity_verification_ref, now)
+            self._file(conn, caller, job_id, ref, subject_id, reference, *filed)
             for legacy_ref, form in sorted(spellings.items()):
                 if self.keyring.current(conn, caller.tenant_id, legacy_ref) is not None:
                     linked = f"legacy spelling of request {job_id}"
-                    self._file(conn, caller, str(uuid.uuid4()), legacy_ref, form, legal_basis, linked, now)
+                    self._file(conn, caller, str(uuid.uuid4()), legacy_ref, form, linked, *filed)
         job = self._load(job_id)
         assert job is not None
         return job
@@ -148,12 +164,13 @@ class ErasureService:
         job_id: str,
         ref: str,
         subject_id: str,
-        legal_basis: str,
         reference: str | None,
+        legal_basis: str,
+        identity_verification_ref: str | None,
         now: datetime,
     ) -> None:
         salt = os.urandom(16)
-        due = now + DUE_AFTER
+        due = due_date(now)
         repo.insert_job(
             conn,
             job_id=job_id,
@@ -166,6 +183,7 @@ class ErasureService:
             requested_by=caller.principal,
             received_at=now,
             due_at=due,
+            identity_verification_ref=identity_verification_ref,
         )
         payload = {
             "request_id": job_id,
@@ -197,6 +215,12 @@ class ErasureService:
 
     # -- legal holds and reinstatement ------------------------------------------------
 
+    def holds(self, caller: Caller, active: bool | None = None) -> list[LegalHold]:
+        """The tenant's legal holds (all, only those in force, or only lifted ones), oldest first."""
+        _require(caller, Role.PRIVACY_OFFICER)
+        with self.uow.read() as conn:
+            return repo.holds_of(conn, caller.tenant_id, active)
+
     def place_hold(
         self, caller: Caller, subject_id: str, reason: str, reference: str | None = None
     ) -> LegalHold:
@@ -209,6 +233,8 @@ class ErasureService:
         hold = LegalHold(hold_id, caller.tenant_id, reason, reference, caller.principal, now, None, ref)
         with self.uow.write() as conn:
             repo.insert_hold(conn, hold)
+            name = display_names(conn, caller.tenant_id, [caller.principal]).get(caller.principal)
+            hold = replace(hold, placed_by_name=name)
             self.log.append(
                 conn,
                 Event(
@@ -283,7 +309,7 @@ class ErasureService:
 
         Only the runner holding the job's lease runs its steps (a server's runner, a CLI
         ``forget``, another node); the others return False and leave it to the holder. A
-        lease left by a runner that died expires after ``LEASE``.
+        lease left by a runner that died expires after ``leases.LEASE``.
         """
         if not self._claim(job_id):
             return False
@@ -299,7 +325,8 @@ class ErasureService:
                 if spec.name == TOMBSTONED and not self._hold_check(job):
                     return False
                 try:
-                    self._run_step(job, spec)
+                    if not self._run_step(job, spec):
+                        return False
                 except StepFailed as exc:
                     self._note_failure(job, spec, str(exc))
                     return False
@@ -309,38 +336,27 @@ class ErasureService:
         return job is not None and job.completed_at is not None
 
     def _claim(self, job_id: str) -> bool:
-        """Take or renew the job's lease: free, ours, expired, or left by a dead process here."""
-        now = self.clock()
-        with self.uow.write() as conn:
-            owner = repo.lease_of(conn, job_id)
-            if owner is None:
-                return False
-            free = (
-                owner.lease_owner in (None, self.runner_id)
-                or owner.lease_until is None
-                or from_db(owner.lease_until) < now
-                or _died_here(owner.lease_owner)
-            )
-            if not free:
-                return False
-            return repo.take_lease(conn, job_id, self.runner_id, now + LEASE)
+        return leases.claim(self.uow, job_id, self.runner_id, self.clock())
 
     def _release(self, job_id: str) -> None:
-        with self.uow.write() as conn:
-            repo.release_lease(conn, job_id, self.runner_id)
+        leases.release(self.uow, job_id, self.runner_id)
 
-    def _run_step(self, job: ErasureJob, spec: StepSpec) -> None:
+    def _run_step(self, job: ErasureJob, spec: StepSpec) -> bool:
+        """Run one step and record it; False if the job's clock was stopped first (paused)."""
         ctx = StepContext(job, self.deps, tuple(s.name for s in self.steps))
         if spec.transactional:
             with self.uow.write() as conn:
                 if repo.step_done(conn, job.id, spec.name):
-                    return  # another runner finished it first
+                    return True  # another runner finished it first
+                if repo.is_paused(conn, job.id):
+                    return False  # identity is being verified: nothing is destroyed meanwhile
                 self._record(conn, job, spec.name, spec.run(ctx, conn))
         else:
             evidence = spec.run(ctx, None)
             with self.uow.write() as conn:
                 if not repo.step_done(conn, job.id, spec.name):
                     self._record(conn, job, spec.name, evidence)
+        return True
 
     def _record(self, conn: Connection, job: ErasureJob, step: str, evidence: dict[str, Any]) -> None:
         now = self.clock()
@@ -378,21 +394,6 @@ class ErasureService:
     def _load(self, job_id: str) -> ErasureJob | None:
         with self.uow.read() as conn:
             return repo.load_job(conn, job_id, self.clock())
-
-
-def _died_here(owner: str) -> bool:
-    """A lease owner ``host:pid:nonce`` on this host whose process is gone (crashed, killed)."""
-    host, _, rest = owner.partition(":")
-    pid = rest.partition(":")[0]
-    if host != socket.gethostname()[:60] or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
 
 
 def _require(caller: Caller, *roles: Role) -> None:

@@ -124,6 +124,8 @@ api_tokens = sa.Table(
     sa.Column("agent_id", sa.String(128)),
     sa.Column("purposes", sa.Text, nullable=False),
     sa.Column("description", sa.String(200)),
+    sa.Column("display_name", sa.String(100)),  # who the token stands for, shown in records
+    sa.Column("email", sa.String(254)),
     sa.Column("created_at", sa.DateTime, nullable=False),
     sa.Column("expires_at", sa.DateTime),
     sa.Column("revoked_at", sa.DateTime),
@@ -150,6 +152,11 @@ erasure_jobs = sa.Table(
     sa.Column("report_id", sa.String(36)),
     sa.Column("lease_owner", sa.String(100)),  # the runner advancing the job, until lease_until
     sa.Column("lease_until", sa.DateTime),
+    # Art. 12(3) deadlines: extension granted, the clock stopped now (paused_at) and before (paused_us)
+    sa.Column("extension_months", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("paused_at", sa.DateTime),
+    sa.Column("paused_us", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("identity_verification_ref", sa.String(200)),  # a reference only, never documents
     sa.Index("ix_erasure_jobs_status", "status"),
     sa.Index("ix_erasure_jobs_subject", "tenant_id", "subject_ref"),
 )
@@ -162,6 +169,19 @@ erasure_steps = sa.Table(
     sa.Column("completed_at", sa.String(32), nullable=False),
     sa.Column("event_seq", sa.Integer, nullable=False),
     sa.Column("evidence", sa.Text, nullable=False),
+)
+
+erasure_extensions = sa.Table(
+    "erasure_extensions",
+    metadata,
+    sa.Column("job_id", sa.String(36), primary_key=True),
+    sa.Column("number", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("months", sa.Integer, nullable=False),
+    sa.Column("reason", sa.String(500), nullable=False),
+    sa.Column("subject_notified_at", sa.DateTime, nullable=False),
+    sa.Column("extended_at", sa.DateTime, nullable=False),
+    sa.Column("extended_by", sa.String(200), nullable=False),
+    sa.Column("event_seq", sa.Integer, nullable=False),
 )
 
 legal_holds = sa.Table(

@@ -1,4 +1,4 @@
-"""Privacy-officer and auditor endpoints: erasure requests, legal holds, reinstatement.
+"""Privacy-officer and auditor endpoints: erasure requests, their deadlines, legal holds, reinstatement.
 
 Subject ids travel only in request bodies, never in URLs (URLs reach access logs).
 
@@ -20,10 +20,13 @@ from lethe.api.http.schemas.erasure import (
     ErasureJobList,
     ErasureJobOut,
     ErasureRequestIn,
+    ExtensionIn,
     LegalHoldIn,
+    LegalHoldList,
     LegalHoldOut,
     ReinstatementIn,
     ReinstatementOut,
+    ResumeIn,
 )
 
 router = APIRouter(tags=["erasure"])
@@ -39,8 +42,10 @@ router = APIRouter(tags=["erasure"])
 def request_erasure(
     body: ErasureRequestIn, caller: CallerDep, container: ContainerDep, metrics: MetricsDep
 ) -> ErasureAccepted:
-    """File a right-to-forget request; the job runs in the background (due in 30 days)."""
-    job = container.erasure.request(caller, body.subject_id, body.legal_basis, body.reference)
+    """File a right-to-forget request; the job runs in the background (due one calendar month later)."""
+    job = container.erasure.request(
+        caller, body.subject_id, body.legal_basis, body.reference, body.identity_verification_ref
+    )
     metrics.forget_requests.inc()
     return ErasureAccepted.from_domain(job)
 
@@ -71,6 +76,58 @@ def list_erasure_requests(
 def get_erasure_request(job_id: ResourceId, caller: CallerDep, container: ContainerDep) -> ErasureJobOut:
     """One job with its steps, evidence and report id."""
     return ErasureJobOut.from_domain(container.erasure.get(caller, job_id))
+
+
+@router.post(
+    "/v1/erasure-requests/{job_id}/extensions",
+    name="extend_erasure_request",
+    response_model=ErasureJobOut,
+    responses=problem_responses(401, 403, 404, 409, 413, 422, 429, 503),
+)
+def extend_erasure_request(
+    job_id: ResourceId, body: ExtensionIn, caller: CallerDep, container: ContainerDep
+) -> ErasureJobOut:
+    """Extend the deadline (Art. 12(3)): 1-2 further months in total, the subject told within the first."""
+    job = container.deadlines.extend(caller, job_id, body.months, body.reason, body.subject_notified_at)
+    return ErasureJobOut.from_domain(job)
+
+
+@router.post(
+    "/v1/erasure-requests/{job_id}/pause",
+    name="pause_erasure_request",
+    response_model=ErasureJobOut,
+    responses=problem_responses(401, 403, 404, 409, 422, 429, 503),
+)
+def pause_erasure_request(job_id: ResourceId, caller: CallerDep, container: ContainerDep) -> ErasureJobOut:
+    """Stop the clock while the requester's identity is verified; nothing is erased meanwhile."""
+    return ErasureJobOut.from_domain(container.deadlines.pause(caller, job_id))
+
+
+@router.post(
+    "/v1/erasure-requests/{job_id}/resume",
+    name="resume_erasure_request",
+    response_model=ErasureJobOut,
+    responses=problem_responses(401, 403, 404, 409, 413, 422, 429, 503),
+)
+def resume_erasure_request(
+    job_id: ResourceId, caller: CallerDep, container: ContainerDep, body: ResumeIn | None = None
+) -> ErasureJobOut:
+    """Restart the clock: the due date moves by the time it stood still, and the erasure runs."""
+    ref = body.identity_verification_ref if body is not None else None
+    return ErasureJobOut.from_domain(container.deadlines.resume(caller, job_id, ref))
+
+
+@router.get(
+    "/v1/legal-holds",
+    name="list_legal_holds",
+    response_model=LegalHoldList,
+    responses=problem_responses(401, 403, 422, 429, 503),
+)
+def list_legal_holds(
+    caller: CallerDep, container: ContainerDep, active: bool | None = None
+) -> LegalHoldList:
+    """The tenant's legal holds: all, only those in force (``active=true``) or only lifted ones."""
+    return LegalHoldList.from_domain(container.erasure.holds(caller, active))
 
 
 @router.post(

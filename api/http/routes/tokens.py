@@ -1,7 +1,10 @@
-"""Token administration: an admin mints tokens for its own tenant.
+"""Token administration: an admin mints, lists and revokes the tokens of its own tenant.
 
-Exceptions: ``OutOfScope`` (403) for another tenant; ``InvalidCommand`` (422) from
-``TokenService`` for a scope that makes no sense.
+Lists show ids, scope and names, never a secret or its hash. Another tenant's token is
+a 404 on revocation, indistinguishable from an unknown id.
+
+Exceptions: ``OutOfScope`` (403) for minting in another tenant; ``NotFound`` (404);
+``InvalidCommand`` (422) from ``TokenService`` for a scope that makes no sense.
 """
 
 from __future__ import annotations
@@ -12,8 +15,8 @@ from fastapi import APIRouter, Response
 
 from lethe.api.http.auth import CallerDep
 from lethe.api.http.problems import problem_responses
-from lethe.api.http.routes.deps import TokensDep
-from lethe.api.http.schemas.tokens import TokenCreate, TokenCreated
+from lethe.api.http.routes.deps import ResourceId, TokensDep
+from lethe.api.http.schemas.tokens import TokenCreate, TokenCreated, TokenList
 from lethe.vault.errors import OutOfScope
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"])
@@ -37,6 +40,33 @@ def create_token(body: TokenCreate, caller: CallerDep, tokens: TokensDep, respon
         purposes=body.purposes,
         ttl=timedelta(seconds=body.ttl_seconds) if body.ttl_seconds else None,
         description=body.description,
+        display_name=body.display_name,
+        email=body.email,
+        created_by=caller.principal,
     )
     response.headers["Cache-Control"] = "no-store"
     return TokenCreated.from_minted(token, info)
+
+
+@router.get(
+    "/tokens",
+    name="list_tokens",
+    response_model=TokenList,
+    responses=problem_responses(401, 403, 429, 503),
+)
+def list_tokens(caller: CallerDep, tokens: TokensDep) -> TokenList:
+    """The tokens of the admin's tenant, oldest first, revoked and expired ones included."""
+    return TokenList.from_domain(tokens.list(caller.tenant_id))
+
+
+@router.delete(
+    "/tokens/{token_id}",
+    name="revoke_token",
+    status_code=204,
+    response_class=Response,
+    responses=problem_responses(401, 403, 404, 422, 429, 503),
+)
+def revoke_token(token_id: ResourceId, caller: CallerDep, tokens: TokensDep) -> Response:
+    """Revoke a token of the admin's tenant at once (revoking it again changes nothing)."""
+    tokens.revoke(token_id, tenant_id=caller.tenant_id, revoked_by=caller.principal)
+    return Response(status_code=204)

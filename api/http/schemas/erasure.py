@@ -1,4 +1,10 @@
-"""Erasure requests, legal holds and reinstatements, as privacy officers and auditors see them."""
+"""Erasure requests, legal holds and reinstatements, as privacy officers and auditors see them.
+
+Who acted is a principal id (a token id) with, beside it, the display name the token
+was given (``*_name``; null when it has none). Deadlines: ``due_at`` is one calendar
+month after receipt, moved by extensions and by the time the clock was stopped;
+``days_left`` counts whole days (negative once overdue) and stops while ``paused``.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +15,39 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from lethe.api.http.schemas.common import Out, Strict, SubjectId
-from lethe.vault.erasure.model import ErasureJob
+from lethe.vault.erasure.deadlines import MAX_EXTENSION_MONTHS
+from lethe.vault.erasure.model import ErasureJob, LegalHold
+
+IdentityRef = Field(
+    default=None,
+    min_length=1,
+    max_length=200,
+    description="Where the requester's identity was verified (a case or ticket id): a reference "
+    "only, never identity documents.",
+)
 
 
 class ErasureRequestIn(Strict):
     subject_id: SubjectId
     legal_basis: str = Field(min_length=1, max_length=64, description="e.g. gdpr-art17-1a")
     reference: str | None = Field(default=None, max_length=200)
+    identity_verification_ref: str | None = IdentityRef
+
+
+class ExtensionIn(Strict):
+    """One extension of the deadline (GDPR Art. 12(3)): at most two months in total."""
+
+    months: int = Field(ge=1, le=MAX_EXTENSION_MONTHS, strict=True, description="1 or 2, at most 2 in total")
+    reason: str = Field(min_length=1, max_length=500, description="Why the request needs longer.")
+    subject_notified_at: datetime = Field(
+        description="When the subject was told of the extension and its reasons (within the first month)."
+    )
+
+
+class ResumeIn(Strict):
+    """Restarting the clock, optionally recording where the identity was verified."""
+
+    identity_verification_ref: str | None = IdentityRef
 
 
 class ErasureAccepted(Out):
@@ -36,6 +68,19 @@ class ErasureStepOut(Out):
     evidence: dict[str, Any]
 
 
+class ErasureExtensionOut(Out):
+    """An extension granted: how many months, why, when the subject was told, and by whom."""
+
+    number: int
+    months: int
+    reason: str
+    subject_notified_at: datetime
+    extended_at: datetime
+    extended_by: str
+    extended_by_name: str | None
+    event_seq: int
+
+
 class ErasureJobOut(Out):
     """An erasure request with its steps, their evidence and, once issued, its report id."""
 
@@ -45,6 +90,7 @@ class ErasureJobOut(Out):
     legal_basis: str
     reference: str | None
     requested_by: str
+    requested_by_name: str | None = Field(description="The display name of the requesting token, if any.")
     received_at: datetime
     due_at: datetime
     updated_at: datetime
@@ -53,6 +99,14 @@ class ErasureJobOut(Out):
     report_id: str | None
     steps: list[ErasureStepOut]
     overdue: bool
+    days_left: int | None = Field(description="Whole days left before due_at; negative once overdue.")
+    paused: bool = Field(description="The deadline clock is stopped (identity verification); nothing runs.")
+    paused_at: datetime | None
+    paused_seconds: int = Field(description="How long the clock stood still in earlier pauses.")
+    extension_months: int
+    extended_until: datetime | None
+    extensions: list[ErasureExtensionOut]
+    identity_verification_ref: str | None
 
 
 class ErasureJobList(BaseModel):
@@ -79,8 +133,19 @@ class LegalHoldOut(Out):
     reason: str
     reference: str | None
     placed_by: str
+    placed_by_name: str | None
     placed_at: datetime
     lifted_at: datetime | None
+
+
+class LegalHoldList(BaseModel):
+    """Legal holds of the caller's tenant, oldest first."""
+
+    items: list[LegalHoldOut]
+
+    @classmethod
+    def from_domain(cls, holds: Sequence[LegalHold]) -> LegalHoldList:
+        return cls(items=[LegalHoldOut.from_domain(h) for h in holds])
 
 
 class ReinstatementIn(Strict):

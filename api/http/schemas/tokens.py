@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from lethe.api.http.schemas.common import Out, Strict
-from lethe.vault.access.tokens import MAX_TOKEN_TTL, TokenInfo
+from lethe.vault.access.tokens import MAX_DISPLAY_NAME, MAX_EMAIL, MAX_TOKEN_TTL, TokenInfo
 from lethe.vault.model import Role
 
 
@@ -20,6 +21,10 @@ class TokenCreate(Strict):
     purposes: list[str] = Field(default_factory=list, max_length=50)
     ttl_seconds: int | None = Field(default=None, gt=0, le=int(MAX_TOKEN_TTL.total_seconds()), strict=True)
     description: str | None = Field(default=None, max_length=200)
+    display_name: str | None = Field(
+        default=None, min_length=1, max_length=MAX_DISPLAY_NAME, description="Who the token stands for."
+    )
+    email: str | None = Field(default=None, min_length=3, max_length=MAX_EMAIL)
 
 
 class TokenOut(Out):
@@ -31,9 +36,21 @@ class TokenOut(Out):
     agent_id: str | None
     purposes: list[str]
     description: str | None
+    display_name: str | None
+    email: str | None
     created_at: datetime
     expires_at: datetime | None
     revoked_at: datetime | None
+
+
+class TokenList(BaseModel):
+    """The tokens of the admin's tenant: ids and scope, never secrets or hashes."""
+
+    items: list[TokenOut]
+
+    @classmethod
+    def from_domain(cls, infos: Sequence[TokenInfo]) -> TokenList:
+        return cls(items=[TokenOut.from_domain(i) for i in infos])
 
 
 class TokenCreated(TokenOut):

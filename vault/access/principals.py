@@ -1,0 +1,42 @@
+"""Who acted: a principal id (a token id, as records store it) resolved to its display name.
+
+Records (erasure jobs' ``requested_by``, legal holds' ``placed_by``, extensions'
+``extended_by``, audit events) store the principal id, which never changes and is safe to
+log. The display name an admin gave the token is looked up when a record is *presented*,
+so a record stays exact when a token is revoked, and no name (which is personal data
+of the officer) is copied into the append-only log. Principals that are not tokens
+("cli", "system") have no name: presenters show the id.
+
+Exceptions: none of its own; ``StoreUnavailable`` (503) from the unit of work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from lethe.vault.store.db import UnitOfWork
+from lethe.vault.store.tables import api_tokens
+
+
+def display_names(conn: Connection, tenant_id: str, principals: Iterable[str]) -> dict[str, str]:
+    """The display names of those principals that are named tokens of the tenant, by principal id."""
+    wanted = sorted({p for p in principals if p})
+    if not wanted:
+        return {}
+    rows = conn.execute(
+        sa.select(api_tokens.c.id, api_tokens.c.display_name).where(
+            api_tokens.c.tenant_id == tenant_id,
+            api_tokens.c.id.in_(wanted),
+            api_tokens.c.display_name.is_not(None),
+        )
+    )
+    return {r.id: r.display_name for r in rows}
+
+
+def display_name(uow: UnitOfWork, tenant_id: str, principal: str) -> str | None:
+    """One principal's display name (for presenters outside a transaction, e.g. certificates)."""
+    with uow.read() as conn:
+        return display_names(conn, tenant_id, [principal]).get(principal)

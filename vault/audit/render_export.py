@@ -1,0 +1,209 @@
+"""Subject access exports for people: HTML and PDF a privacy officer can hand to the subject.
+
+The first page speaks plainly: who holds what about you, by category, by state and by
+assistant, and what was erased before; then every item with its content, where it came
+from, how far it is trusted and what it is linked to; then how to check the document.
+Only the JSON is signed; a rendering shows the issuer's own verification result and the
+command that checks the JSON independently. Style and page kit: ``render_kit``, shared
+with the erasure certificate.
+
+Exceptions: ``ValueError`` if the document is not a JSON object.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fpdf.enums import XPos, YPos
+
+from lethe.vault.audit.render_kit import DocumentPdf, esc, html_head, text
+from lethe.vault.audit.verify import VerificationResult
+
+__all__ = ["render_export_html", "render_export_pdf", "verify_export_command"]
+
+KINDS = {
+    "preference": "Your preferences",
+    "fact": "Facts about you",
+    "skill": "Skills and ways of doing things learnt with you",
+    "task_summary": "Summaries of tasks",
+    "working_note": "Working notes",
+}
+STATES = {  # status -> (a short name, what it means for the subject)
+    "active": ("In use", "the assistant may recall these"),
+    "quarantined": ("Awaiting review", "kept, but never used until a reviewer approves them"),
+    "superseded": ("Replaced", "a newer version replaced these; kept as history of the correction"),
+    "expired": ("Expired", "past their retention period: no longer used, and removed later"),
+    "forgotten": ("Erased", "erased at an earlier request: unreadable by anyone, so not listed"),
+}
+SOURCES = {
+    "user_statement": "something you said",
+    "operator_config": "set up by the operator",
+    "tool_result": "the result of a tool",
+    "web_page": "a web page",
+    "agent_inference": "the assistant's own inference",
+    "summary": "a summary of other memories",
+}
+NOTE = (
+    "This rendering is for reading. Only the JSON export is signed; the verification result "
+    "above was computed by the issuer. Check the JSON yourself, offline, with the command "
+    "below and the issuer's public key obtained independently."
+)
+
+
+def verify_export_command(export_id: str) -> str:
+    return f"lethe verify-export subject-export-{export_id}.json --public-key lethe-audit-key.pem"
+
+
+def _load(document: bytes | dict[str, Any]) -> dict[str, Any]:
+    doc = json.loads(document) if isinstance(document, bytes | str) else document
+    if not isinstance(doc, dict):
+        raise ValueError("the export is not a JSON object")
+    return doc
+
+
+def _parts(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+    manifest = doc.get("manifest") if isinstance(doc.get("manifest"), dict) else {}
+    counts = manifest.get("counts") if isinstance(manifest.get("counts"), dict) else {}
+    items = [i for i in doc.get("items") or [] if isinstance(i, dict)]
+    return manifest, counts, items
+
+
+def _summary(manifest: dict[str, Any], counts: dict[str, Any]) -> list[str]:
+    """The plain-language opening, one paragraph a line."""
+    subject = (manifest.get("subject") or {}).get("subject_id")
+    lines = [
+        f"This document lists everything the AI assistants of {text(manifest.get('tenant_id'))} hold "
+        f"about you ({text(subject)}) as of {text(manifest.get('generated_at'))}. It answers your "
+        "request under Article 15 (right of access) and Article 20 (data portability) of the GDPR.",
+        f"In total we hold {text(counts.get('items', 0))} memories about you; each is listed below "
+        "with where it came from and how it is used.",
+    ]
+    if counts.get("forgotten"):
+        lines.append(
+            f"{counts['forgotten']} further memories were erased at an earlier request: their "
+            "content cannot be read by anyone, including us, so only their number is given."
+        )
+    if counts.get("derived_elsewhere"):
+        lines.append(
+            f"{counts['derived_elsewhere']} summaries recorded about other people were built partly "
+            "from your data; their content is withheld because it also concerns others (Art. 15(4))."
+        )
+    if counts.get("unreadable"):
+        lines.append(f"{counts['unreadable']} memories could not be opened and are counted only.")
+    return lines
+
+
+def _tables(counts: dict[str, Any]) -> list[tuple[str, list[tuple[str, str]]]]:
+    kinds = counts.get("by_kind") if isinstance(counts.get("by_kind"), dict) else {}
+    states = counts.get("by_status") if isinstance(counts.get("by_status"), dict) else {}
+    agents = counts.get("by_agent") if isinstance(counts.get("by_agent"), dict) else {}
+    named = [(s, *STATES.get(s, (s, ""))) for s, n in states.items() if n]
+    return [
+        ("What we hold, by category", [(KINDS.get(k, k), text(n)) for k, n in kinds.items()]),
+        (
+            "What state it is in",
+            [(name, f"{states[s]}: {meaning}") for s, name, meaning in named],
+        ),
+        ("Which assistant holds it", [(a, text(n)) for a, n in agents.items()]),
+    ]
+
+
+def _item_rows(item: dict[str, Any]) -> list[tuple[str, str]]:
+    prov = item.get("provenance") if isinstance(item.get("provenance"), dict) else {}
+    source = SOURCES.get(str(prov.get("source_type")), text(prov.get("source_type")))
+    rows = [
+        ("What it says", text(item.get("content"))),
+        ("Where it came from", f"{source} ({text(prov.get('source_ref'))})"),
+        ("Recorded", text(item.get("created_at"))),
+        ("Last changed", text(item.get("updated_at"))),
+        ("Kept until", text(item.get("expires_at"))),
+        ("Assistant and purpose", f"{text(item.get('agent_id'))} for {text(item.get('purpose'))}"),
+        ("Authority and trust", f"{text(item.get('authority'))}, {text(item.get('trust'))}"),
+        ("Confidence", text(item.get("confidence"))),
+        ("Memory id, version", f"{text(item.get('id'))} v{text(item.get('version'))}"),
+    ]
+    if prov.get("sources"):
+        rows.append(("Built from", ", ".join(map(text, prov["sources"]))))
+    if item.get("supersedes_id"):
+        rows.append(("Replaces", text(item["supersedes_id"])))
+    if item.get("superseded_by"):
+        rows.append(("Replaced by", text(item["superseded_by"])))
+    if item.get("cited_by"):
+        rows.append(("Used in summaries", ", ".join(map(text, item["cited_by"]))))
+    return rows
+
+
+def _title(item: dict[str, Any]) -> str:
+    return f"{KINDS.get(str(item.get('kind')), text(item.get('kind')))} - {text(item.get('status'))}"
+
+
+def _facts(manifest: dict[str, Any]) -> list[tuple[str, str]]:
+    issuer = manifest.get("issuer") if isinstance(manifest.get("issuer"), dict) else {}
+    return [
+        ("Export id", text(manifest.get("export_id"))),
+        ("Generated at", text(manifest.get("generated_at"))),
+        ("Requested by", text(manifest.get("requested_by"))),
+        ("Issuer (log origin)", text(issuer.get("origin"))),
+        ("Signing key id", text(manifest.get("signing_key_id"))),
+        ("SHA-256 of the items", text(manifest.get("body_sha256"))),
+    ]
+
+
+def render_export_html(document: bytes | dict[str, Any], result: VerificationResult) -> str:
+    """A self-contained page (UTF-8, escaped, loads nothing)."""
+    manifest, counts, items = _parts(_load(document))
+    export_id = text(manifest.get("export_id"))
+    parts = [*html_head(f"Your data: export {export_id}"), "<h1>What we hold about you</h1>"]
+    parts += [f"<p>{esc(line)}</p>" for line in _summary(manifest, counts)]
+    for title, rows in _tables(counts):
+        parts.append(f"<h2>{esc(title)}</h2><table>")
+        parts += [f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows]
+        parts.append("</table>")
+    parts.append("<h2>Every memory</h2>")
+    for n, item in enumerate(items, 1):
+        parts.append(f'<h3 id="item-{n}">{n}. {esc(_title(item))}</h3><table>')
+        parts += [f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in _item_rows(item)]
+        parts.append("</table>")
+    parts.append("<h2>About this document</h2><table>")
+    parts += [f'<tr><th>{esc(k)}</th><td class="mono">{esc(v)}</td></tr>' for k, v in _facts(manifest)]
+    parts.append("</table>")
+    parts.append(
+        f'<p class="verdict {"ok" if result.ok else "bad"}" id="verification-result">'
+        f"Verification result: {esc(result.summary())}</p>"
+    )
+    parts.append(f'<pre id="verify-command">{esc(verify_export_command(export_id))}</pre>')
+    parts.append(f'<p class="note">{esc(NOTE)}</p></body></html>')
+    return "\n".join(parts)
+
+
+def render_export_pdf(document: bytes | dict[str, Any], result: VerificationResult) -> bytes:
+    """A PDF: the plain-language first page, then every item, then how to check it."""
+    manifest, counts, items = _parts(_load(document))
+    export_id = text(manifest.get("export_id"))
+    pdf = DocumentPdf(f"Your data, export {export_id}")
+    pdf.set_title(f"Your data: export {export_id}")
+    pdf.set_creator("Lethe")
+    pdf.add_page()
+    pdf.set_font("Helvetica", "B", 18)
+    pdf.cell(0, 10, "What we hold about you", new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+    for line in _summary(manifest, counts):
+        pdf.para(line, size=10)
+        pdf.ln(1)
+    for title, rows in _tables(counts):
+        pdf.heading(title)
+        for label, value in rows:
+            pdf.row(label, value)
+    pdf.add_page()
+    pdf.heading("Every memory")
+    for n, item in enumerate(items, 1):
+        pdf.heading(f"{n}. {_title(item)}")
+        for label, value in _item_rows(item):
+            pdf.row(label, value)
+    pdf.heading("About this document")
+    for label, value in _facts(manifest):
+        pdf.row(label, value)
+    pdf.para(f"Verification result: {result.summary()}", size=9)
+    pdf.para(verify_export_command(export_id), size=8.5, mono=True)
+    pdf.para(NOTE, size=8)
+    return bytes(pdf.output())
