@@ -34,6 +34,8 @@ from lethe.vault.erasure.compaction import Compactor, compacted_step
 from lethe.vault.erasure.service import ErasureService
 from lethe.vault.errors import StoreNotReady
 from lethe.vault.memory.policy import Limits
+from lethe.vault.memory.retraction import RetractionService
+from lethe.vault.memory.review import ReviewService
 from lethe.vault.memory.search import SearchService
 from lethe.vault.memory.service import MemoryService
 from lethe.vault.store.db import UnitOfWork, make_engine
@@ -51,6 +53,8 @@ class Container:
     log: EventLog
     memories: MemoryService
     search: SearchService
+    review: ReviewService
+    retractions: RetractionService
     erasure: ErasureService
     compactor: Compactor
     audit: AuditLog
@@ -172,6 +176,8 @@ def build(
         log=log,
         memories=MemoryService(uow, keyring, pseudonyms, limits, log=log),
         search=SearchService(uow, keyring, pseudonyms),
+        review=ReviewService(uow, keyring, log=log),
+        retractions=RetractionService(uow, log=log),
         erasure=ErasureService(
             uow,
             kms,
