@@ -31,7 +31,7 @@ from lethe.api.http.background import start_server_work
 from lethe.api.http.logging import RequestContextMiddleware
 from lethe.api.http.metrics import InstrumentedKms, Metrics
 from lethe.api.http.middleware import BodyLimitMiddleware
-from lethe.api.http.routes import audit, erasure, health, memories, tokens
+from lethe.api.http.routes import audit, erasure, health, memories, review, tokens
 from lethe.api.settings import Settings
 from lethe.api.store_lease import serve_lease
 from lethe.vault.access.tokens import TokenService
@@ -78,7 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.auth_failure_rate_limit, "failed authentication from this address"
     )
     problems.install(app, metrics)
-    routers = [m.router for m in (health, memories, erasure, tokens, audit)]
+    routers = [m.router for m in (health, memories, review, erasure, tokens, audit)]
     check_route_roles(routers)
     for router in routers:
         app.include_router(router)

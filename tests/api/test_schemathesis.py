@@ -75,11 +75,11 @@ def api_schema(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
 def _api_routes() -> list:  # type: ignore[type-arg]
     from fastapi.routing import APIRoute
 
-    from lethe.api.http.routes import audit, erasure, health, memories, tokens
+    from lethe.api.http.routes import audit, erasure, health, memories, review, tokens
 
     return [
         r
-        for m in (health, memories, erasure, tokens, audit)
+        for m in (health, memories, review, erasure, tokens, audit)
         for r in m.router.routes
         if isinstance(r, APIRoute)
     ]
