@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+import sqlalchemy as sa
 from freezegun import freeze_time
 
 from lethe.vault import errors
@@ -301,3 +302,23 @@ def test_replay_reproduces_review_decisions_and_retractions(lethe):
     with lethe.uow.write() as conn:  # the check can fail: a tampered decision is reported
         conn.exec_driver_sql("UPDATE review_decisions SET action = 'promote' WHERE key = 'r2'")
     assert any("review_decisions" in d for d in replay.check(lethe.uow.engine).differences)
+
+
+def test_the_0005_migration_gives_existing_memories_their_creation_order(lethe):
+    from alembic import command
+
+    from lethe.vault.store import schema
+
+    first = quarantine(lethe, "first page")
+    lethe.memories.write(agent(), write_cmd("an update", id=first.id, expected_version=1, source=WEB))
+    second = quarantine(lethe, "second page")
+    engine = lethe.uow.engine
+    cfg = schema._config()
+    with engine.begin() as conn:  # back to the store the release before wrote: no created_seq
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0004")
+    assert "created_seq" not in {c["name"] for c in sa.inspect(engine).get_columns("memories")}
+    schema.upgrade(engine)
+    assert schema.schema_state(engine).up_to_date
+    assert queue_ids(lethe) == [first.id, second.id]  # by creation, not by the later update
+    assert replay.check(engine).identical
