@@ -212,3 +212,11 @@ def test_an_admin_mints_only_for_its_own_tenant(world: World) -> None:
     )
     r = client.post("/v1/admin/tokens", json={"role": "agent", "agent_id": "x"}, headers=bearer(admin))
     assert r.status_code == 422  # an agent token needs a purpose
+
+
+def test_no_role_that_may_write_may_review() -> None:
+    from lethe.vault.memory.policy import DEFAULT_POLICY
+
+    writers = {role for role, _ in DEFAULT_POLICY} | ROUTE_ROLES["write_memory"]
+    for route in ("promote_memory", "reject_memory", "list_review_queue", "get_review_item"):
+        assert not writers & ROUTE_ROLES[route], route
