@@ -36,6 +36,8 @@ from lethe.vault.erasure.deadline_service import ErasureDeadlines
 from lethe.vault.erasure.service import ErasureService
 from lethe.vault.errors import StoreNotReady
 from lethe.vault.memory.policy import Limits
+from lethe.vault.memory.retraction import RetractionService
+from lethe.vault.memory.review import ReviewService
 from lethe.vault.memory.search import SearchService
 from lethe.vault.memory.service import MemoryService
 from lethe.vault.store.db import UnitOfWork, make_engine
@@ -54,6 +56,8 @@ class Container:
     log: EventLog
     memories: MemoryService
     search: SearchService
+    review: ReviewService
+    retractions: RetractionService
     erasure: ErasureService
     deadlines: ErasureDeadlines
     compactor: Compactor
@@ -178,6 +182,8 @@ def build(
         log=log,
         memories=MemoryService(uow, keyring, pseudonyms, limits, log=log),
         search=SearchService(uow, keyring, pseudonyms),
+        review=ReviewService(uow, keyring, log=log),
+        retractions=RetractionService(uow, log=log),
         erasure=ErasureService(
             uow,
             kms,

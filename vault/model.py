@@ -20,7 +20,12 @@ class Status(StrEnum):
     ACTIVE = "active"
     SUPERSEDED = "superseded"
     EXPIRED = "expired"
+    RETRACTED = "retracted"  # removed as wrong or poisoned; the subject and its key are untouched
     FORGOTTEN = "forgotten"
+
+
+# A memory in one of these states has left retrieval for good and holds no ciphertext.
+GONE = frozenset({Status.RETRACTED, Status.FORGOTTEN})
 
 
 class SourceType(StrEnum):
@@ -66,6 +71,15 @@ class Caller:
 
     def may_use(self, purpose: str) -> bool:
         return not self.purposes or purpose in self.purposes
+
+    @property
+    def writes_as(self) -> str:
+        """The ``agent_id`` a memory this caller writes is recorded under (its own, if not an agent)."""
+        return self.agent_id or f"{self.role.value}:{self.principal}"
+
+    def wrote(self, agent_id: str) -> bool:
+        """Whether a memory recorded under ``agent_id`` was written by this caller (review refuses it)."""
+        return agent_id in (self.agent_id, f"{self.role.value}:{self.principal}")
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,11 @@ def officer(tenant: str) -> Caller:
     return Caller(tenant, Role.PRIVACY_OFFICER, None, frozenset(), principal="cli")
 
 
+def reviewer(tenant: str) -> Caller:
+    """The caller ``lethe review`` acts as: the tenant's reviewer, who writes nothing itself."""
+    return Caller(tenant, Role.REVIEWER, None, frozenset(), principal="cli")
+
+
 @contextmanager
 def container(create: bool = False) -> Iterator[Container]:
     """The store, opened for one command; a missing or foreign store exits 2 with the fix."""

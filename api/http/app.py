@@ -31,7 +31,7 @@ from lethe.api.http.background import start_server_work
 from lethe.api.http.logging import RequestContextMiddleware
 from lethe.api.http.metrics import InstrumentedKms, Metrics
 from lethe.api.http.middleware import BodyLimitMiddleware
-from lethe.api.http.routes import audit, erasure, health, memories, subject_access, tokens
+from lethe.api.http.routes import audit, erasure, health, memories, review, subject_access, tokens
 from lethe.api.settings import Settings
 from lethe.api.store_lease import serve_lease
 
@@ -77,7 +77,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.auth_failure_rate_limit, "failed authentication from this address"
     )
     problems.install(app, metrics)
-    routers = [m.router for m in (health, memories, erasure, subject_access, tokens, audit)]
+    routers = [m.router for m in (health, memories, review, erasure, subject_access, tokens, audit)]
     check_route_roles(routers)
     for router in routers:
         app.include_router(router)

@@ -35,6 +35,7 @@ from lethe.vault.model import Caller, Role
 
 AGENT = frozenset({Role.AGENT})
 REVIEWER = frozenset({Role.REVIEWER})
+RETRACTORS = frozenset({Role.REVIEWER, Role.PRIVACY_OFFICER})
 PRIVACY_OFFICER = frozenset({Role.PRIVACY_OFFICER})
 OVERSIGHT = frozenset({Role.PRIVACY_OFFICER, Role.AUDITOR})
 AUDITOR = frozenset({Role.AUDITOR})
@@ -44,7 +45,11 @@ ROUTE_ROLES: dict[str, frozenset[Role]] = {
     "write_memory": AGENT,
     "get_memory": AGENT,
     "search_memories": AGENT,
+    "list_review_queue": REVIEWER,
+    "get_review_item": REVIEWER,
     "promote_memory": REVIEWER,
+    "reject_memory": REVIEWER,
+    "retract_memories": RETRACTORS,
     "request_erasure": PRIVACY_OFFICER,
     "list_erasure_requests": OVERSIGHT,
     "get_erasure_request": OVERSIGHT,

@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 
 from lethe.api.http.app import create_app
 from lethe.api.http.auth import ROUTE_ROLES
-from lethe.api.http.routes import audit, erasure, health, memories, subject_access, tokens
+from lethe.api.http.routes import audit, erasure, health, memories, review, subject_access, tokens
 from lethe.api.settings import Settings
 from lethe.vault.model import Caller, Role, SourceType
 from tests.api.conftest import Api, api_settings, bearer, memory_body
@@ -37,7 +37,11 @@ TABLE: list[tuple[str, str, str, frozenset[Role] | None, int]] = [
     ("write_memory", "POST", "/v1/memories", frozenset({A}), 201),
     ("get_memory", "GET", "/v1/memories/{memory}", frozenset({A}), 200),
     ("search_memories", "POST", "/v1/memories/search", frozenset({A}), 200),
+    ("list_review_queue", "GET", "/v1/review-queue", frozenset({R}), 200),
+    ("get_review_item", "GET", "/v1/review-queue/{quarantined}", frozenset({R}), 200),
     ("promote_memory", "POST", "/v1/memories/{quarantined}/promote", frozenset({R}), 200),
+    ("reject_memory", "POST", "/v1/memories/{quarantined}/reject", frozenset({R}), 200),
+    ("retract_memories", "POST", "/v1/retractions", frozenset({R, P}), 202),
     ("request_erasure", "POST", "/v1/erasure-requests", frozenset({P}), 202),
     ("list_erasure_requests", "GET", "/v1/erasure-requests", frozenset({P, U}), 200),
     ("get_erasure_request", "GET", "/v1/erasure-requests/{job}", frozenset({P, U}), 200),
@@ -110,6 +114,12 @@ class World:
             return self.api.tokens.create(Role.AUDITOR, "t1")[1].id
         raise KeyError(name)
 
+    def retractable(self, fresh: bool) -> str:
+        """A live memory to retract (an unknown id for a call that must be refused first)."""
+        if not fresh:
+            return str(uuid.uuid4())
+        return self.api.container.memories.write(self.agent, write_cmd("tea by mistake")).item.id
+
     def forgotten_subject(self) -> str:
         subject = f"s-{uuid.uuid4()}"
         c = self.api.container
@@ -136,6 +146,8 @@ BODIES: dict[str, Callable[[World, bool], dict[str, Any]]] = {
     "write_memory": lambda w, fresh: memory_body(),
     "search_memories": lambda w, fresh: {"query": "tea", "purpose": "support"},
     "promote_memory": lambda w, fresh: {"expected_version": 1},
+    "reject_memory": lambda w, fresh: {"expected_version": 1, "reason": "unsupported claim"},
+    "retract_memories": lambda w, fresh: {"memory_id": w.retractable(fresh), "reason": "poisoned page"},
     "request_erasure": lambda w, fresh: {"subject_id": f"s-{uuid.uuid4()}", "legal_basis": "gdpr-art17-1a"},
     "place_legal_hold": lambda w, fresh: {"subject_id": f"s-{uuid.uuid4()}", "reason": "litigation"},
     "reinstate_subject": lambda w, fresh: {
@@ -191,7 +203,7 @@ def test_authorisation_matrix(
 def test_the_matrix_covers_every_route_and_agrees_with_the_policy_table() -> None:
     served = {
         r.name
-        for m in (health, memories, erasure, subject_access, tokens, audit)
+        for m in (health, memories, review, erasure, subject_access, tokens, audit)
         for r in m.router.routes
         if isinstance(r, APIRoute)
     }
@@ -223,3 +235,11 @@ def test_an_admin_mints_only_for_its_own_tenant(world: World) -> None:
     )
     r = client.post("/v1/admin/tokens", json={"role": "agent", "agent_id": "x"}, headers=bearer(admin))
     assert r.status_code == 422  # an agent token needs a purpose
+
+
+def test_no_role_that_may_write_may_review() -> None:
+    from lethe.vault.memory.policy import DEFAULT_POLICY
+
+    writers = {role for role, _ in DEFAULT_POLICY} | ROUTE_ROLES["write_memory"]
+    for route in ("promote_memory", "reject_memory", "list_review_queue", "get_review_item"):
+        assert not writers & ROUTE_ROLES[route], route

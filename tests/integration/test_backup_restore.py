@@ -21,7 +21,7 @@ def test_a_restore_does_not_bring_back_a_summary_purged_by_a_later_forget(lethe,
         provenance=Provenance(SourceType.SUMMARY, "summariser", (tea.id,)),
     )
     summary = c.memories.write(agent(), summary_cmd).item
-    summary = c.memories.promote(reviewer(), summary.id, summary.version)
+    summary = c.review.promote(reviewer(), summary.id, summary.version).item
     query = SearchQuery("household green tea", "support", subject_id=BOB)
     assert [i.id for i in c.search.search(agent(), query).items] == [summary.id]
 
@@ -48,7 +48,7 @@ def test_a_restore_keeps_unrelated_summaries(lethe, tmp_path):
         "bob cycles", subject=BOB, provenance=Provenance(SourceType.SUMMARY, "summariser", (bob_fact.id,))
     )
     summary = c.memories.write(agent(), summary_cmd).item
-    summary = c.memories.promote(reviewer(), summary.id, summary.version)
+    summary = c.review.promote(reviewer(), summary.id, summary.version).item
     manifest = create_backup(c.uow, tmp_path / "backups", log=c.log)
     c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
     c.erasure.run_pending()

@@ -29,8 +29,8 @@ def test_an_expected_version_outside_the_store_range_is_an_invalid_command(lethe
 def test_a_promotion_with_an_expected_version_outside_the_store_range_is_an_invalid_command(lethe):
     item = lethe.memories.write(agent(), write_cmd(source=SourceType.TOOL_RESULT)).item
     with pytest.raises(errors.InvalidCommand):
-        lethe.memories.promote(reviewer(), item.id, 2**53)
-    assert lethe.memories.promote(reviewer(), item.id, item.version).version == item.version + 1
+        lethe.review.promote(reviewer(), item.id, 2**53)
+    assert lethe.review.promote(reviewer(), item.id, item.version).item.version == item.version + 1
 
 
 @pytest.mark.parametrize("ttl", [10**14, 10**20, float("inf"), float("nan"), True, "10"])

@@ -33,7 +33,7 @@ def test_untrusted_write_is_quarantined_until_a_reviewer_promotes_it(lethe):
     with pytest.raises(errors.NotFound):
         lethe.memories.get(agent(), untrusted.id)
 
-    promoted = lethe.memories.promote(reviewer(), untrusted.id, expected_version=untrusted.version)
+    promoted = lethe.review.promote(reviewer(), untrusted.id, expected_version=untrusted.version).item
     assert promoted.status is Status.ACTIVE and promoted.trust.value == "verified"
     assert {i.id for i in search(lethe, query="tea").items} == {trusted.id, untrusted.id}
     assert lethe.memories.get(agent(), untrusted.id).content == "Alice drinks tea daily"
@@ -42,11 +42,11 @@ def test_untrusted_write_is_quarantined_until_a_reviewer_promotes_it(lethe):
 def test_an_agent_cannot_promote_and_a_reviewer_needs_the_current_version(lethe):
     item = lethe.memories.write(agent(), write_cmd(source=SourceType.TOOL_RESULT)).item
     with pytest.raises(errors.OutOfScope):
-        lethe.memories.promote(agent(), item.id, item.version)
+        lethe.review.promote(agent(), item.id, item.version)
     with pytest.raises(errors.VersionConflict):
-        lethe.memories.promote(reviewer(), item.id, item.version + 1)
+        lethe.review.promote(reviewer(), item.id, item.version + 1)
     with pytest.raises(errors.NotFound):
-        lethe.memories.promote(reviewer("other-tenant"), item.id, item.version)
+        lethe.review.promote(reviewer("other-tenant"), item.id, item.version)
 
 
 def test_stale_expected_version_cannot_overwrite_the_current_item(lethe):
@@ -125,7 +125,7 @@ def test_expired_and_over_budget_items_are_not_returned(lethe):
 def test_a_fresh_engine_replays_to_the_identical_state(lethe, settings):
     a = lethe.memories.write(agent(), write_cmd("tea one")).item
     q = lethe.memories.write(agent(), write_cmd("tea two", source=SourceType.TOOL_RESULT)).item
-    lethe.memories.promote(reviewer(), q.id, q.version)
+    lethe.review.promote(reviewer(), q.id, q.version)
     lethe.memories.write(agent(), write_cmd("tea three", supersedes_id=a.id))
     lethe.memories.write(agent(), write_cmd("bob", subject="bob@example.com"))
     with lethe.uow.write() as conn:

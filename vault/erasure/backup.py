@@ -9,7 +9,8 @@ Restore loads the snapshot, then re-applies the ledger of forgotten subjects: th
 subjects forgotten in the store being replaced, and every subject whose key the KMS
 reports destroyed (the KMS is the ledger that survives losing the database). They are
 tombstoned and fenced again, and the summaries derived from them tombstoned again,
-before anyone can read.
+before anyone can read. The ledger of retractions of the store being replaced is
+re-applied the same way, in the same transaction (``memory.retraction_ledger``).
 
 Exceptions: ``BackupError`` (422; the snapshot or restore could not be made: missing
 ``pg_dump``, unreadable manifest, digest mismatch, the KMS unreachable during a restore),
@@ -40,6 +41,7 @@ from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
 from lethe.vault.errors import BackupError
 from lethe.vault.memory import repository as memory_repo
+from lethe.vault.memory.retraction_ledger import read_ledger, reapply
 from lethe.vault.store.db import UnitOfWork, is_sqlite
 from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.schema import upgrade
@@ -79,6 +81,7 @@ class RestoreReport:
     reforgotten: int
     keys_found_destroyed: int
     derived_retombstoned: int = 0
+    retractions_reapplied: int = 0
 
 
 def _sqlite_path(engine: Engine) -> Path:
@@ -182,7 +185,8 @@ def restore_backup(
     *,
     log: EventLog,
 ) -> RestoreReport:
-    """Replace the store with the snapshot, then forget again whoever was forgotten since."""
+    """Replace the store with the snapshot, then forget again whoever was forgotten since, and
+    retract again what was retracted since."""
     manifest = BackupManifest.load(manifest_path)
     source = Path(manifest_path).parent / manifest.file
     if not source.exists() or _sha256(source) != manifest.sha256:
@@ -195,6 +199,7 @@ def restore_backup(
     except KmsError as exc:
         raise BackupError("the KMS must be reachable to restore safely; nothing was changed") from exc
     ledger = _live_ledger(uow)
+    retracted = read_ledger(uow)
     engine.dispose()
     if is_sqlite(engine):
         src, dst = sqlite3.connect(source), sqlite3.connect(_sqlite_path(engine))
@@ -237,6 +242,7 @@ def restore_backup(
                 reforgotten += 1
             # Summaries that cite the subject may predate the snapshot's own purge (or the forget).
             derived += len(purge_derived(conn, log, tenant_id, subject_ref, request_id, now).ids)
+        reapplied = reapply(conn, log, retracted, now)
         keyring.mark_destroyed(conn, _destroyed_names(destroyed), now)
         log.append(
             conn,
@@ -248,11 +254,12 @@ def restore_backup(
                     "tree_size_restored": manifest.tree_size,
                     "reforgotten": reforgotten,
                     "derived_retombstoned": derived,
+                    "retractions_reapplied": reapplied,
                 },
                 occurred_at=iso(now),
             ),
         )
-    return RestoreReport(manifest.id, manifest.tree_size, reforgotten, len(destroyed), derived)
+    return RestoreReport(manifest.id, manifest.tree_size, reforgotten, len(destroyed), derived, reapplied)
 
 
 def _live_ledger(uow: UnitOfWork) -> set[tuple[str, str, str | None]]:

@@ -7,7 +7,7 @@ transactional batches: a crash leaves every batch either done or not, and a reru
 finishes the job. Physical reclamation follows: SQLite with ``secure_delete`` on, a
 WAL checkpoint (TRUNCATE) and VACUUM; PostgreSQL with VACUUM of the two tables.
 
-What is compacted: every ciphertext of a forgotten memory (always), and ciphertext of
+What is compacted: every ciphertext of a forgotten or retracted memory (always), and ciphertext of
 superseded or expired memories and of older versions of updated memories, once they
 have been dead for longer than the retention window. Active items' current ciphertext
 is never touched.
@@ -31,6 +31,7 @@ from lethe.keys.filescan import FileScanFailed, find_in_files
 from lethe.vault.clock import iso, to_db, utcnow
 from lethe.vault.erasure.model import DERIVED_PURGED
 from lethe.vault.erasure.steps import StepContext, StepFailed, StepSpec
+from lethe.vault.model import GONE
 from lethe.vault.store.db import UnitOfWork, is_sqlite
 from lethe.vault.store.projection import MEMORY_WRITTEN
 from lethe.vault.store.tables import erasure_jobs, events, memories
@@ -101,6 +102,8 @@ class ErasedScope:
         return own
 
 
+_GONE = sorted(s.value for s in GONE)  # forgotten or retracted: its ciphertext is dead at once
+
 # Subjects whose erasure has not finished: their compaction is the erasure's own step, which
 # samples the ciphertext for its byte scan first; a scheduled run must not take that evidence.
 _ERASURE_RUNNING = sa.exists().where(
@@ -136,7 +139,7 @@ class Compactor:
         """Events whose ciphertext is dead: forgotten memories, or dead past the retention window."""
         cutoff = self.clock() - self.retention
         m, later = memories, events.alias("later")
-        forgotten = m.c.status == "forgotten"
+        forgotten = m.c.status.in_(_GONE)
         dead_long_ago = sa.and_(m.c.status.in_(("superseded", "expired")), m.c.updated_at < to_db(cutoff))
         # An older version of a memory that was rewritten: dead once the rewrite is old enough.
         rewritten_long_ago = sa.exists().where(
@@ -164,7 +167,7 @@ class Compactor:
     def _dead_projection(self, only_forgotten: bool, scope: ErasedScope | None = None) -> sa.Update:
         cutoff = to_db(self.clock() - self.retention)
         m = memories
-        dead = m.c.status == "forgotten"
+        dead = m.c.status.in_(_GONE)
         if scope is not None:
             dead = sa.and_(dead, scope.of_memories())
         elif not only_forgotten:

@@ -3,8 +3,8 @@
 ``tombstone_subject``: one ``subject.forgotten`` event; every memory of the subject
 becomes ``forgotten``, loses its ciphertext in the projection and leaves the search
 index, and the erasure fence goes up, all in one transaction. ``purge_derived``: every
-summary built (transitively) from a forgotten memory, whoever its subject, is
-tombstoned too. Crypto-shredding (destroying the key) is the erasure workflow's next
+summary built (transitively, ``memory.derived``) from a forgotten memory, whoever its
+subject, is tombstoned too. Crypto-shredding (destroying the key) is the erasure workflow's next
 step; this module is the part that must happen first and at once. A backup restore
 re-applies both, so neither the subject nor a summary of it comes back.
 
@@ -14,7 +14,6 @@ memory under the same id is a different memory, and forgetting it purges nothing
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -23,7 +22,8 @@ from sqlalchemy.engine import Connection
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.memory import repository as memory_repo
-from lethe.vault.model import SourceType
+from lethe.vault.memory.derived import derived_from
+from lethe.vault.model import Status
 from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.projection import MEMORY_TOMBSTONED, SUBJECT_FORGOTTEN, apply
 
@@ -77,38 +77,25 @@ class DerivedPurge:
 def purge_derived(
     conn: Connection, log: EventLog, tenant_id: str, subject_ref: str, request_id: str | None, now: datetime
 ) -> DerivedPurge:
-    """Tombstone summaries built from any forgotten memory of the subject, transitively.
+    """Tombstone summaries built from any memory of the subject, transitively (``memory.derived``).
 
     Runs inside the caller's write transaction. Idempotent: summaries already forgotten
-    are left as they are.
+    are left as they are; a retracted one is forgotten too (erasure is the stronger removal).
     """
-    gone = memory_repo.ids_of_subject(conn, tenant_id, subject_ref)
-    parsed = [(s, json.loads(s.provenance)) for s in memory_repo.unforgotten_summaries(conn, tenant_id)]
-    cited = [
-        (s, set(p.get("sources") or ())) for s, p in parsed if p.get("source_type") == SourceType.SUMMARY
-    ]
-    tombstoned: list[str] = []
-    changed = True
-    while changed:
-        changed = False
-        for s, sources in cited:
-            if s.id not in gone and sources & gone:
-                gone.add(s.id)
-                tombstoned.append(s.id)
-                changed = True
-    removed = memory_repo.count_index(conn, tenant_id, memory_ids=tombstoned)
-    for s, _ in cited:
-        if s.id in tombstoned:
-            payload = {
-                "version": s.version + 1,
-                "reason": "derived_from_forgotten_subject",
-                "request_id": request_id,
-            }
-            apply(
-                conn,
-                log.append(
-                    conn,
-                    Event(MEMORY_TOMBSTONED, tenant_id, payload, s.id, s.subject_ref, occurred_at=iso(now)),
-                ),
-            )
-    return DerivedPurge(sorted(tombstoned), removed)
+    roots = memory_repo.ids_of_subject(conn, tenant_id, subject_ref)
+    derived = derived_from(conn, tenant_id, roots, skip={Status.FORGOTTEN})
+    ids = [s.id for s in derived]
+    removed = memory_repo.count_index(conn, tenant_id, memory_ids=ids)
+    for s in derived:
+        payload = {
+            "version": s.version + 1,
+            "reason": "derived_from_forgotten_subject",
+            "request_id": request_id,
+        }
+        apply(
+            conn,
+            log.append(
+                conn, Event(MEMORY_TOMBSTONED, tenant_id, payload, s.id, s.subject_ref, occurred_at=iso(now))
+            ),
+        )
+    return DerivedPurge(ids, removed)

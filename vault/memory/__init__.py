@@ -1,1 +1,2 @@
-"""Governed memory: the write pipeline, reads, review, search, validation, the policy table, their SQL."""
+"""Governed memory: the write pipeline, reads, review, retraction (and what derives from what),
+search, validation, the policy table, their SQL."""

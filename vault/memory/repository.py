@@ -1,4 +1,5 @@
-"""The SQL of memories: lookups by (tenant, id), idempotency, the search index, counts by subject.
+"""The SQL of memories: lookups by (tenant, id), idempotency, the search index, counts by subject,
+the review queue and review decisions.
 
 Services keep the rules (who may read what, versions, fences); these functions only say
 how rows are found, counted and written, over the caller's ``Connection`` so they join
@@ -23,7 +24,8 @@ from lethe.vault.clock import from_db, to_db
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.sealing import open_rows
 from lethe.vault.model import Authority, Kind, MemoryItem, Provenance, SourceType, Status, Trust
-from lethe.vault.store.tables import idempotency_keys, memories, search_index
+from lethe.vault.store.projection import MEMORY_WRITTEN
+from lethe.vault.store.tables import events, idempotency_keys, memories, review_decisions, search_index
 
 Row = Any  # a SQLAlchemy row of ``memories`` (attribute access by column name)
 
@@ -118,17 +120,33 @@ def ids_of_subject(conn: Connection, tenant_id: str, subject_ref: str) -> set[st
     return set(conn.execute(q).scalars())
 
 
-def unforgotten_summaries(conn: Connection, tenant_id: str) -> list[Row]:
-    """The tenant's memories not yet forgotten that may be summaries (id, provenance, version, subject)."""
-    return list(
-        conn.execute(
-            sa.select(memories.c.id, memories.c.provenance, memories.c.version, memories.c.subject_ref).where(
-                memories.c.tenant_id == tenant_id,
-                memories.c.status != Status.FORGOTTEN.value,
-                memories.c.provenance.contains(SourceType.SUMMARY.value),
-            )
-        ).all()
+_BRIEF = (memories.c.id, memories.c.provenance, memories.c.version, memories.c.subject_ref, memories.c.status)
+
+
+def provenance_is(field: str, value: str) -> sa.ColumnElement[bool]:
+    """The stored provenance JSON has ``field`` equal to ``value`` (a LIKE on its text).
+
+    The column is ``json.dumps(..., sort_keys=True)`` with the default separators, so the
+    fragment ``"field": "value"`` occurs only as that key with that whole value: quotes
+    inside any string are escaped. SQLite's LIKE ignores ASCII case, so a caller that
+    must match a free-text value exactly checks the parsed value too (``from_source``).
+    """
+    return memories.c.provenance.contains(f'"{field}": {json.dumps(value)}', autoescape=True)
+
+
+def summaries(conn: Connection, tenant_id: str) -> list[Row]:
+    """The tenant's summaries in any status (id, provenance, version, subject_ref, status)."""
+    q = sa.select(*_BRIEF).where(
+        memories.c.tenant_id == tenant_id, provenance_is("source_type", SourceType.SUMMARY.value)
     )
+    return list(conn.execute(q).all())
+
+
+def from_source(conn: Connection, tenant_id: str, source_ref: str) -> list[Row]:
+    """The tenant's memories written from ``source_ref``, in any status, by id."""
+    q = sa.select(*_BRIEF).where(memories.c.tenant_id == tenant_id, provenance_is("source_ref", source_ref))
+    rows = conn.execute(q.order_by(memories.c.id)).all()
+    return [r for r in rows if json.loads(r.provenance)["source_ref"] == source_ref]
 
 
 # -- counts by subject (erasure evidence) ---------------------------------------------------
@@ -202,3 +220,51 @@ def drop_index_entry(conn: Connection, tenant_id: str, memory_id: str) -> None:
             search_index.c.tenant_id == tenant_id, search_index.c.memory_id == memory_id
         )
     )
+
+
+# -- review -------------------------------------------------------------------------------
+
+
+def review_page(
+    conn: Connection,
+    tenant_id: str,
+    filters: Sequence[sa.ColumnElement[bool]],
+    after_seq: int,
+    now: datetime,
+    limit: int,
+) -> list[Row]:
+    """Up to ``limit`` of the tenant's live quarantined memories created after ``after_seq``, in
+    creation order (``created_seq``: assigned under the write lock, so nothing new sorts earlier)."""
+    q = sa.select(memories).where(
+        memories.c.tenant_id == tenant_id,
+        memories.c.status == Status.QUARANTINED.value,
+        memories.c.expires_at > to_db(now),
+        memories.c.created_seq > after_seq,
+        *filters,
+    )
+    return list(conn.execute(q.order_by(memories.c.created_seq).limit(limit)).all())
+
+
+def decision(conn: Connection, tenant_id: str, principal: str, key: str) -> Row | None:
+    """The review decision an earlier promote or reject recorded under this idempotency key."""
+    return conn.execute(
+        sa.select(review_decisions).where(
+            review_decisions.c.tenant_id == tenant_id,
+            review_decisions.c.principal == principal,
+            review_decisions.c.key == key,
+        )
+    ).first()
+
+
+def written_ciphertext(conn: Connection, tenant_id: str, memory_id: str, version: int) -> bytes | None:
+    """The ciphertext the memory was written with at ``version``, if the log still holds it."""
+    q = sa.select(events.c.payload, events.c.ciphertext).where(
+        events.c.tenant_id == tenant_id,
+        events.c.memory_id == memory_id,
+        events.c.type == MEMORY_WRITTEN,
+        events.c.ciphertext.is_not(None),
+    )
+    for payload, ciphertext in conn.execute(q):
+        if json.loads(payload)["version"] == version:
+            return ciphertext
+    return None

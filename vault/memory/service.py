@@ -1,11 +1,12 @@
-"""The governed write pipeline, reads and promotion: the memory core's commands.
+"""The governed write pipeline, reads and expiry: the memory core's commands.
 
 Every command validates, decides standing from the policy table, then appends its
 events and applies them to the projection in one transaction. Concurrency is the
 database's job (compare-and-swap on ``version``, unique keys), never an in-process lock.
 Memory ids are unique per tenant only, so every lookup by id is the caller's tenant's:
 an id another tenant uses reads, and can be written, exactly like an unknown one. The
-SQL lives in ``memory.repository``; this module keeps the rules.
+SQL lives in ``memory.repository``; this module keeps the rules. Review (the queue,
+promotion, rejection) is ``memory.review``; retraction is ``memory.retraction``.
 
 Exceptions: ``InvalidCommand`` (422) and its subclasses, ``ContentTooLarge`` (413),
 ``PolicyRefused`` and ``OutOfScope`` (403), ``NotFound`` (404), ``VersionConflict``,
@@ -41,13 +42,12 @@ from lethe.vault.errors import (
 )
 from lethe.vault.memory import repository as repo
 from lethe.vault.memory.policy import DEFAULT_POLICY, Limits, Policy, Standing, standing_for
-from lethe.vault.memory.validation import ValidWrite, normal_subject_id, require_version, validate_write
-from lethe.vault.model import Caller, MemoryItem, Role, Status, Trust, WriteCommand
+from lethe.vault.memory.validation import ValidWrite, normal_subject_id, validate_write
+from lethe.vault.model import GONE, Caller, MemoryItem, Role, Status, WriteCommand
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.projection import (
     MEMORY_EXPIRED,
-    MEMORY_PROMOTED,
     MEMORY_SUPERSEDED,
     MEMORY_WRITTEN,
     apply,
@@ -92,17 +92,17 @@ class _Target:
 
 
 class MemoryService:
-    """Writes, reads, promotion and expiry of memories, each one event applied in one transaction.
+    """Writes, reads and expiry of memories, each one event applied in one transaction.
 
     Exceptions:
     - ``InvalidCommand`` (422) and its subclasses, ``ContentTooLarge`` (413): the write
       is malformed (validation), or a bulk import holds an update; nothing was written.
     - ``PolicyRefused`` (403): the policy table has no rule for the role and source type.
-    - ``OutOfScope`` (403): the credential lacks the purpose, or (``promote``) the caller
-      is not a reviewer or wrote the memory itself.
+    - ``OutOfScope`` (403): the credential lacks the purpose.
     - ``NotFound`` (404): unknown id, another tenant's or agent's, or not visible to the caller.
     - ``VersionConflict`` (409): expected version is stale, the id is taken, or the memory
-      is in a state the command cannot change (superseded, expired, forgotten).
+      is in a state the command cannot change (superseded, expired, retracted, forgotten);
+      a retried write whose memory has since been retracted.
     - ``IdempotencyConflict`` (409): the idempotency key was used with another request.
     - ``SubjectForgotten`` (409): the erasure fence is up for the subject.
     - ``StoreUnavailable`` (503): the database or the KMS cannot be reached.
@@ -148,7 +148,7 @@ class MemoryService:
         key = key_for(subject_ref)
         return _Prepared(
             caller=caller,
-            agent_id=_agent_of(caller),
+            agent_id=caller.writes_as,
             cmd=cmd,
             valid=valid,
             standing=standing,
@@ -284,7 +284,10 @@ class MemoryService:
             return None
         if not hmac.compare_digest(prior.request_hash, request_hash):
             raise IdempotencyConflict("this idempotency key was already used with a different request")
-        item = repo.open_item(conn, self.keyring, repo.by_id(conn, tenant_id, prior.memory_id))
+        row = repo.by_id(conn, tenant_id, prior.memory_id)
+        if row.status == Status.RETRACTED:
+            raise VersionConflict("the memory written under this key has been retracted")
+        item = repo.open_item(conn, self.keyring, row)
         if item is None:
             raise SubjectForgotten("the memory written under this key has been forgotten")
         return item
@@ -321,7 +324,7 @@ class MemoryService:
             raise VersionConflict(f"expected version {cmd.expected_version}, current is {row.version}")
         if row.subject_ref != subject_ref:
             raise InvalidCommand("an update cannot change the memory's subject")
-        if row.status in (Status.FORGOTTEN, Status.SUPERSEDED, Status.EXPIRED):
+        if row.status in (*GONE, Status.SUPERSEDED, Status.EXPIRED):
             raise VersionConflict(f"a {row.status} memory cannot be updated")
         return _Target(cmd.id, row.version + 1, row.created_at.replace(tzinfo=now.tzinfo))
 
@@ -341,7 +344,7 @@ class MemoryService:
             raise VersionConflict("only an active memory can be superseded")
         return old
 
-    # -- reads and review -------------------------------------------------------------
+    # -- reads ------------------------------------------------------------------------
 
     def get(self, caller: Caller, memory_id: str) -> MemoryItem:
         with self.uow.read() as conn:
@@ -354,7 +357,7 @@ class MemoryService:
         return item
 
     def _visible(self, caller: Caller, row) -> bool:  # type: ignore[no-untyped-def]
-        if row.tenant_id != caller.tenant_id or row.status in (Status.FORGOTTEN, Status.EXPIRED):
+        if row.tenant_id != caller.tenant_id or row.status in (*GONE, Status.EXPIRED):
             return False
         if to_db(self.clock()) >= row.expires_at:
             return False
@@ -367,42 +370,6 @@ class MemoryService:
                 and row.status != Status.QUARANTINED
             )
         return False
-
-    def promote(self, caller: Caller, memory_id: str, expected_version: int) -> MemoryItem:
-        """A reviewer moves a quarantined memory to active and verified."""
-        if caller.role is not Role.REVIEWER:
-            raise OutOfScope("only a reviewer can promote a memory")
-        require_version("expected_version", expected_version)
-        now = self.clock()
-        with self.uow.write() as conn:
-            row = repo.by_id(conn, caller.tenant_id, memory_id)
-            if row is None or row.status == Status.FORGOTTEN:
-                raise NotFound("memory not found")
-            if row.agent_id in (caller.agent_id, f"{caller.role.value}:{caller.principal}"):
-                raise OutOfScope("a memory cannot be promoted by the agent that wrote it")
-            if row.version != expected_version:
-                raise VersionConflict(f"expected version {expected_version}, current is {row.version}")
-            if row.status != Status.QUARANTINED:
-                raise VersionConflict(f"only a quarantined memory can be promoted (this one is {row.status})")
-            self._emit(
-                conn,
-                Event(
-                    MEMORY_PROMOTED,
-                    caller.tenant_id,
-                    {
-                        "version": row.version + 1,
-                        "trust": Trust.VERIFIED.value,
-                        "promoted_by": caller.principal,
-                    },
-                    memory_id,
-                    row.subject_ref,
-                    occurred_at=iso(now),
-                ),
-            )
-            item = repo.open_item(conn, self.keyring, repo.by_id(conn, caller.tenant_id, memory_id))
-        if item is None:
-            raise NotFound("memory not found")
-        return item
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -428,10 +395,6 @@ class MemoryService:
             total += len(rows)
             if len(rows) < batch:
                 return total
-
-
-def _agent_of(caller: Caller) -> str:
-    return caller.agent_id or f"{caller.role.value}:{caller.principal}"
 
 
 def _check_id(memory_id: str) -> None:

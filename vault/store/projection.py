@@ -11,23 +11,36 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lethe.vault.clock import parse_iso, to_db
+from lethe.vault.clock import iso, parse_iso, to_db
 from lethe.vault.errors import VersionConflict
+from lethe.vault.model import GONE
 from lethe.vault.store.events import Event
-from lethe.vault.store.tables import forgotten_subjects, idempotency_keys, memories, search_index
+from lethe.vault.store.tables import (
+    forgotten_subjects,
+    idempotency_keys,
+    memories,
+    retractions,
+    review_decisions,
+    search_index,
+)
 
 MEMORY_WRITTEN = "memory.written"
 MEMORY_PROMOTED = "memory.promoted"
 MEMORY_SUPERSEDED = "memory.superseded"
 MEMORY_EXPIRED = "memory.expired"
 MEMORY_TOMBSTONED = "memory.tombstoned"
+MEMORY_RETRACTED = "memory.retracted"
+RETRACTION_RECORDED = "retraction.recorded"
 SUBJECT_FORGOTTEN = "subject.forgotten"
 SUBJECT_REINSTATED = "subject.reinstated"
 ERASURE_RECEIVED = "erasure.received"
+
+_GONE = sorted(s.value for s in GONE)  # retracted or forgotten: no write or transition brings it back
 
 
 def _cas(conn: Connection, e: Event, previous: int, values: dict, *extra: sa.ColumnElement) -> None:
@@ -88,6 +101,7 @@ def _created_row(e: Event, row: dict) -> dict:
         "id": e.memory_id,
         "created_at": to_db(parse_iso(e.payload["created_at"])),
         "superseded_by": None,
+        "created_seq": e.seq,
     }
 
 
@@ -96,7 +110,7 @@ def _written(conn: Connection, e: Event) -> None:
     if e.payload["version"] == 1:
         conn.execute(memories.insert(), _created_row(e, row))
     else:
-        _cas(conn, e, e.payload["version"] - 1, row, memories.c.status != "forgotten")
+        _cas(conn, e, e.payload["version"] - 1, row, memories.c.status.not_in(_GONE))
     conn.execute(idempotency_keys.insert(), idem)
 
 
@@ -107,8 +121,58 @@ def _transition(conn: Connection, e: Event, status: str, *guard: sa.ColumnElemen
     _cas(conn, e, v - 1, values, *guard)
 
 
+# The item fields a review decision keeps (its first result); content is opened again when asked.
+_DECISION_FIELDS = (
+    "id",
+    "tenant_id",
+    "agent_id",
+    "subject_ref",
+    "purpose",
+    "kind",
+    "content_hmac",
+    "provenance",
+    "authority",
+    "trust",
+    "confidence",
+    "created_at",
+    "expires_at",
+    "version",
+    "status",
+    "supersedes_id",
+    "idempotency_key",
+)
+
+
+def _record_decision(conn: Connection, e: Event, action: str, principal: str) -> None:
+    """A promote or reject sent with an idempotency key keeps its result for retries."""
+    key = e.payload.get("idempotency_key")
+    if key is None:
+        return
+    row = conn.execute(
+        sa.select(memories).where(memories.c.tenant_id == e.tenant_id, memories.c.id == e.memory_id)
+    ).one()
+    result = {
+        f: iso(v) if isinstance(v, datetime) else v for f in _DECISION_FIELDS for v in [row._mapping[f]]
+    }
+    conn.execute(
+        review_decisions.insert().values(
+            tenant_id=e.tenant_id,
+            principal=principal,
+            key=key,
+            request_hash=e.payload["request_hash"],
+            action=action,
+            memory_id=e.memory_id,
+            result=json.dumps(result, sort_keys=True),
+            sealed_version=row.sealed_version,
+            key_generation=row.key_generation,
+            decided_at=e.occurred_at,
+        )
+    )
+
+
 def _promoted(conn: Connection, e: Event) -> None:
     _transition(conn, e, "active", memories.c.status == "quarantined", trust=e.payload["trust"])
+    _record_decision(conn, e, "promote", e.payload["promoted_by"])
 
 
 def _superseded(conn: Connection, e: Event) -> None:
@@ -124,9 +188,40 @@ def _expired(conn: Connection, e: Event) -> None:
 def _tombstoned(conn: Connection, e: Event) -> None:
     """A derived artifact (a summary built from a forgotten memory) is forgotten too."""
     _transition(conn, e, "forgotten", ciphertext=None)
+    _drop_index_entry(conn, e)
+
+
+def _drop_index_entry(conn: Connection, e: Event) -> None:
     conn.execute(
         search_index.delete().where(
             search_index.c.tenant_id == e.tenant_id, search_index.c.memory_id == e.memory_id
+        )
+    )
+
+
+def _retracted(conn: Connection, e: Event) -> None:
+    """One memory retracted (itself, or as a summary citing a retracted one): out of retrieval now."""
+    _transition(conn, e, "retracted", memories.c.status.not_in(_GONE), ciphertext=None)
+    _drop_index_entry(conn, e)
+    if "retracted_by" in e.payload:
+        _record_decision(conn, e, "reject", e.payload["retracted_by"])
+
+
+def _retraction_recorded(conn: Connection, e: Event) -> None:
+    """The ledger entry of a retraction (a backup restore re-applies the ledger)."""
+    p = e.payload
+    conn.execute(
+        retractions.insert().values(
+            id=p["retraction_id"],
+            tenant_id=e.tenant_id,
+            requested_by=p["requested_by"],
+            reason=p["reason"],
+            memory_id=p.get("memory_id"),
+            source_ref=p.get("source_ref"),
+            memory_ids=json.dumps(p["memory_ids"]),
+            derived_ids=json.dumps(p["derived_ids"]),
+            retracted_at=p["retracted_at"],
+            event_seq=e.seq,
         )
     )
 
@@ -199,6 +294,8 @@ _HANDLERS: dict[str, Callable[[Connection, Event], None]] = {
     MEMORY_SUPERSEDED: _superseded,
     MEMORY_EXPIRED: _expired,
     MEMORY_TOMBSTONED: _tombstoned,
+    MEMORY_RETRACTED: _retracted,
+    RETRACTION_RECORDED: _retraction_recorded,
     SUBJECT_FORGOTTEN: _forgotten,
     SUBJECT_REINSTATED: _reinstated,
     ERASURE_RECEIVED: _erasure_received,

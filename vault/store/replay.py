@@ -1,8 +1,9 @@
 """Rebuild the projection from the event log, or check that it would come out the same.
 
-The projection (``memories``, ``idempotency_keys``, ``forgotten_subjects``) is derived
-and disposable. ``check`` applies every event to an empty scratch database and
-compares it with the live tables row by row; ``rebuild`` replaces the live projection.
+The projection (``memories``, ``idempotency_keys``, ``forgotten_subjects``,
+``review_decisions``, ``retractions``) is derived and disposable. ``check`` applies every
+event to an empty scratch database and compares it with the live tables row by row;
+``rebuild`` replaces the live projection.
 """
 
 from __future__ import annotations
@@ -16,9 +17,17 @@ from sqlalchemy.engine import Connection, Engine
 from lethe.vault.store.db import UnitOfWork, make_engine
 from lethe.vault.store.events import read_events
 from lethe.vault.store.projection import apply
-from lethe.vault.store.tables import forgotten_subjects, idempotency_keys, memories, metadata, search_index
+from lethe.vault.store.tables import (
+    forgotten_subjects,
+    idempotency_keys,
+    memories,
+    metadata,
+    retractions,
+    review_decisions,
+    search_index,
+)
 
-COMPARED = (memories, idempotency_keys, forgotten_subjects)
+COMPARED = (memories, idempotency_keys, forgotten_subjects, review_decisions, retractions)
 Progress = Callable[[int], None]
 
 

@@ -1,8 +1,8 @@
 """The relational schema (SQLAlchemy Core). Alembic migrations create and evolve it.
 
 ``events`` is the source of truth and append-only; ``memories``, ``search_index``,
-``idempotency_keys`` and ``forgotten_subjects`` are projections that ``replay``
-rebuilds from it. ``subject_keys`` holds only *wrapped* data keys.
+``idempotency_keys``, ``forgotten_subjects``, ``review_decisions`` and ``retractions``
+are projections that ``replay`` rebuilds from it. ``subject_keys`` holds only *wrapped* data keys.
 
 A memory is identified by (``tenant_id``, ``id``), never by its id alone: ids a client
 chose must not tell one tenant which ids another tenant uses. Every lookup, join,
@@ -61,9 +61,12 @@ memories = sa.Table(
     sa.Column("supersedes_id", sa.String(36)),
     sa.Column("superseded_by", sa.String(36)),
     sa.Column("idempotency_key", sa.String(128)),
+    # The seq of the event that created the memory: the review queue's stable, gap-free order.
+    sa.Column("created_seq", sa.BigInteger, nullable=False),
     sa.PrimaryKeyConstraint("tenant_id", "id"),
     sa.Index("ix_memories_scope", "tenant_id", "agent_id", "purpose", "status", "expires_at"),
     sa.Index("ix_memories_subject", "tenant_id", "subject_ref"),
+    sa.Index("ix_memories_review", "tenant_id", "status", "created_seq"),
 )
 
 search_index = sa.Table(
@@ -112,7 +115,48 @@ subject_keys = sa.Table(
     sa.Column("destroyed_at", sa.DateTime),
 )
 
-PROJECTION_TABLES = (memories, search_index, idempotency_keys, forgotten_subjects)
+# The first result of a promote or reject sent with an idempotency key (a retry returns it):
+# the item's metadata as it was then; its content is opened again from the sealed version.
+review_decisions = sa.Table(
+    "review_decisions",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), primary_key=True),
+    sa.Column("principal", sa.String(200), primary_key=True),
+    sa.Column("key", sa.String(128), primary_key=True),
+    sa.Column("request_hash", sa.String(64), nullable=False),
+    sa.Column("action", sa.String(16), nullable=False),
+    sa.Column("memory_id", sa.String(36), nullable=False),
+    sa.Column("result", sa.Text, nullable=False),
+    sa.Column("sealed_version", sa.Integer, nullable=False),
+    sa.Column("key_generation", sa.Integer, nullable=False),
+    sa.Column("decided_at", sa.String(32), nullable=False),
+)
+
+# The retraction ledger: what each retraction removed (ids and counts, never content).
+retractions = sa.Table(
+    "retractions",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("requested_by", sa.String(200), nullable=False),
+    sa.Column("reason", sa.String(500), nullable=False),
+    sa.Column("memory_id", sa.String(36)),
+    sa.Column("source_ref", sa.String(512)),
+    sa.Column("memory_ids", sa.Text, nullable=False),
+    sa.Column("derived_ids", sa.Text, nullable=False),
+    sa.Column("retracted_at", sa.String(32), nullable=False),
+    sa.Column("event_seq", sa.BigInteger, nullable=False),
+    sa.Index("ix_retractions_tenant", "tenant_id"),
+)
+
+PROJECTION_TABLES = (
+    memories,
+    search_index,
+    idempotency_keys,
+    forgotten_subjects,
+    review_decisions,
+    retractions,
+)
 
 api_tokens = sa.Table(
     "api_tokens",

@@ -1,4 +1,4 @@
-"""Memory endpoints for agents (write, read, search) and reviewers (promote).
+"""Memory endpoints for agents: write, read, search (review decisions are in ``routes.review``).
 
 Exceptions: core errors propagate to the problem handlers (see ``vault.errors``).
 """
@@ -12,7 +12,7 @@ from fastapi import APIRouter, Response
 from lethe.api.http.auth import CallerDep
 from lethe.api.http.problems import problem_responses
 from lethe.api.http.routes.deps import ContainerDep, IdempotencyHeader, MetricsDep, ResourceId
-from lethe.api.http.schemas.memories import MemoryOut, MemoryWrite, PromoteIn, SearchIn, SearchOut
+from lethe.api.http.schemas.memories import MemoryOut, MemoryWrite, SearchIn, SearchOut
 from lethe.vault.model import Status
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
@@ -75,18 +75,3 @@ def search_memories(
     metrics.search_seconds.observe(time.perf_counter() - start)
     metrics.search_items.observe(len(result.items))
     return SearchOut.from_domain(result)
-
-
-@router.post(
-    "/{memory_id}/promote",
-    name="promote_memory",
-    response_model=MemoryOut,
-    responses=problem_responses(401, 403, 404, 409, 413, 422, 429, 503),
-)
-def promote_memory(
-    memory_id: ResourceId, body: PromoteIn, caller: CallerDep, container: ContainerDep, metrics: MetricsDep
-) -> MemoryOut:
-    """A reviewer releases a quarantined memory: active and verified."""
-    item = container.memories.promote(caller, memory_id, body.expected_version)
-    metrics.promotions.inc()
-    return MemoryOut.from_domain(item)

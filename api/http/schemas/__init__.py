@@ -1,5 +1,6 @@
 """Request and response bodies of the HTTP API (pydantic), apart from domain objects; one
-module per area (``memories``, ``tokens``, ``erasure``, ``audit``, ``health``) over ``common``.
+module per area (``memories``, ``review``, ``tokens``, ``erasure``, ``audit``, ``health``) over
+``common``.
 
 The CLI prints these same models for its ``--json`` output, so the two never drift.
 

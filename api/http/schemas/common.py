@@ -9,6 +9,8 @@ from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from lethe.vault.errors import InvalidCommand
+
 
 class Strict(BaseModel):
     """A request body: unknown fields and NUL characters are a 422."""
@@ -41,4 +43,16 @@ class Out(BaseModel):
 
 SubjectId = Annotated[
     str, Field(min_length=1, max_length=256, description="The data subject; only ever sent in bodies.")
+]
+
+
+def one_idempotency_key(in_body: str | None, in_header: str | None) -> str | None:
+    """The request's idempotency key, from the body or the ``Idempotency-Key`` header (not two)."""
+    if in_body and in_header and in_body != in_header:
+        raise InvalidCommand("the Idempotency-Key header and the idempotency_key field differ")
+    return in_body or in_header
+
+
+IdempotencyKeyField = Annotated[
+    str | None, Field(min_length=1, max_length=128, description="Or the Idempotency-Key header.")
 ]

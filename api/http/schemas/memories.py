@@ -6,8 +6,7 @@ from datetime import datetime
 
 from pydantic import AwareDatetime, BaseModel, Field
 
-from lethe.api.http.schemas.common import Out, Strict, SubjectId
-from lethe.vault.errors import InvalidCommand
+from lethe.api.http.schemas.common import IdempotencyKeyField, Out, Strict, SubjectId, one_idempotency_key
 from lethe.vault.memory.search import MAX_LIMIT, MAX_QUERY_CHARS
 from lethe.vault.memory.validation import MAX_VERSION
 from lethe.vault.model import (
@@ -45,14 +44,10 @@ class MemoryWrite(Strict):
         default=0, ge=0, le=MAX_VERSION, strict=True, description="0 when new, else the current version."
     )
     supersedes_id: str | None = Field(default=None, max_length=36)
-    idempotency_key: str | None = Field(
-        default=None, min_length=1, max_length=128, description="Or the Idempotency-Key header."
-    )
+    idempotency_key: IdempotencyKeyField = None
 
     def to_command(self, idempotency_key: str | None) -> WriteCommand:
         """The core's command; the idempotency key may come from the header instead of the body."""
-        if self.idempotency_key and idempotency_key and self.idempotency_key != idempotency_key:
-            raise InvalidCommand("the Idempotency-Key header and the idempotency_key field differ")
         return WriteCommand(
             subject_id=self.subject_id,
             purpose=self.purpose,
@@ -61,7 +56,7 @@ class MemoryWrite(Strict):
             provenance=Provenance(
                 self.provenance.source_type, self.provenance.source_ref, tuple(self.provenance.sources)
             ),
-            idempotency_key=self.idempotency_key or idempotency_key or "",
+            idempotency_key=one_idempotency_key(self.idempotency_key, idempotency_key) or "",
             confidence=self.confidence,
             expires_at=self.expires_at,
             ttl_seconds=self.ttl_seconds,
@@ -139,7 +134,3 @@ class SearchOut(Out):
     items: list[ScoredMemoryOut]
     used_tokens: int
     skipped_over_budget: int
-
-
-class PromoteIn(Strict):
-    expected_version: int = Field(ge=1, le=MAX_VERSION, strict=True)
