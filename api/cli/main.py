@@ -1,6 +1,7 @@
 """The ``lethe`` command line: one Typer app over one module per area.
 
-Each area module (``store``, ``tokens``, ``erasure``, ``subject``, ``review``, ``backup``, ``audit``, ``bench``)
+Each area module (``store``, ``tokens``, ``erasure``, ``subject``, ``review``, ``backup``, ``audit``,
+``bench``)
 defines its own ``app = typer.Typer()`` holding its top-level commands and its command
 groups; this root merges them (``add_typer`` without a name adds their commands at the
 top level). Shared helpers (the store for one command, output, exit codes) live in

@@ -39,7 +39,7 @@ def body_sha256(items: list[Any]) -> str:
     return hashlib.sha256(canonical_json(items)).hexdigest()
 
 
-def tally(items: list[dict[str, Any]], forgotten: int) -> dict[str, Any]:
+def tally(items: list[dict[str, Any]], forgotten: int, retracted: int = 0) -> dict[str, Any]:
     """The manifest's counts: exported items per status, kind and agent, plus forgotten ones.
 
     Forgotten memories are never exported (their keys are destroyed); they appear only as
@@ -48,6 +48,7 @@ def tally(items: list[dict[str, Any]], forgotten: int) -> dict[str, Any]:
     by_status = {s: 0 for s in STATUSES}
     by_status.update(Counter(str(i.get("status")) for i in items))
     by_status["forgotten"] = forgotten
+    by_status["retracted"] = retracted
     return {
         "items": len(items),
         "forgotten": forgotten,

@@ -28,7 +28,7 @@ from lethe.vault.clock import from_db, iso
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.sealing import open_rows
 from lethe.vault.memory import repository as memory_repo
-from lethe.vault.model import SourceType, Status
+from lethe.vault.model import GONE, SourceType, Status
 from lethe.vault.store.tables import memories
 
 
@@ -38,6 +38,7 @@ class Holdings:
 
     items: list[dict[str, Any]]  # oldest first, content decrypted
     forgotten: int
+    retracted: int  # removed as wrong or poisoned: counted, never exported (no ciphertext is kept)
     unreadable: int  # not forgotten, yet its content would not open (counted, never guessed at)
     derived_elsewhere: list[dict[str, Any]]
 
@@ -49,7 +50,7 @@ def collect(conn: Connection, keyring: SubjectKeyring, tenant_id: str, refs: Ite
         .where(memories.c.tenant_id == tenant_id, memories.c.subject_ref.in_(sorted(set(refs))))
         .order_by(memories.c.created_at, memories.c.id)
     ).all()
-    live = [r for r in rows if r.status != Status.FORGOTTEN]
+    live = [r for r in rows if r.status not in GONE]
     opened = open_rows(conn, keyring, live)
     citing = _citations(conn, tenant_id)
     own = {r.id for r in live}
@@ -60,7 +61,8 @@ def collect(conn: Connection, keyring: SubjectKeyring, tenant_id: str, refs: Ite
     ]
     return Holdings(
         items=items,
-        forgotten=len(rows) - len(live),
+        forgotten=sum(1 for r in rows if r.status == Status.FORGOTTEN),
+        retracted=sum(1 for r in rows if r.status == Status.RETRACTED),
         unreadable=len(live) - len(items),
         derived_elsewhere=_derived_elsewhere(conn, tenant_id, own, citing),
     )
@@ -92,7 +94,9 @@ def _item(row: Any, content: str, cited_by: list[str]) -> dict[str, Any]:
 def _citations(conn: Connection, tenant_id: str) -> dict[str, set[str]]:
     """memory id -> ids of the tenant's unforgotten summaries whose sources name it."""
     citing: dict[str, set[str]] = defaultdict(set)
-    for s in memory_repo.unforgotten_summaries(conn, tenant_id):
+    for s in memory_repo.summaries(conn, tenant_id):
+        if s.status in GONE:
+            continue
         p = json.loads(s.provenance)
         if p.get("source_type") == SourceType.SUMMARY:
             for source in p.get("sources") or ():

@@ -124,7 +124,7 @@ class SubjectAccessService:
             },
             "signing_key_id": kid,
             "counts": {
-                **tally(held.items, held.forgotten),
+                **tally(held.items, held.forgotten, held.retracted),
                 "unreadable": held.unreadable,
                 "derived_elsewhere": len(held.derived_elsewhere),
             },
