@@ -27,7 +27,7 @@ app.add_typer(erasure_app, name="erasure")
 
 
 def _days_left(job: ErasureJob) -> str:
-    """"12", "0", "3 late", "12 (paused)", or "" once done."""
+    """ "12", "0", "3 late", "12 (paused)", or "" once done."""
     if job.days_left is None:
         return ""
     left = f"{-job.days_left} late" if job.days_left < 0 else str(job.days_left)

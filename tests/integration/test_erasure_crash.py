@@ -35,9 +35,10 @@ SCRIPT = textwrap.dedent("""
     else:
         real_run = c.erasure._run_step
         def run_then_die(job, spec):
-            real_run(job, spec)
+            ran = real_run(job, spec)
             if spec.name == crash_at:
                 die()
+            return ran
         c.erasure._run_step = run_then_die
     c.erasure.advance(job_id)
     sys.exit(0)

@@ -91,9 +91,7 @@ class TokenService:
     ``StoreUnavailable`` (503).
     """
 
-    def __init__(
-        self, uow: UnitOfWork, clock: Callable[[], datetime] = utcnow, *, log: EventLog
-    ) -> None:
+    def __init__(self, uow: UnitOfWork, clock: Callable[[], datetime] = utcnow, *, log: EventLog) -> None:
         self.uow = uow
         self.clock = clock
         self.log = log

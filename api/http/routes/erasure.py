@@ -123,9 +123,7 @@ def resume_erasure_request(
     response_model=LegalHoldList,
     responses=problem_responses(401, 403, 422, 429, 503),
 )
-def list_legal_holds(
-    caller: CallerDep, container: ContainerDep, active: bool | None = None
-) -> LegalHoldList:
+def list_legal_holds(caller: CallerDep, container: ContainerDep, active: bool | None = None) -> LegalHoldList:
     """The tenant's legal holds: all, only those in force (``active=true``) or only lifted ones."""
     return LegalHoldList.from_domain(container.erasure.holds(caller, active))
 
