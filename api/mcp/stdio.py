@@ -1,0 +1,40 @@
+"""``lethe mcp``: the MCP tools over stdio, for a desktop host that spawns the process.
+
+The server runs in-process on the store (like every CLI command, it opens the store
+``LETHE_DATA_DIR`` names), inside the same HTTP app ``lethe serve`` runs, with its
+background work (the erasure runner, expiry, compaction), but listens on no socket:
+each tool call is one in-process request to that app with the token from
+``LETHE_TOKEN``, so it is authorised, limited and refused exactly as over HTTP. The
+token is checked once at start; a role with no tools is refused. Logs go to stderr
+(stdout carries the protocol). For a remote Lethe, connect the host to the server's
+``/mcp`` over Streamable HTTP instead.
+
+Exceptions: ``StdioRefused`` (the token is not valid, or its role has no tools);
+``StoreNotReady`` and other ``VaultError`` from opening the store.
+"""
+
+from __future__ import annotations
+
+from lethe.api.http.app import create_app
+from lethe.api.mcp.catalogue import scopes_of
+from lethe.api.mcp.identity import identity_of
+from lethe.api.mcp.server import asgi_connector, build_server
+from lethe.api.settings import Settings
+from lethe.vault.errors import Unauthenticated
+
+
+class StdioRefused(Exception):
+    """``lethe mcp`` cannot serve this token."""
+
+
+async def serve_stdio(settings: Settings, token: str) -> None:
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        try:
+            caller = app.state.tokens.authenticate(token)
+        except Unauthenticated:
+            raise StdioRefused("LETHE_TOKEN is not a valid Lethe token (unknown, expired, revoked)") from None
+        who = identity_of(token, caller)
+        if not scopes_of(who.role):
+            raise StdioRefused(f"a {who.role.value} token has no MCP tools")
+        await build_server(lambda: who, asgi_connector(app)).run_stdio_async()
