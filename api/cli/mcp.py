@@ -21,7 +21,7 @@ def mcp() -> None:
     if not token:
         fail("set LETHE_TOKEN to the agent's (or officer's, or auditor's) Lethe token", ExitCode.SETUP)
     try:
-        from lethe.api.mcp.stdio import StdioRefused, serve_stdio
+        from lethe.api.mcp.stdio import serve_stdio
     except ImportError:
         fail("the MCP SDK is not installed: pip install 'lethe-vault[mcp]'", ExitCode.SETUP)
     from lethe.api.http.logging import configure_logging
@@ -29,8 +29,8 @@ def mcp() -> None:
     settings = Settings()
     configure_logging(settings.log_level)  # JSON on stderr: stdout is the protocol's
     try:
-        anyio.run(serve_stdio, settings, token)
-    except StdioRefused as exc:
-        fail(str(exc), ExitCode.SETUP)
+        refusal = anyio.run(serve_stdio, settings, token)
     except VaultError as exc:
         fail(f"{exc.title}: {exc.detail}", ExitCode.SETUP)
+    if refusal is not None:
+        fail(refusal, ExitCode.SETUP)

@@ -9,8 +9,9 @@ token is checked once at start; a role with no tools is refused. Logs go to stde
 (stdout carries the protocol). For a remote Lethe, connect the host to the server's
 ``/mcp`` over Streamable HTTP instead.
 
-Exceptions: ``StdioRefused`` (the token is not valid, or its role has no tools);
-``StoreNotReady`` and other ``VaultError`` from opening the store.
+Exceptions: ``StoreNotReady`` and other ``VaultError`` from opening the store. A token
+that is not valid, or whose role has no tools, is not an exception: ``serve_stdio``
+returns the refusal (raising it through the app's task groups would wrap it).
 """
 
 from __future__ import annotations
@@ -23,18 +24,16 @@ from lethe.api.settings import Settings
 from lethe.vault.errors import Unauthenticated
 
 
-class StdioRefused(Exception):
-    """``lethe mcp`` cannot serve this token."""
-
-
-async def serve_stdio(settings: Settings, token: str) -> None:
+async def serve_stdio(settings: Settings, token: str) -> str | None:
+    """Serve until the host closes stdin; or return why this token cannot be served."""
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         try:
             caller = app.state.tokens.authenticate(token)
         except Unauthenticated:
-            raise StdioRefused("LETHE_TOKEN is not a valid Lethe token (unknown, expired, revoked)") from None
+            return "LETHE_TOKEN is not a valid Lethe token (unknown, expired or revoked)"
         who = identity_of(token, caller)
         if not scopes_of(who.role):
-            raise StdioRefused(f"a {who.role.value} token has no MCP tools")
+            return f"a {who.role.value} token has no MCP tools"
         await build_server(lambda: who, asgi_connector(app)).run_stdio_async()
+    return None

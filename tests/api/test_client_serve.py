@@ -58,7 +58,7 @@ def subject() -> str:
 
 def wait_for_report(officer: LetheClient, request_id: str) -> ErasureRequest:
     deadline = time.monotonic() + 60
-    while (job := officer.get_erasure_request(request_id)).report_id is None:
+    while (job := officer.get_erasure_request(request_id)).completed_at is None:
         assert time.monotonic() < deadline, job
         time.sleep(0.3)
     return job
