@@ -44,7 +44,7 @@ class AsyncLetheClient(AsyncRunner, Operations):
             transport=transport,
         )
 
-    async def _run(self, call: Call[T]) -> T:
+    async def send(self, call: Call[T]) -> T:
         attempt = 0
         while True:
             attempt += 1

@@ -79,16 +79,17 @@ class Retries:
 
 
 class SyncRunner:
-    """A client whose operations return their results."""
+    """A client whose operations return their results; ``send`` runs a prepared ``Call``
+    (adapters build calls with ``Operations.<name>.build(...)`` once for both clients)."""
 
-    def _run(self, call: Call[T]) -> T:
+    def send(self, call: Call[T]) -> T:
         raise NotImplementedError
 
 
 class AsyncRunner:
     """A client whose operations return awaitables."""
 
-    async def _run(self, call: Call[T]) -> T:
+    async def send(self, call: Call[T]) -> T:
         raise NotImplementedError
 
 
@@ -114,7 +115,7 @@ class operation(Generic[P, T]):
 
             @functools.wraps(build)
             async def run_async(*args: P.args, **kwargs: P.kwargs) -> T:
-                return await obj._run(build(*args, **kwargs))
+                return await obj.send(build(*args, **kwargs))
 
             return run_async
         if not isinstance(obj, SyncRunner):
@@ -122,6 +123,6 @@ class operation(Generic[P, T]):
 
         @functools.wraps(build)
         def run(*args: P.args, **kwargs: P.kwargs) -> T:
-            return obj._run(build(*args, **kwargs))
+            return obj.send(build(*args, **kwargs))
 
         return run

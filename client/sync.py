@@ -45,7 +45,7 @@ class LetheClient(SyncRunner, Operations):
             transport=transport,
         )
 
-    def _run(self, call: Call[T]) -> T:
+    def send(self, call: Call[T]) -> T:
         attempt = 0
         while True:
             attempt += 1
