@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from lethe.api.bootstrap import build
@@ -46,10 +46,23 @@ writes = st.lists(
 callers = st.tuples(
     st.sampled_from(TENANTS), st.sampled_from(AGENTS), st.sets(st.sampled_from(PURPOSES), min_size=1)
 )
-EXAMPLES = settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+# Each example is a few dozen HTTP requests: no shrinking, so a failure reports in seconds, not minutes.
+EXAMPLES = settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+)
 CASES = given(
     writes=writes, caller=callers, subject=st.none() | st.sampled_from(SUBJECTS), query=st.sampled_from(WORDS)
 )
+
+
+def with_own(writes: list, caller: tuple) -> list:  # type: ignore[type-arg]
+    """The random writes plus one in the caller's own scope per purpose and subject, so every
+    example has something to find and a subject filter always has something to leave out."""
+    tenant, agent, purposes = caller
+    return [*writes, *((tenant, agent, p, s, "k3", ["tea"]) for p in sorted(purposes) for s in SUBJECTS)]
 
 
 def in_scope(scope: tuple[str, str, str], caller: tuple[str, str, str], subject: str | None, s: str) -> bool:
@@ -99,6 +112,7 @@ def minter(served: Served) -> Iterator[Minter]:
 @CASES
 def test_no_mcp_recall_or_get_crosses_the_tokens_scope(served, minter, writes, caller, subject, query):  # type: ignore[no-untyped-def]
     run = uuid.uuid4().hex[:8]
+    writes = with_own(writes, caller)
 
     async def scenario() -> None:
         written = []
@@ -138,6 +152,7 @@ def test_no_mcp_recall_or_get_crosses_the_tokens_scope(served, minter, writes, c
 @CASES
 def test_no_store_get_search_or_listing_crosses_the_scope(served, minter, writes, caller, subject, query):  # type: ignore[no-untyped-def]
     run = uuid.uuid4().hex[:8]
+    writes = with_own(writes, caller)
 
     def store(tenant: str, agent: str, purposes: tuple[str, ...], purpose: str) -> LetheStore:
         token = minter.agent(f"{tenant}-{run}", agent, purposes)
