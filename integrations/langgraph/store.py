@@ -36,11 +36,11 @@ from langgraph.store.base import (
     TTLConfig,
 )
 
+import lethe.integrations.langgraph.mapping as m
 from lethe.client import AsyncLetheClient, Conflict, LetheClient, LetheError, NotFound, Provenance
 from lethe.client.calls import Call
 from lethe.client.models import Memory
 from lethe.client.operations import Operations
-from lethe.integrations.langgraph import mapping as m
 
 Plan = Generator[Call[Any], Any, Any]
 MAX_SEARCH = 100  # the API's largest search limit
