@@ -253,31 +253,38 @@ def _item(memory: Memory, cls: type[Item]) -> Any:
     return SearchItem(**fields, score=score.total if score else None) if cls is SearchItem else Item(**fields)
 
 
+def _resume(plan: Plan, outcome: tuple[bool, Any]) -> tuple[bool, Any]:
+    """Hand the last call's result (or error) to the plan: (True, its result) once it has
+    finished, else (False, the next call)."""
+    try:
+        return False, plan.send(outcome[1]) if outcome[0] else plan.throw(outcome[1])
+    except StopIteration as done:
+        return True, done.value
+
+
 def _drive(client: LetheClient, plan: Plan) -> Any:
-    """Run a plan with the sync client: each yielded call's result (or error) goes back in."""
-    outcome: tuple[bool, Any] = (True, None)
-    while True:
+    """Run a plan with the sync client, each call's result (or error) sent back into it."""
+    finished, step = _resume(plan, (True, None))
+    while not finished:
         try:
-            call = plan.send(outcome[1]) if outcome[0] else plan.throw(outcome[1])
-        except StopIteration as done:
-            return done.value
-        try:
-            outcome = (True, client.send(call))
+            result = client.send(step)
         except LetheError as exc:
-            outcome = (False, exc)
+            finished, step = _resume(plan, (False, exc))
+        else:
+            finished, step = _resume(plan, (True, result))
+    return step
 
 
 async def _adrive(client: AsyncLetheClient, plan: Plan) -> Any:
-    outcome: tuple[bool, Any] = (True, None)
-    while True:
+    finished, step = _resume(plan, (True, None))
+    while not finished:
         try:
-            call = plan.send(outcome[1]) if outcome[0] else plan.throw(outcome[1])
-        except StopIteration as done:
-            return done.value
-        try:
-            outcome = (True, await client.send(call))
+            result = await client.send(step)
         except LetheError as exc:
-            outcome = (False, exc)
+            finished, step = _resume(plan, (False, exc))
+        else:
+            finished, step = _resume(plan, (True, result))
+    return step
 
 
 __all__ = ["KeyUnavailable", "LetheStore"]
