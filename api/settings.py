@@ -33,6 +33,7 @@ class Settings(BaseSettings):
     sweep_interval_seconds: float = Field(default=30.0, gt=0)
     erasure_interval_seconds: float = Field(default=1.0, gt=0)
     compaction_interval_seconds: float = Field(default=3600.0, gt=0)
+    public_url: str | None = None  # how clients reach the server (MCP resource URL); serve: its address
     bootstrap_tenant: str = "default"  # tenant of the admin token `lethe serve` mints on first run
     log_level: str = "INFO"
     # Audit log signing (api/signing_key.py): checkpoint origin line (default derived once

@@ -87,6 +87,8 @@ def serve(
 
     settings = Settings()
     shown = f"[{host}]" if ":" in host else host
+    if settings.public_url is None:  # the MCP resource URL clients are told to use
+        settings = settings.model_copy(update={"public_url": f"http://{shown}:{port}"})
     with container() as c:
         for line in c.created:
             console.print(f"created {line}")

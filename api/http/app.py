@@ -7,7 +7,8 @@ compaction. Shutdown stops the loops (letting a run in progress finish) and clos
 container.
 
 Middleware, outermost first: request context and access log (``api.http.logging``),
-then the body limits (``api.http.middleware``).
+then the body limits (``api.http.middleware``). With the MCP SDK installed, ``/mcp`` and
+its OAuth protected-resource metadata are mounted too (``api.mcp.http``).
 
 Exceptions: ``RuntimeError`` at creation if a ``/v1`` route has no entry in
 ``api.http.auth.ROUTE_ROLES`` (access policy must be complete); ``ValueError`` for an
@@ -16,8 +17,9 @@ unparsable rate limit. At run time every error is a problem response (``api.http
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
 from fastapi import APIRouter, FastAPI
@@ -55,7 +57,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.tokens = container.tokens
         work = start_server_work(container, settings, metrics)
         try:
-            yield
+            async with running_mcp():
+                yield
         finally:
             await work.stop()
             container.close()
@@ -87,8 +90,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         read_timeout=settings.body_read_timeout_seconds,
     )
     app.add_middleware(RequestContextMiddleware)  # added last: outermost
+    running_mcp = mount_optional_mcp(app, settings)
     app.openapi = lambda: openapi_schema(app)  # type: ignore[method-assign]
     return app
+
+
+def mount_optional_mcp(app: FastAPI, settings: Settings) -> Callable[[], AbstractAsyncContextManager[None]]:
+    """``/mcp`` when the MCP SDK is installed (``lethe-vault[mcp]``); its session manager's lifetime."""
+    try:
+        from lethe.api.mcp.http import mount_mcp, running
+    except ImportError:
+        log = logging.getLogger("lethe.api")
+        log.info("MCP SDK not installed: /mcp is off (pip install lethe-vault[mcp])")
+        return nullcontext
+    server = mount_mcp(app, settings)
+    return lambda: running(server)
 
 
 def check_route_roles(routers: list[APIRouter]) -> None:

@@ -118,3 +118,42 @@ def api(settings: Settings) -> Iterator[Api]:
     app = create_app(api_settings(settings))
     with TestClient(app) as client:
         yield Api(app, client)
+
+
+@dataclass
+class Served:
+    """A real ``lethe serve`` (tests/api/test_serve.py) and a token per role, minted over HTTP."""
+
+    server: Any
+    tokens: dict[str, str]
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+
+def serve_with_tokens(tmp_path: Any, extra_env: dict[str, str] | None = None) -> Served:
+    """Start ``lethe serve`` on a fresh store; the first-run admin token mints the others."""
+    import re
+
+    import httpx
+
+    from tests.api.test_serve import start_server
+
+    server = start_server(tmp_path, extra_env or {})
+    found = re.search(r"admin token for tenant \S+ .*: (lethe_[A-Za-z0-9_-]{43})", server.out.read_text())
+    assert found is not None
+    tokens = {"admin": found.group(1)}
+    specs = {
+        "agent": {"role": "agent", "agent_id": "a1", "purposes": ["support"]},
+        "agent2": {"role": "agent", "agent_id": "a2", "purposes": ["support", "billing"]},
+        "reviewer": {"role": "reviewer"},
+        "privacy_officer": {"role": "privacy_officer"},
+        "auditor": {"role": "auditor"},
+    }
+    with httpx.Client(base_url=server.url, timeout=30, headers=bearer(tokens["admin"])) as http:
+        for name, body in specs.items():
+            r = http.post("/v1/admin/tokens", json=body)
+            assert r.status_code == 201, r.text
+            tokens[name] = r.json()["token"]
+    return Served(server, tokens)

@@ -1,4 +1,8 @@
-"""The arrows point down: api -> vault -> keys, and the core stays framework-free."""
+"""The arrows point down: api -> vault -> keys, and the core stays framework-free.
+
+The client and the framework adapters stand apart: ``integrations -> client``, and the
+client imports nothing of the server (``api`` may use the client, as the MCP tools do).
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+SERVER = {"lethe.vault", "lethe.api", "lethe.keys", "fastapi", "starlette", "sqlalchemy"} | {
+    "typer", "uvicorn", "hvac",
+}
 FORBIDDEN = {
-    "vault": {"lethe.api", "fastapi", "starlette", "typer", "hvac", "uvicorn", "rich", "jinja2", "httpx"},
-    "keys": {"lethe.vault", "lethe.api", "fastapi", "starlette", "typer", "uvicorn"},
+    "vault": {
+        "lethe.api", "lethe.client", "lethe.integrations", "fastapi", "starlette", "typer", "hvac", "uvicorn",
+        "rich", "jinja2", "httpx", "mcp", "langgraph",
+    },
+    "keys": {"lethe.vault", "lethe.api", "lethe.client", "fastapi", "starlette", "typer", "uvicorn"},
+    "client": SERVER | {"lethe.integrations", "pydantic", "mcp", "langgraph"},
+    "integrations": SERVER | {"mcp"},
 }
 
 

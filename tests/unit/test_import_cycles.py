@@ -2,8 +2,8 @@
 
 A function-local import hides a cycle from Python (it runs after both modules have
 loaded) but not from a reader: the CLI once had ``cli.main`` and ``cli.audit``
-importing each other that way. Modules are the files of ``api/``, ``vault/`` and
-``keys/`` under their installed names (``lethe.api.cli.main``).
+importing each other that way. Modules are the files of ``api/``, ``vault/``, ``keys/``,
+``client/`` and ``integrations/`` under their installed names (``lethe.api.cli.main``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("api", "vault", "keys")
+PACKAGES = ("api", "vault", "keys", "client", "integrations")
 
 
 def module_name(path: Path, root: Path) -> str:

@@ -1,4 +1,5 @@
-"""Every import uses the installed names ``lethe.vault``, ``lethe.keys``, ``lethe.api``.
+"""Every import uses the installed names ``lethe.vault``, ``lethe.keys``, ``lethe.api``,
+``lethe.client``, ``lethe.integrations``.
 
 From the repository root the folders would also import under their bare names, as a
 second copy of every module: ``vault.errors.VaultError`` and ``lethe.vault.errors.VaultError``
@@ -11,7 +12,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-BARE = {"vault", "keys", "api"}
+BARE = {"vault", "keys", "api", "client", "integrations"}
 SKIP = {".venv", ".git", "build", "dist"}
 
 

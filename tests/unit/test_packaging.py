@@ -50,3 +50,11 @@ def test_the_wheel_carries_its_data_files_and_no_tests(wheel: zipfile.ZipFile) -
     assert "lethe/vault/store/migrations/script.py.mako" in names
     assert {"lethe/vault/__init__.py", "lethe/keys/__init__.py", "lethe/api/cli/__init__.py"} <= names
     assert not any("/tests/" in n or n.startswith("tests/") for n in names)
+
+
+def test_the_client_and_integrations_install_once_under_lethe(wheel: zipfile.ZipFile) -> None:
+    names = set(wheel.namelist())
+    assert {"lethe/client/__init__.py", "lethe/client/operations.py"} <= names
+    assert {"lethe/integrations/__init__.py", "lethe/integrations/langgraph/__init__.py"} <= names
+    # a folder installs under one name only: the client is not also inside lethe.api
+    assert not any(n.startswith(("lethe/api/client/", "lethe/api/integrations/")) for n in names)

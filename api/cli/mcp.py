@@ -1,0 +1,36 @@
+"""``lethe mcp``: serve the MCP tools over stdio (see ``api.mcp.stdio``)."""
+
+from __future__ import annotations
+
+import os
+
+import anyio
+import typer
+
+from lethe.api.cli.common import ExitCode, fail
+from lethe.api.settings import Settings
+from lethe.vault.errors import VaultError
+
+app = typer.Typer()
+
+
+@app.command()
+def mcp() -> None:
+    """Serve Lethe's MCP tools over stdio for a desktop host; the token is read from LETHE_TOKEN."""
+    token = os.environ.get("LETHE_TOKEN", "")
+    if not token:
+        fail("set LETHE_TOKEN to the agent's (or officer's, or auditor's) Lethe token", ExitCode.SETUP)
+    try:
+        from lethe.api.mcp.stdio import serve_stdio
+    except ImportError:
+        fail("the MCP SDK is not installed: pip install 'lethe-vault[mcp]'", ExitCode.SETUP)
+    from lethe.api.http.logging import configure_logging
+
+    settings = Settings()
+    configure_logging(settings.log_level)  # JSON on stderr: stdout is the protocol's
+    try:
+        refusal = anyio.run(serve_stdio, settings, token)
+    except VaultError as exc:
+        fail(f"{exc.title}: {exc.detail}", ExitCode.SETUP)
+    if refusal is not None:
+        fail(refusal, ExitCode.SETUP)

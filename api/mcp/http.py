@@ -1,0 +1,128 @@
+"""``/mcp`` in ``lethe serve``: Streamable HTTP as an OAuth 2.1 resource server over Lethe tokens.
+
+- ``POST /mcp``: the SDK's Streamable HTTP endpoint (stateless, JSON answers) behind its
+  bearer middleware with ``LetheTokenVerifier``. No or a bad token: 401 with
+  ``WWW-Authenticate: Bearer error="invalid_token", ..., resource_metadata="<url>"``; a
+  role with no tools (reviewer, admin): 403 ``insufficient_scope``.
+- ``GET /.well-known/oauth-protected-resource`` and ``.../mcp`` (RFC 9728): the resource
+  ``<public url>/mcp``, its scope ``mcp``, bearer tokens in the header; the authorization
+  server named is Lethe itself, which issues tokens out of band (``lethe token create``,
+  ``POST /v1/admin/tokens``): there is no interactive OAuth flow to discover.
+
+A 401 here costs the client address as a failed authentication on the HTTP API does
+(``auth_failure_rate_limit``; 429 past it), and the access line carries the token id.
+``LETHE_PUBLIC_URL`` is the URL clients reach the server at (``lethe serve`` defaults it
+to its own address); it names the resource and allows its ``Host`` (DNS-rebinding guard).
+
+Exceptions: ``ImportError`` from ``mount_mcp`` when the SDK is not installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+from mcp.server.auth.routes import create_protected_resource_routes
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import AnyHttpUrl
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from lethe.api.http.auth import RateLimiter
+from lethe.api.http.logging import request_context
+from lethe.api.http.problems import ApiProblem, problem_response
+from lethe.api.mcp.catalogue import SCOPE
+from lethe.api.mcp.identity import LetheTokenVerifier, from_access_token
+from lethe.api.mcp.server import LetheMCPServer, asgi_connector, build_server
+from lethe.api.settings import Settings
+
+PATH = "/mcp"
+METADATA = "/.well-known/oauth-protected-resource"
+LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+
+
+class McpGate:
+    """Charges a 401 to the client address (429 past the limit) and logs the token id."""
+
+    def __init__(self, app: ASGIApp, limiter: Callable[[], RateLimiter]) -> None:
+        self.app = app
+        self.limiter = limiter  # the HTTP API's failed-authentication limiter
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_gated(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                user = scope.get("user")
+                ctx = request_context(scope)
+                if ctx is not None and getattr(user, "access_token", None) is not None:
+                    ctx.token_id = user.access_token.client_id
+                if message["status"] == 401:
+                    address = scope["client"][0] if scope.get("client") else "unknown"
+                    try:
+                        self.limiter().charge(address)
+                    except ApiProblem as over:
+                        limited = problem_response(
+                            over.status, over.title, over.detail, PATH, headers=over.headers
+                        )
+                        await limited(scope, receive, send)
+                        raise _Answered from None
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_gated)
+        except _Answered:
+            return
+
+
+class _Answered(Exception):
+    """The gate answered in place of the SDK; the rest of the SDK's answer is dropped."""
+
+
+def mount_mcp(app: Any, settings: Settings) -> LetheMCPServer:
+    """Add ``/mcp`` and the protected-resource metadata to the FastAPI ``app``; return the server.
+
+    The caller runs ``server.session_manager.run()`` for the app's lifetime (its lifespan).
+    """
+    public = (settings.public_url or "http://127.0.0.1:8080").rstrip("/")
+    resource = AnyHttpUrl(f"{public}{PATH}")
+    auth = AuthSettings(
+        issuer_url=AnyHttpUrl(public),
+        resource_server_url=resource,
+        required_scopes=[SCOPE],
+        validate_token_resource=False,  # Lethe tokens name no audience; the verifier checks them
+    )
+    server = build_server(
+        from_access_token, asgi_connector(app), auth, LetheTokenVerifier(lambda: app.state.tokens)
+    )
+    parts = urlsplit(public)
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[parts.netloc, *LOOPBACK_HOSTS],
+        allowed_origins=[f"{parts.scheme}://{parts.netloc}", *LOOPBACK_ORIGINS],
+    )
+    inner = server.streamable_http_app(
+        streamable_http_path=PATH,
+        stateless_http=True,
+        json_response=True,
+        max_request_body_size=settings.max_body_bytes,
+        transport_security=security,
+    )
+    gate = McpGate(inner, lambda: app.state.auth_failure_limiter)
+    app.router.routes.append(Route(PATH, endpoint=gate, include_in_schema=False))
+    for route in create_protected_resource_routes(resource, [AnyHttpUrl(public)], [SCOPE], "Lethe MCP"):
+        app.router.routes.append(route)  # /.well-known/oauth-protected-resource/mcp (RFC 9728 §3.1)
+        app.router.routes.append(Route(METADATA, endpoint=route.endpoint, methods=route.methods))
+    return server
+
+
+@asynccontextmanager
+async def running(server: LetheMCPServer | None) -> AsyncIterator[None]:
+    """The Streamable HTTP session manager, for the app's lifetime (nothing without the SDK)."""
+    if server is None:
+        yield
+        return
+    async with server.session_manager.run():
+        yield

@@ -1,0 +1,39 @@
+"""``lethe mcp``: the MCP tools over stdio, for a desktop host that spawns the process.
+
+The server runs in-process on the store (like every CLI command, it opens the store
+``LETHE_DATA_DIR`` names), inside the same HTTP app ``lethe serve`` runs, with its
+background work (the erasure runner, expiry, compaction), but listens on no socket:
+each tool call is one in-process request to that app with the token from
+``LETHE_TOKEN``, so it is authorised, limited and refused exactly as over HTTP. The
+token is checked once at start; a role with no tools is refused. Logs go to stderr
+(stdout carries the protocol). For a remote Lethe, connect the host to the server's
+``/mcp`` over Streamable HTTP instead.
+
+Exceptions: ``StoreNotReady`` and other ``VaultError`` from opening the store. A token
+that is not valid, or whose role has no tools, is not an exception: ``serve_stdio``
+returns the refusal (raising it through the app's task groups would wrap it).
+"""
+
+from __future__ import annotations
+
+from lethe.api.http.app import create_app
+from lethe.api.mcp.catalogue import scopes_of
+from lethe.api.mcp.identity import identity_of
+from lethe.api.mcp.server import asgi_connector, build_server
+from lethe.api.settings import Settings
+from lethe.vault.errors import Unauthenticated
+
+
+async def serve_stdio(settings: Settings, token: str) -> str | None:
+    """Serve until the host closes stdin; or return why this token cannot be served."""
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        try:
+            caller = app.state.tokens.authenticate(token)
+        except Unauthenticated:
+            return "LETHE_TOKEN is not a valid Lethe token (unknown, expired or revoked)"
+        who = identity_of(token, caller)
+        if not scopes_of(who.role):
+            return f"a {who.role.value} token has no MCP tools"
+        await build_server(lambda: who, asgi_connector(app)).run_stdio_async()
+    return None

@@ -1,0 +1,243 @@
+"""What the client returns: frozen dataclasses read from the server's JSON.
+
+Each class mirrors one response body of the HTTP API (``api/http/schemas``); a field the
+server adds later is ignored until the class names it, so an older client keeps working
+against a newer server. Enumerated values (kind, status, trust, role, ...) stay strings
+for the same reason. ``from_json(cls, data)`` does the reading for every class.
+
+Exceptions: ``UnexpectedResponse`` when a body lacks a field the class requires.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypeVar
+
+from lethe.client.errors import UnexpectedResponse
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a memory came from: its source type, a reference to it, and (summaries) its inputs."""
+
+    source_type: str
+    source_ref: str
+    sources: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source_type": self.source_type, "source_ref": self.source_ref, "sources": list(self.sources)}
+
+
+@dataclass(frozen=True)
+class Memory:
+    """A memory; ``subject_id`` and ``content`` are decrypted for a token in scope."""
+
+    id: str
+    tenant_id: str
+    agent_id: str
+    subject_ref: str
+    subject_id: str | None
+    purpose: str
+    kind: str
+    content: str | None
+    content_hmac: str
+    provenance: Provenance
+    authority: str
+    trust: str
+    confidence: float
+    created_at: datetime
+    expires_at: datetime
+    version: int
+    status: str
+    supersedes_id: str | None
+    idempotency_key: str | None
+
+
+@dataclass(frozen=True)
+class Score:
+    lexical: float
+    confidence: float
+    recency: float
+    total: float
+
+
+@dataclass(frozen=True)
+class ScoredMemory(Memory):
+    """A memory a search found, with its score."""
+
+    score: Score | None = None
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What a search found within its token budget."""
+
+    items: list[ScoredMemory]
+    used_tokens: int
+    skipped_over_budget: int
+
+
+@dataclass(frozen=True)
+class ErasureAccepted:
+    """An erasure request just filed; the server's runner carries it out."""
+
+    id: str
+    status: str
+    received_at: datetime
+    due_at: datetime
+
+
+@dataclass(frozen=True)
+class ErasureStep:
+    step: str
+    completed_at: datetime
+    event_seq: int
+    evidence: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ErasureRequest:
+    """An erasure request with its steps, their evidence and, once issued, its report id."""
+
+    id: str
+    tenant_id: str
+    status: str
+    legal_basis: str
+    reference: str | None
+    requested_by: str
+    received_at: datetime
+    due_at: datetime
+    updated_at: datetime
+    completed_at: datetime | None
+    last_error: str | None
+    report_id: str | None
+    steps: list[ErasureStep]
+    overdue: bool
+
+
+@dataclass(frozen=True)
+class LegalHold:
+    id: str
+    tenant_id: str
+    reason: str
+    reference: str | None
+    placed_by: str
+    placed_at: datetime
+    lifted_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Reinstatement:
+    tenant_id: str
+    generation: int
+    reinstated_at: datetime
+
+
+@dataclass(frozen=True)
+class ErasureReport:
+    """An erasure certificate as served: the signed JSON byte for byte, or its HTML / PDF rendering."""
+
+    content: bytes
+    media_type: str
+
+    def json(self) -> dict[str, Any]:
+        import json
+
+        return json.loads(self.content)
+
+
+@dataclass(frozen=True)
+class PublicKey:
+    origin: str
+    pem: str
+    key_id: str
+    vkey: str
+    fingerprint_sha256: str
+
+
+@dataclass(frozen=True)
+class InclusionProof:
+    index: int
+    tree_size: int
+    leaf_hash: str
+    root: str
+    proof: list[str]
+
+
+@dataclass(frozen=True)
+class ConsistencyProof:
+    first: int
+    second: int
+    first_root: str
+    second_root: str
+    proof: list[str]
+
+
+@dataclass(frozen=True)
+class TokenCreated:
+    """A freshly minted token: ``token`` is the secret, shown this once."""
+
+    id: str
+    role: str
+    tenant_id: str
+    agent_id: str | None
+    purposes: list[str]
+    description: str | None
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    token: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class Health:
+    status: str
+    checks: dict[str, Any] | None = None
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def from_json(cls: type[T], data: Any) -> T:
+    """An instance of the dataclass ``cls`` from a JSON object; unknown fields are ignored."""
+    if not isinstance(data, Mapping):
+        raise UnexpectedResponse(f"expected a JSON object for {cls.__name__}")
+    hints = _hints(cls)
+    values = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name in data:
+            values[f.name] = _convert(hints[f.name], data[f.name])
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise UnexpectedResponse(f"{cls.__name__} lacks the field {f.name!r}")
+    return cls(**values)
+
+
+def _convert(tp: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        (inner,) = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _convert(inner, value)
+    if origin in (list, tuple):
+        if not isinstance(value, Sequence) or isinstance(value, str):
+            raise UnexpectedResponse("expected a JSON array")
+        items = [_convert(typing.get_args(tp)[0], v) for v in value]
+        return items if origin is list else tuple(items)
+    if tp is datetime:
+        return datetime.fromisoformat(value)
+    if tp is float:
+        return float(value)
+    if dataclasses.is_dataclass(tp):
+        return from_json(tp, value)  # type: ignore[arg-type]
+    return value

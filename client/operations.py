@@ -1,0 +1,267 @@
+"""Every operation of the HTTP API, once, as ``@operation`` functions (see ``lethe.client.calls``).
+
+Each function is named after the route it calls (the route names of
+``lethe.api.http.auth.ROUTE_ROLES``), builds the request and says how to read the answer.
+A test compares these names with the routes the server serves, so a new endpoint shows up
+as a missing method here. Ids in paths are percent-encoded; subject ids travel only in
+bodies, as the API requires.
+
+Exceptions: every method raises the ``lethe.client.errors`` tree: a ``ProblemError``
+subclass for a refusal, ``TransportError`` when no answer came.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from typing import Any, Literal, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from lethe.client.calls import Call, operation
+from lethe.client.errors import UnexpectedResponse
+from lethe.client.models import (
+    ConsistencyProof,
+    ErasureAccepted,
+    ErasureReport,
+    ErasureRequest,
+    Health,
+    InclusionProof,
+    LegalHold,
+    Memory,
+    Provenance,
+    PublicKey,
+    Reinstatement,
+    SearchResult,
+    TokenCreated,
+    from_json,
+)
+
+T = TypeVar("T")
+ReportFormat = Literal["json", "html", "pdf"]
+
+
+def _json(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        raise UnexpectedResponse(f"{response.status_code} answer is not JSON") from None
+
+
+def _model(cls: type[T]) -> Callable[[httpx.Response], T]:
+    return lambda response: from_json(cls, _json(response))
+
+
+def _items(cls: type[T]) -> Callable[[httpx.Response], list[T]]:
+    return lambda response: [from_json(cls, item) for item in _json(response).get("items", [])]
+
+
+def _nothing(response: httpx.Response) -> None:
+    return None
+
+
+def _text(response: httpx.Response) -> str:
+    return response.text
+
+
+def _report(response: httpx.Response) -> ErasureReport:
+    media_type = response.headers.get("content-type", "application/octet-stream").split(";")[0]
+    return ErasureReport(response.content, media_type)
+
+
+def _id(value: str) -> str:
+    return quote(value, safe="")
+
+
+def _drop_none(body: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in body.items() if v is not None}
+
+
+def new_idempotency_key() -> str:
+    """A fresh key for one logical write (every retry of it reuses the key)."""
+    return uuid.uuid4().hex
+
+
+class Operations:
+    """The API's operations; ``LetheClient`` and ``AsyncLetheClient`` both inherit them."""
+
+    # -- agents -----------------------------------------------------------------------
+
+    @operation
+    def write_memory(
+        subject_id: str,
+        purpose: str,
+        kind: str,
+        content: str,
+        provenance: Provenance,
+        *,
+        confidence: float = 1.0,
+        ttl_seconds: int | None = None,
+        expires_at: datetime | None = None,
+        expected_version: int = 0,
+        memory_id: str | None = None,
+        supersedes_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Call[Memory]:
+        """Store a memory (or update ``memory_id`` at ``expected_version``, or supersede one).
+
+        An idempotency key is generated unless given; retries resend it, so a write lost in
+        transit is applied once and its retry returns the first result.
+        """
+        body = _drop_none(
+            {
+                "id": memory_id,
+                "subject_id": subject_id,
+                "purpose": purpose,
+                "kind": kind,
+                "content": content,
+                "provenance": provenance.to_json(),
+                "confidence": confidence,
+                "ttl_seconds": ttl_seconds,
+                "expires_at": expires_at.isoformat() if expires_at else None,
+                "expected_version": expected_version,
+                "supersedes_id": supersedes_id,
+                "idempotency_key": idempotency_key or new_idempotency_key(),
+            }
+        )
+        return Call("POST", "/v1/memories", _model(Memory), json=body, retry=True)
+
+    @operation
+    def get_memory(memory_id: str) -> Call[Memory]:
+        """One memory in the token's scope (``NotFound`` otherwise, whoever owns it)."""
+        return Call("GET", f"/v1/memories/{_id(memory_id)}", _model(Memory), retry=True)
+
+    @operation
+    def search_memories(
+        query: str,
+        purpose: str,
+        *,
+        subject_id: str | None = None,
+        kinds: Iterable[str] = (),
+        limit: int = 10,
+        token_budget: int = 2000,
+    ) -> Call[SearchResult]:
+        """Scoped, ranked recall of active memories within a token budget (reads nothing else)."""
+        body = _drop_none(
+            {
+                "query": query,
+                "purpose": purpose,
+                "subject_id": subject_id,
+                "kinds": list(kinds),
+                "limit": limit,
+                "token_budget": token_budget,
+            }
+        )
+        return Call("POST", "/v1/memories/search", _model(SearchResult), json=body, retry=True)
+
+    # -- reviewers --------------------------------------------------------------------
+
+    @operation
+    def promote_memory(memory_id: str, expected_version: int) -> Call[Memory]:
+        """Release a quarantined memory (active, verified). Not resent: a lost answer may
+        have promoted it; read the memory to find out."""
+        body = {"expected_version": expected_version}
+        return Call("POST", f"/v1/memories/{_id(memory_id)}/promote", _model(Memory), json=body)
+
+    # -- privacy officers (and auditors, for reads) ------------------------------------
+
+    @operation
+    def request_erasure(
+        subject_id: str, legal_basis: str, reference: str | None = None
+    ) -> Call[ErasureAccepted]:
+        """File a right-to-forget request; the server's runner completes it (poll ``get_erasure_request``)."""
+        body = _drop_none({"subject_id": subject_id, "legal_basis": legal_basis, "reference": reference})
+        return Call("POST", "/v1/erasure-requests", _model(ErasureAccepted), json=body)
+
+    @operation
+    def list_erasure_requests(
+        status: str | None = None, overdue: bool = False
+    ) -> Call[list[ErasureRequest]]:
+        params = _drop_none({"status": status, "overdue": "true" if overdue else None})
+        return Call("GET", "/v1/erasure-requests", _items(ErasureRequest), params=params, retry=True)
+
+    @operation
+    def get_erasure_request(request_id: str) -> Call[ErasureRequest]:
+        """One request with its steps, evidence and (once issued) its report id."""
+        path = f"/v1/erasure-requests/{_id(request_id)}"
+        return Call("GET", path, _model(ErasureRequest), retry=True)
+
+    @operation
+    def place_legal_hold(subject_id: str, reason: str, reference: str | None = None) -> Call[LegalHold]:
+        body = _drop_none({"subject_id": subject_id, "reason": reason, "reference": reference})
+        return Call("POST", "/v1/legal-holds", _model(LegalHold), json=body)
+
+    @operation
+    def lift_legal_hold(hold_id: str) -> Call[None]:
+        return Call("DELETE", f"/v1/legal-holds/{_id(hold_id)}", _nothing)
+
+    @operation
+    def reinstate_subject(subject_id: str, reason: str) -> Call[Reinstatement]:
+        """Lift the erasure fence of a forgotten subject (a new key generation)."""
+        body = {"subject_id": subject_id, "reason": reason}
+        return Call("POST", "/v1/subject-reinstatements", _model(Reinstatement), json=body)
+
+    @operation
+    def get_erasure_report(report_id: str, format: ReportFormat = "json") -> Call[ErasureReport]:
+        """The signed certificate as served (verify it offline with ``lethe verify``), or HTML / PDF."""
+        params = {"format": format} if format != "json" else None
+        path = f"/v1/erasure-reports/{_id(report_id)}"
+        return Call("GET", path, _report, params=params, retry=True)
+
+    # -- auditors ----------------------------------------------------------------------
+
+    @operation
+    def get_audit_checkpoint() -> Call[str]:
+        """A signed C2SP checkpoint note of the audit log."""
+        return Call("GET", "/v1/audit/checkpoint", _text, retry=True)
+
+    @operation
+    def get_audit_public_key() -> Call[PublicKey]:
+        return Call("GET", "/v1/audit/public-key", _model(PublicKey), retry=True)
+
+    @operation
+    def get_inclusion_proof(index: int, tree_size: int) -> Call[InclusionProof]:
+        params = {"index": index, "tree_size": tree_size}
+        return Call("GET", "/v1/audit/proofs/inclusion", _model(InclusionProof), params=params, retry=True)
+
+    @operation
+    def get_consistency_proof(first: int, second: int) -> Call[ConsistencyProof]:
+        params = {"first": first, "second": second}
+        path = "/v1/audit/proofs/consistency"
+        return Call("GET", path, _model(ConsistencyProof), params=params, retry=True)
+
+    # -- admins --------------------------------------------------------------------------
+
+    @operation
+    def create_token(
+        role: str,
+        *,
+        agent_id: str | None = None,
+        purposes: Iterable[str] = (),
+        ttl_seconds: int | None = None,
+        description: str | None = None,
+    ) -> Call[TokenCreated]:
+        """Mint a token in the admin's tenant; the secret is in the answer only."""
+        body = _drop_none(
+            {
+                "role": role,
+                "agent_id": agent_id,
+                "purposes": list(purposes),
+                "ttl_seconds": ttl_seconds,
+                "description": description,
+            }
+        )
+        return Call("POST", "/v1/admin/tokens", _model(TokenCreated), json=body)
+
+    # -- health (no token needed) ----------------------------------------------------------
+
+    @operation
+    def healthz() -> Call[Health]:
+        return Call("GET", "/healthz", _model(Health), retry=True)
+
+    @operation
+    def readyz() -> Call[Health]:
+        """Ready to serve; ``Unavailable`` names the failed checks otherwise."""
+        return Call("GET", "/readyz", _model(Health), retry=True)

@@ -1,0 +1,290 @@
+"""``LetheStore``: a LangGraph ``BaseStore`` whose items are Lethe memories (see ``mapping``).
+
+Each operation is a small plan: a generator that yields client ``Call``s and receives
+their results (or their errors). ``batch`` runs the plans with a ``LetheClient``,
+``abatch`` with an ``AsyncLetheClient`` (or ``batch`` in a thread when the store has only
+the sync client), so the rules are written once. Operations run in order, each to the
+end, so a batch reads its own earlier writes.
+
+Everything goes through the HTTP API with the agent's token: a write from an untrusted
+source (``with_provenance``) lands in quarantine and reads as absent until a reviewer
+promotes it; search is Lethe's scoped recall, within ``token_budget``.
+
+Exceptions: ``InvalidNamespaceError`` (a namespace the mapping cannot carry); the
+client's errors (``lethe.client.errors``) for refusals; ``KeyUnavailable`` for a put on a
+key whose memory is expired or in quarantine; ``TimeoutError`` from ``forget_subject``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Generator, Iterable
+from typing import Any
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+)
+
+import lethe.integrations.langgraph.mapping as m
+from lethe.client import AsyncLetheClient, Conflict, LetheClient, LetheError, NotFound, Provenance
+from lethe.client.calls import Call
+from lethe.client.models import Memory
+from lethe.client.operations import Operations
+
+Plan = Generator[Call[Any], Any, Any]
+MAX_SEARCH = 100  # the API's largest search limit
+MAX_BUDGET = 1_000_000  # the API's largest token budget
+PUT_ATTEMPTS = 3  # a concurrent writer moved the version: read again and retry
+
+
+class KeyUnavailable(LetheError):
+    """The key's memory exists but cannot be read: expired, or in quarantine awaiting review.
+
+    Lethe never reuses a memory's id, so an expired key stays spent: write under a new key.
+    A quarantined one becomes writable again once a reviewer promotes it.
+    """
+
+
+class LetheStore(BaseStore):
+    """A LangGraph store over Lethe, scoped by the agent token of ``client``.
+
+    ``purpose`` is the Lethe purpose every item is written and searched under;
+    ``agent_id`` the token's agent (checked on the first write); ``id_key`` the secret that
+    turns keys into memory ids (default ``LETHE_STORE_ID_KEY``; keep it like a password:
+    another key finds none of the items by key). ``provenance`` is what writes declare
+    (default: the user said it, so they are active at once).
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        client: LetheClient | None = None,
+        *,
+        purpose: str,
+        agent_id: str,
+        id_key: str | bytes | None = None,
+        aclient: AsyncLetheClient | None = None,
+        provenance: Provenance | None = None,
+        token_budget: int = 8000,
+        confidence: float = 1.0,
+    ) -> None:
+        key = id_key if id_key is not None else os.environ.get("LETHE_STORE_ID_KEY", "")
+        key = key.encode() if isinstance(key, str) else key
+        if len(key) < 16:
+            raise ValueError("id_key (or LETHE_STORE_ID_KEY) must be at least 16 bytes")
+        if client is None and aclient is None:
+            raise ValueError("give a LetheClient, an AsyncLetheClient, or both")
+        self.client = client
+        self.aclient = aclient
+        self.purpose = purpose
+        self.agent_id = agent_id
+        self.provenance = provenance or Provenance("user_statement", "langgraph-store")
+        self.token_budget = token_budget
+        self.confidence = confidence
+        self._id_key = key
+        self.ttl_config = TTLConfig(refresh_on_read=False)
+
+    def with_provenance(self, provenance: Provenance, confidence: float | None = None) -> LetheStore:
+        """The same store writing with another provenance (a tool result, a web page, ...)."""
+        clone = object.__new__(LetheStore)
+        clone.__dict__.update(self.__dict__)
+        clone.provenance = provenance
+        clone.confidence = self.confidence if confidence is None else confidence
+        return clone
+
+    def __repr__(self) -> str:
+        return f"LetheStore(purpose={self.purpose!r}, agent_id={self.agent_id!r})"
+
+    # -- running plans -------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        if self.client is None:
+            raise RuntimeError("this LetheStore has only an AsyncLetheClient: use the async methods")
+        return [_drive(self.client, self._plan(op)) for op in ops]
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        if self.aclient is None:
+            return await asyncio.to_thread(self.batch, list(ops))
+        return [await _adrive(self.aclient, self._plan(op)) for op in ops]
+
+    def _plan(self, op: Op) -> Plan:
+        if isinstance(op, GetOp):
+            return self._get(op)
+        if isinstance(op, PutOp):
+            return self._put(op)
+        if isinstance(op, SearchOp):
+            return self._search(op)
+        if isinstance(op, ListNamespacesOp):
+            return self._list_namespaces(op)
+        raise ValueError(f"unknown operation {type(op).__name__}")
+
+    # -- the plans ----------------------------------------------------------------------
+
+    def _id(self, place: m.Place, key: str) -> str:
+        return m.memory_id(self._id_key, self.agent_id, self.purpose, place, key)
+
+    def _read(self, memory_id: str) -> Plan:
+        try:
+            return (yield Operations.get_memory.build(memory_id))
+        except NotFound:
+            return None
+
+    def _get(self, op: GetOp) -> Plan:
+        place = m.place_of(op.namespace)
+        memory = yield from self._read(self._id(place, op.key))
+        return _item(memory, Item) if memory is not None else None
+
+    def _put(self, op: PutOp) -> Plan:
+        place = m.place_of(op.namespace)
+        memory_id = self._id(place, op.key)
+        for attempt in range(1, PUT_ATTEMPTS + 1):
+            current: Memory | None = yield from self._read(memory_id)
+            if op.value is None and (current is None or _tombstone(current)):
+                return None  # nothing to delete
+            write = Operations.write_memory.build(
+                place.subject_id,
+                self.purpose,
+                place.kind,
+                m.envelope(op.key, op.value, m.now()),
+                self.provenance,
+                confidence=self.confidence,
+                ttl_seconds=m.ttl_seconds(op.ttl) if op.value is not None else None,
+                memory_id=memory_id,
+                expected_version=current.version if current is not None else 0,
+            )
+            try:
+                written: Memory = yield write
+            except Conflict:
+                if current is None and attempt == PUT_ATTEMPTS:
+                    raise KeyUnavailable(
+                        "this key's memory is expired or in quarantine; Lethe never reuses a memory id"
+                    ) from None
+                if attempt == PUT_ATTEMPTS:
+                    raise
+                continue
+            if written.agent_id != self.agent_id:
+                raise ValueError(f"the token's agent is {written.agent_id!r}, not {self.agent_id!r}")
+            return None
+        return None
+
+    def _search(self, op: SearchOp) -> Plan:
+        subject_id, kinds = m.search_scope(op.namespace_prefix)
+        wanted = op.offset + op.limit
+        limit = MAX_SEARCH if op.filter else max(1, min(MAX_SEARCH, wanted))
+        found = yield Operations.search_memories.build(
+            op.query or m.NO_TERMS,
+            self.purpose,
+            subject_id=subject_id,
+            kinds=kinds,
+            limit=limit,
+            token_budget=self.token_budget,
+        )
+        items = [_item(memory, SearchItem) for memory in found.items]
+        kept = [i for i in items if i is not None and m.matches(i.value, op.filter)]
+        return kept[op.offset : op.offset + op.limit]
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> Plan:
+        found = yield Operations.search_memories.build(
+            m.NO_TERMS, self.purpose, limit=MAX_SEARCH, token_budget=MAX_BUDGET
+        )
+        namespaces = {i.namespace for i in (_item(x, SearchItem) for x in found.items) if i is not None}
+        for condition in op.match_conditions or ():
+            namespaces = {ns for ns in namespaces if m.namespace_matches(ns, condition)}
+        if op.max_depth is not None:
+            namespaces = {ns[: op.max_depth] for ns in namespaces}
+        return sorted(namespaces)[op.offset : op.offset + op.limit]
+
+    # -- erasure ------------------------------------------------------------------------
+
+    def forget_subject(
+        self,
+        subject_id: str,
+        officer: LetheClient,
+        legal_basis: str = "gdpr-art17-1a",
+        reference: str | None = None,
+        timeout: float = 120.0,
+    ) -> str:
+        """Forget a person everywhere in Lethe and return the erasure certificate's id.
+
+        Filed with ``officer``, a privacy officer's client (an agent token may not forget);
+        waits until the server's runner has completed and certified the erasure.
+        """
+        accepted = officer.request_erasure(subject_id, legal_basis, reference)
+        deadline = time.monotonic() + timeout
+        while (job := officer.get_erasure_request(accepted.id)).completed_at is None or not job.report_id:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"erasure request {accepted.id} not complete after {timeout:.0f}s")
+            time.sleep(0.5)
+        return job.report_id
+
+
+def _tombstone(memory: Memory) -> bool:
+    return m.open_content(memory.id, memory.content).value is None
+
+
+def _item(memory: Memory, cls: type[Item]) -> Any:
+    """The LangGraph item a memory holds, or None (a tombstone, or not active)."""
+    if memory.status != "active" or memory.subject_id is None:
+        return None
+    opened = m.open_content(memory.id, memory.content)
+    if opened.value is None:
+        return None
+    updated = max(opened.updated_at or memory.created_at, memory.created_at)
+    fields = {
+        "namespace": (memory.subject_id, memory.kind),
+        "key": opened.key,
+        "value": opened.value,
+        "created_at": memory.created_at,
+        "updated_at": updated,
+    }
+    score = getattr(memory, "score", None)
+    return SearchItem(**fields, score=score.total if score else None) if cls is SearchItem else Item(**fields)
+
+
+def _resume(plan: Plan, outcome: tuple[bool, Any]) -> tuple[bool, Any]:
+    """Hand the last call's result (or error) to the plan: (True, its result) once it has
+    finished, else (False, the next call)."""
+    try:
+        return False, plan.send(outcome[1]) if outcome[0] else plan.throw(outcome[1])
+    except StopIteration as done:
+        return True, done.value
+
+
+def _drive(client: LetheClient, plan: Plan) -> Any:
+    """Run a plan with the sync client, each call's result (or error) sent back into it."""
+    finished, step = _resume(plan, (True, None))
+    while not finished:
+        try:
+            result = client.send(step)
+        except LetheError as exc:
+            finished, step = _resume(plan, (False, exc))
+        else:
+            finished, step = _resume(plan, (True, result))
+    return step
+
+
+async def _adrive(client: AsyncLetheClient, plan: Plan) -> Any:
+    finished, step = _resume(plan, (True, None))
+    while not finished:
+        try:
+            result = await client.send(step)
+        except LetheError as exc:
+            finished, step = _resume(plan, (False, exc))
+        else:
+            finished, step = _resume(plan, (True, result))
+    return step
+
+
+__all__ = ["KeyUnavailable", "LetheStore"]
