@@ -121,6 +121,15 @@ class ErasureRequest:
     report_id: str | None
     steps: list[ErasureStep]
     overdue: bool
+    requested_by_name: str | None = None
+    days_left: int | None = None
+    paused: bool = False
+    paused_at: datetime | None = None
+    paused_seconds: int = 0
+    extension_months: int = 0
+    extended_until: datetime | None = None
+    extensions: list[dict[str, Any]] = field(default_factory=list)
+    identity_verification_ref: str | None = None
 
 
 @dataclass(frozen=True)
@@ -132,6 +141,7 @@ class LegalHold:
     placed_by: str
     placed_at: datetime
     lifted_at: datetime | None
+    placed_by_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -195,6 +205,8 @@ class TokenCreated:
     expires_at: datetime | None
     revoked_at: datetime | None
     token: str = field(repr=False)
+    display_name: str | None = None
+    email: str | None = None
 
 
 @dataclass(frozen=True)

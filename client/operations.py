@@ -159,11 +159,67 @@ class Operations:
     # -- reviewers --------------------------------------------------------------------
 
     @operation
-    def promote_memory(memory_id: str, expected_version: int) -> Call[Memory]:
-        """Release a quarantined memory (active, verified). Not resent: a lost answer may
-        have promoted it; read the memory to find out."""
-        body = {"expected_version": expected_version}
-        return Call("POST", f"/v1/memories/{_id(memory_id)}/promote", _model(Memory), json=body)
+    def promote_memory(
+        memory_id: str, expected_version: int, *, idempotency_key: str | None = None
+    ) -> Call[Memory]:
+        """Release a quarantined memory (active, verified). Keyed, so a retry returns the first result."""
+        body = {
+            "expected_version": expected_version,
+            "idempotency_key": idempotency_key or new_idempotency_key(),
+        }
+        return Call("POST", f"/v1/memories/{_id(memory_id)}/promote", _model(Memory), json=body, retry=True)
+
+    @operation
+    def reject_memory(
+        memory_id: str, expected_version: int, reason: str, *, idempotency_key: str | None = None
+    ) -> Call[Memory]:
+        """Retract a quarantined memory (and summaries citing it). Keyed: a retry returns the first result."""
+        body = {
+            "expected_version": expected_version,
+            "reason": reason,
+            "idempotency_key": idempotency_key or new_idempotency_key(),
+        }
+        return Call("POST", f"/v1/memories/{_id(memory_id)}/reject", _model(Memory), json=body, retry=True)
+
+    @operation
+    def list_review_queue(
+        *,
+        agent_id: str | None = None,
+        purpose: str | None = None,
+        source_type: str | None = None,
+        older_than: int | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+    ) -> Call[dict[str, Any]]:
+        """One page of the tenant's quarantined memories: ``{items, next_cursor}`` (JSON)."""
+        params = _drop_none(
+            {
+                "agent_id": agent_id,
+                "purpose": purpose,
+                "source_type": source_type,
+                "older_than": older_than,
+                "cursor": cursor,
+                "limit": limit,
+            }
+        )
+        return Call("GET", "/v1/review-queue", _json, params=params, retry=True)
+
+    @operation
+    def get_review_item(memory_id: str) -> Call[Memory]:
+        """One quarantined memory of the tenant, decrypted, with its provenance."""
+        return Call("GET", f"/v1/review-queue/{_id(memory_id)}", _model(Memory), retry=True)
+
+    @operation
+    def retract_memories(
+        reason: str, *, memory_id: str | None = None, source_ref: str | None = None, dry_run: bool = False
+    ) -> Call[dict[str, Any]]:
+        """Retract one memory or everything from one source (``dry_run``: list what would go).
+
+        Not resent: a lost answer may have retracted them; a dry run shows what is left."""
+        body = _drop_none(
+            {"memory_id": memory_id, "source_ref": source_ref, "reason": reason, "dry_run": dry_run}
+        )
+        return Call("POST", "/v1/retractions", _json, json=body, retry=dry_run)
 
     # -- privacy officers (and auditors, for reads) ------------------------------------
 
@@ -176,9 +232,7 @@ class Operations:
         return Call("POST", "/v1/erasure-requests", _model(ErasureAccepted), json=body)
 
     @operation
-    def list_erasure_requests(
-        status: str | None = None, overdue: bool = False
-    ) -> Call[list[ErasureRequest]]:
+    def list_erasure_requests(status: str | None = None, overdue: bool = False) -> Call[list[ErasureRequest]]:
         params = _drop_none({"status": status, "overdue": "true" if overdue else None})
         return Call("GET", "/v1/erasure-requests", _items(ErasureRequest), params=params, retry=True)
 
@@ -187,6 +241,43 @@ class Operations:
         """One request with its steps, evidence and (once issued) its report id."""
         path = f"/v1/erasure-requests/{_id(request_id)}"
         return Call("GET", path, _model(ErasureRequest), retry=True)
+
+    @operation
+    def extend_erasure_request(
+        request_id: str, months: int, reason: str, subject_notified_at: datetime
+    ) -> Call[ErasureRequest]:
+        """Extend the deadline (GDPR Art. 12(3)): at most two further months in total."""
+        body = {"months": months, "reason": reason, "subject_notified_at": subject_notified_at.isoformat()}
+        path = f"/v1/erasure-requests/{_id(request_id)}/extensions"
+        return Call("POST", path, _model(ErasureRequest), json=body)
+
+    @operation
+    def pause_erasure_request(request_id: str) -> Call[ErasureRequest]:
+        """Stop the deadline clock while the requester's identity is verified."""
+        path = f"/v1/erasure-requests/{_id(request_id)}/pause"
+        return Call("POST", path, _model(ErasureRequest), retry=True)
+
+    @operation
+    def resume_erasure_request(
+        request_id: str, *, identity_verification_ref: str | None = None
+    ) -> Call[ErasureRequest]:
+        """Start the clock again (the due date moves by the paused time)."""
+        body = _drop_none({"identity_verification_ref": identity_verification_ref})
+        path = f"/v1/erasure-requests/{_id(request_id)}/resume"
+        return Call("POST", path, _model(ErasureRequest), json=body, retry=True)
+
+    @operation
+    def list_legal_holds(*, active: bool | None = None) -> Call[list[LegalHold]]:
+        """The tenant's legal holds (``active=True``: only those not lifted)."""
+        params = _drop_none({"active": active})
+        return Call("GET", "/v1/legal-holds", _items(LegalHold), params=params, retry=True)
+
+    @operation
+    def request_subject_access(subject_id: str, format: ReportFormat = "json") -> Call[ErasureReport]:
+        """The subject's signed export (GDPR Art. 15/20) as JSON, HTML or PDF bytes."""
+        params = {} if format == "json" else {"format": format}
+        body = {"subject_id": subject_id}
+        return Call("POST", "/v1/subject-access-requests", _report, json=body, params=params, retry=True)
 
     @operation
     def place_legal_hold(subject_id: str, reason: str, reference: str | None = None) -> Call[LegalHold]:
@@ -254,6 +345,16 @@ class Operations:
             }
         )
         return Call("POST", "/v1/admin/tokens", _model(TokenCreated), json=body)
+
+    @operation
+    def list_tokens() -> Call[list[dict[str, Any]]]:
+        """The tenant's tokens (ids, scope, names; never secrets)."""
+        return Call("GET", "/v1/admin/tokens", lambda r: list(_json(r).get("items", [])), retry=True)
+
+    @operation
+    def revoke_token(token_id: str) -> Call[None]:
+        """Revoke a token at once (by id)."""
+        return Call("DELETE", f"/v1/admin/tokens/{_id(token_id)}", _nothing, retry=True)
 
     # -- health (no token needed) ----------------------------------------------------------
 

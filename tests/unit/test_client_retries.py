@@ -113,10 +113,10 @@ def test_a_503_is_retried_for_reads_only() -> None:
     problem = {"title": "Service unavailable", "detail": "KMS down", "status": 503}
     reads = Script((503, problem, {}), 200)
     assert reads.client().get_memory("m1").kind == "fact"
-    promote = Script((503, problem, {}), 200)
+    retract = Script((503, problem, {}), 200)  # an unkeyed write: a lost answer may have applied it
     with pytest.raises(Unavailable):
-        promote.client().promote_memory("m1", 1)
-    assert len(promote.requests) == 1
+        retract.client().retract_memories("poisoned", source_ref="https://example.org/x")
+    assert len(retract.requests) == 1
 
 
 def test_a_429_waits_its_retry_after_up_to_max_wait_and_is_raised_beyond() -> None:
