@@ -103,8 +103,8 @@ def mount_optional_mcp(app: FastAPI, settings: Settings) -> Callable[[], Abstrac
         log = logging.getLogger("lethe.api")
         log.info("MCP SDK not installed: /mcp is off (pip install lethe-vault[mcp])")
         return nullcontext
-    server = mount_mcp(app, settings)
-    return lambda: running(server)
+    mount = mount_mcp(app, settings)
+    return lambda: running(mount)
 
 
 def check_route_roles(routers: list[APIRouter]) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -81,10 +82,24 @@ class _Answered(Exception):
     """The gate answered in place of the SDK; the rest of the SDK's answer is dropped."""
 
 
-def mount_mcp(app: Any, settings: Settings) -> LetheMCPServer:
-    """Add ``/mcp`` and the protected-resource metadata to the FastAPI ``app``; return the server.
+@dataclass
+class McpMount:
+    """``/mcp`` as mounted: the server, its gate, and how to build the transport app.
 
-    The caller runs ``server.session_manager.run()`` for the app's lifetime (its lifespan).
+    The SDK's session manager runs once per instance, while an app's lifespan may start
+    more than once (tests, servers embedding the app): each start builds a fresh
+    transport (and with it a fresh session manager) behind the same gate.
+    """
+
+    server: LetheMCPServer
+    gate: McpGate
+    build_transport: Callable[[], ASGIApp]
+
+
+def mount_mcp(app: Any, settings: Settings) -> McpMount:
+    """Add ``/mcp`` and the protected-resource metadata to the FastAPI ``app``.
+
+    The caller runs ``running(mount)`` for the app's lifetime (its lifespan).
     """
     public = (settings.public_url or "http://127.0.0.1:8080").rstrip("/")
     resource = AnyHttpUrl(f"{public}{PATH}")
@@ -103,26 +118,27 @@ def mount_mcp(app: Any, settings: Settings) -> LetheMCPServer:
         allowed_hosts=[parts.netloc, *LOOPBACK_HOSTS],
         allowed_origins=[f"{parts.scheme}://{parts.netloc}", *LOOPBACK_ORIGINS],
     )
-    inner = server.streamable_http_app(
-        streamable_http_path=PATH,
-        stateless_http=True,
-        json_response=True,
-        max_request_body_size=settings.max_body_bytes,
-        transport_security=security,
-    )
-    gate = McpGate(inner, lambda: app.state.auth_failure_limiter)
+
+    def build_transport() -> ASGIApp:
+        return server.streamable_http_app(
+            streamable_http_path=PATH,
+            stateless_http=True,
+            json_response=True,
+            max_request_body_size=settings.max_body_bytes,
+            transport_security=security,
+        )
+
+    gate = McpGate(build_transport(), lambda: app.state.auth_failure_limiter)
     app.router.routes.append(Route(PATH, endpoint=gate, include_in_schema=False))
     for route in create_protected_resource_routes(resource, [AnyHttpUrl(public)], [SCOPE], "Lethe MCP"):
         app.router.routes.append(route)  # /.well-known/oauth-protected-resource/mcp (RFC 9728 §3.1)
         app.router.routes.append(Route(METADATA, endpoint=route.endpoint, methods=route.methods))
-    return server
+    return McpMount(server, gate, build_transport)
 
 
 @asynccontextmanager
-async def running(server: LetheMCPServer | None) -> AsyncIterator[None]:
-    """The Streamable HTTP session manager, for the app's lifetime (nothing without the SDK)."""
-    if server is None:
-        yield
-        return
-    async with server.session_manager.run():
+async def running(mount: McpMount) -> AsyncIterator[None]:
+    """The Streamable HTTP session manager, for one run of the app's lifespan."""
+    mount.gate.app = mount.build_transport()  # a fresh session manager for this run
+    async with mount.server.session_manager.run():
         yield
