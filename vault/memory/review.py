@@ -54,6 +54,7 @@ from lethe.vault.store.tables import memories
 MAX_PAGE = 100
 MAX_AGE = timedelta(days=10 * 365)
 PROMOTE, REJECT = "promote", "reject"
+_DONE = {PROMOTE: "promoted", REJECT: "rejected"}
 _CURSOR = "rq1:"  # versioned, so the encoding can change without misreading old cursors
 
 
@@ -219,7 +220,7 @@ class ReviewService:
                 raise VersionConflict(f"expected version {expected_version}, current is {row.version}")
             if row.status != Status.QUARANTINED:
                 raise VersionConflict(
-                    f"only a quarantined memory can be {action}d (this one is {row.status})"
+                    f"only a quarantined memory can be {_DONE[action]} (this one is {row.status})"
                 )
             decided = {"idempotency_key": key, "request_hash": request} if key is not None else {}
             act(conn, row, decided, now)
