@@ -99,13 +99,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 def mount_optional_mcp(app: FastAPI, settings: Settings) -> Callable[[], AbstractAsyncContextManager[None]]:
     """``/mcp`` when the MCP SDK is installed (``lethe-vault[mcp]``); its session manager's lifetime."""
     try:
-        from lethe.api.mcp.http import mount_mcp, running
+        from lethe.api.mcp.http import mount_mcp
     except ImportError:
         log = logging.getLogger("lethe.api")
         log.info("MCP SDK not installed: /mcp is off (pip install lethe-vault[mcp])")
         return nullcontext
-    server = mount_mcp(app, settings)
-    return lambda: running(server)
+    return mount_mcp(app, settings).running
 
 
 def check_route_roles(routers: list[APIRouter]) -> None:
