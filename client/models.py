@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -159,8 +160,7 @@ class ErasureReport:
     media_type: str
 
     def json(self) -> dict[str, Any]:
-        import json
-
+        """The signed JSON certificate, parsed (for ``format="json"``)."""
         return json.loads(self.content)
 
 

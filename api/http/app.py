@@ -33,9 +33,10 @@ from lethe.api.http.background import start_server_work
 from lethe.api.http.logging import RequestContextMiddleware
 from lethe.api.http.metrics import InstrumentedKms, Metrics
 from lethe.api.http.middleware import BodyLimitMiddleware
-from lethe.api.http.routes import audit, erasure, health, memories, review, subject_access, tokens
+from lethe.api.http.routes import audit, erasure, health, memories, tokens
 from lethe.api.settings import Settings
 from lethe.api.store_lease import serve_lease
+from lethe.vault.access.tokens import TokenService
 
 DESCRIPTION = """A crypto-shredding privacy vault for the long-term memory of AI agents.
 
@@ -54,7 +55,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         container = build(settings, wrap_kms=lambda kms: InstrumentedKms(kms, metrics))
         lease = serve_lease(settings.data_dir, container.uow.engine)  # restore/migrate wait for us
         app.state.container = container
-        app.state.tokens = container.tokens
+        app.state.tokens = TokenService(container.uow)
         work = start_server_work(container, settings, metrics)
         try:
             async with running_mcp():
@@ -80,7 +81,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.auth_failure_rate_limit, "failed authentication from this address"
     )
     problems.install(app, metrics)
-    routers = [m.router for m in (health, memories, review, erasure, subject_access, tokens, audit)]
+    routers = [m.router for m in (health, memories, erasure, tokens, audit)]
     check_route_roles(routers)
     for router in routers:
         app.include_router(router)
@@ -98,13 +99,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 def mount_optional_mcp(app: FastAPI, settings: Settings) -> Callable[[], AbstractAsyncContextManager[None]]:
     """``/mcp`` when the MCP SDK is installed (``lethe-vault[mcp]``); its session manager's lifetime."""
     try:
-        from lethe.api.mcp.http import mount_mcp, running
+        from lethe.api.mcp.http import mount_mcp
     except ImportError:
         log = logging.getLogger("lethe.api")
         log.info("MCP SDK not installed: /mcp is off (pip install lethe-vault[mcp])")
         return nullcontext
-    mount = mount_mcp(app, settings)
-    return lambda: running(mount)
+    return mount_mcp(app, settings).running
 
 
 def check_route_roles(routers: list[APIRouter]) -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -49,8 +48,8 @@ LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"
 class McpGate:
     """Charges a 401 to the client address (429 past the limit) and logs the token id."""
 
-    def __init__(self, app: ASGIApp, limiter: Callable[[], RateLimiter]) -> None:
-        self.app = app
+    def __init__(self, limiter: Callable[[], RateLimiter]) -> None:
+        self.app: ASGIApp | None = None  # the SDK's app, built anew for each run (``McpMount.running``)
         self.limiter = limiter  # the HTTP API's failed-authentication limiter
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -72,6 +71,8 @@ class McpGate:
                         raise _Answered from None
             await send(message)
 
+        if self.app is None:
+            raise RuntimeError("/mcp is served only while the app runs (its lifespan)")
         try:
             await self.app(scope, receive, send_gated)
         except _Answered:
@@ -82,24 +83,44 @@ class _Answered(Exception):
     """The gate answered in place of the SDK; the rest of the SDK's answer is dropped."""
 
 
-@dataclass
 class McpMount:
-    """``/mcp`` as mounted: the server, its gate, and how to build the transport app.
+    """The MCP server mounted at ``/mcp``; ``running()`` serves it for one run of the app.
 
-    The SDK's session manager runs once per instance, while an app's lifespan may start
-    more than once (tests, servers embedding the app): each start builds a fresh
-    transport (and with it a fresh session manager) behind the same gate.
+    The SDK's session manager runs once per instance, and an app may be started more than
+    once (tests do), so each run builds the SDK's Streamable HTTP app anew.
     """
 
-    server: LetheMCPServer
-    gate: McpGate
-    build_transport: Callable[[], ASGIApp]
+    def __init__(self, server: LetheMCPServer, gate: McpGate, settings: Settings, public: str) -> None:
+        self.server = server
+        self.gate = gate
+        parts = urlsplit(public)
+        self.security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=[parts.netloc, *LOOPBACK_HOSTS],
+            allowed_origins=[f"{parts.scheme}://{parts.netloc}", *LOOPBACK_ORIGINS],
+        )
+        self.max_body = settings.max_body_bytes
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        self.gate.app = self.server.streamable_http_app(
+            streamable_http_path=PATH,
+            stateless_http=True,
+            json_response=True,
+            max_request_body_size=self.max_body,
+            transport_security=self.security,
+        )
+        try:
+            async with self.server.session_manager.run():
+                yield
+        finally:
+            self.gate.app = None
 
 
 def mount_mcp(app: Any, settings: Settings) -> McpMount:
     """Add ``/mcp`` and the protected-resource metadata to the FastAPI ``app``.
 
-    The caller runs ``running(mount)`` for the app's lifetime (its lifespan).
+    The app's lifespan runs ``McpMount.running()`` for as long as it serves.
     """
     public = (settings.public_url or "http://127.0.0.1:8080").rstrip("/")
     resource = AnyHttpUrl(f"{public}{PATH}")
@@ -112,33 +133,9 @@ def mount_mcp(app: Any, settings: Settings) -> McpMount:
     server = build_server(
         from_access_token, asgi_connector(app), auth, LetheTokenVerifier(lambda: app.state.tokens)
     )
-    parts = urlsplit(public)
-    security = TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=[parts.netloc, *LOOPBACK_HOSTS],
-        allowed_origins=[f"{parts.scheme}://{parts.netloc}", *LOOPBACK_ORIGINS],
-    )
-
-    def build_transport() -> ASGIApp:
-        return server.streamable_http_app(
-            streamable_http_path=PATH,
-            stateless_http=True,
-            json_response=True,
-            max_request_body_size=settings.max_body_bytes,
-            transport_security=security,
-        )
-
-    gate = McpGate(build_transport(), lambda: app.state.auth_failure_limiter)
+    gate = McpGate(lambda: app.state.auth_failure_limiter)
     app.router.routes.append(Route(PATH, endpoint=gate, include_in_schema=False))
     for route in create_protected_resource_routes(resource, [AnyHttpUrl(public)], [SCOPE], "Lethe MCP"):
         app.router.routes.append(route)  # /.well-known/oauth-protected-resource/mcp (RFC 9728 §3.1)
         app.router.routes.append(Route(METADATA, endpoint=route.endpoint, methods=route.methods))
-    return McpMount(server, gate, build_transport)
-
-
-@asynccontextmanager
-async def running(mount: McpMount) -> AsyncIterator[None]:
-    """The Streamable HTTP session manager, for one run of the app's lifespan."""
-    mount.gate.app = mount.build_transport()  # a fresh session manager for this run
-    async with mount.server.session_manager.run():
-        yield
+    return McpMount(server, gate, settings, public)
