@@ -33,10 +33,9 @@ from lethe.api.http.background import start_server_work
 from lethe.api.http.logging import RequestContextMiddleware
 from lethe.api.http.metrics import InstrumentedKms, Metrics
 from lethe.api.http.middleware import BodyLimitMiddleware
-from lethe.api.http.routes import audit, erasure, health, memories, tokens
+from lethe.api.http.routes import audit, erasure, health, memories, review, subject_access, tokens
 from lethe.api.settings import Settings
 from lethe.api.store_lease import serve_lease
-from lethe.vault.access.tokens import TokenService
 
 DESCRIPTION = """A crypto-shredding privacy vault for the long-term memory of AI agents.
 
@@ -55,7 +54,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         container = build(settings, wrap_kms=lambda kms: InstrumentedKms(kms, metrics))
         lease = serve_lease(settings.data_dir, container.uow.engine)  # restore/migrate wait for us
         app.state.container = container
-        app.state.tokens = TokenService(container.uow)
+        app.state.tokens = container.tokens
         work = start_server_work(container, settings, metrics)
         try:
             async with running_mcp():
@@ -81,7 +80,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         settings.auth_failure_rate_limit, "failed authentication from this address"
     )
     problems.install(app, metrics)
-    routers = [m.router for m in (health, memories, erasure, tokens, audit)]
+    routers = [m.router for m in (health, memories, review, erasure, subject_access, tokens, audit)]
     check_route_roles(routers)
     for router in routers:
         app.include_router(router)
