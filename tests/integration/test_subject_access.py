@@ -66,7 +66,7 @@ def written_in_every_status(c):
     promoted = c.memories.write(
         a1, write_cmd("Alice likes jazz", subject=ALICE, source=SourceType.TOOL_RESULT)
     ).item
-    c.memories.promote(reviewer(), promoted.id, promoted.version)
+    c.review.promote(reviewer(), promoted.id, promoted.version)
     with freeze_time(utcnow() + timedelta(minutes=5)):
         assert c.memories.sweep_expired() == 1
     bob = c.memories.write(a1, write_cmd("Bob prefers coffee", subject=BOB)).item

@@ -48,7 +48,8 @@ def tally(items: list[dict[str, Any]], forgotten: int, retracted: int = 0) -> di
     by_status = {s: 0 for s in STATUSES}
     by_status.update(Counter(str(i.get("status")) for i in items))
     by_status["forgotten"] = forgotten
-    by_status["retracted"] = retracted
+    if retracted:  # removed as wrong or poisoned: counted like forgotten ones, never exported
+        by_status["retracted"] = retracted
     return {
         "items": len(items),
         "forgotten": forgotten,
