@@ -21,7 +21,6 @@ from lethe.api.bootstrap import build
 from lethe.api.settings import Settings
 from lethe.client import LetheClient
 from lethe.integrations.langgraph import LetheStore
-from lethe.vault.access.tokens import TokenService
 from tests.api.conftest import Served, serve_with_tokens
 from tests.api.mcp_clients import call, over_http, text_of
 
@@ -77,7 +76,7 @@ class Minter:
         self.container = build(
             Settings(data_dir=Path(env["LETHE_DATA_DIR"]), database_url=env.get("LETHE_DATABASE_URL"))
         )
-        self.tokens = TokenService(self.container.uow)
+        self.tokens = self.container.tokens
         self.cache: dict[tuple[str, str, tuple[str, ...]], str] = {}
 
     def agent(self, tenant: str, agent: str, purposes: tuple[str, ...]) -> str:
