@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Literal
 
@@ -30,6 +31,8 @@ class Settings(BaseSettings):
     body_read_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)  # the whole body, else 408
     rate_limit: str = "600/minute"  # per token; syntax of the `limits` package
     auth_failure_rate_limit: str = "30/minute"  # failed authentications per client address
+    # Where rate-limit counts live: per process (memory://) or shared by every node (redis://...).
+    rate_limit_storage: str = "memory://"
     sweep_interval_seconds: float = Field(default=30.0, gt=0)
     erasure_interval_seconds: float = Field(default=1.0, gt=0)
     compaction_interval_seconds: float = Field(default=3600.0, gt=0)
@@ -47,6 +50,18 @@ class Settings(BaseSettings):
         """A limit the `limits` package cannot read is a start-up error, not a surprise later."""
         parse(spec)
         return spec
+
+    @field_validator("rate_limit_storage")
+    @classmethod
+    def _rate_limit_storage_is_usable(cls, uri: str) -> str:
+        """memory:// or a Redis URI, with the Redis client installed: refused at start otherwise."""
+        if uri == "memory://":
+            return uri
+        if not uri.startswith(("redis://", "rediss://", "redis+sentinel://", "redis+cluster://")):
+            raise ValueError("must be memory:// or a redis:// URI")
+        if importlib.util.find_spec("redis") is None:
+            raise ValueError("a Redis URI needs the Redis client: pip install 'lethe-vault[redis]'")
+        return uri
 
     @property
     def key_dir(self) -> Path:

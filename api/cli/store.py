@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import typer
 from rich.markup import escape
 
@@ -78,6 +80,9 @@ def replay(
 def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on (loopback by default)."),
     port: int = typer.Option(8080, "--port", min=1, max=65535),
+    workers: int = typer.Option(
+        1, "--workers", min=1, max=64, help="Server processes on this port (each runs the background work)."
+    ),
 ) -> None:
     """Run the HTTP API on an initialised store (`lethe init`); the first run mints an admin token."""
     import uvicorn  # the web stack loads only for the command that serves it
@@ -110,8 +115,17 @@ def serve(
             )
     typer.echo(f"OpenAPI docs: http://{shown}:{port}/docs")
     configure_logging(settings.log_level)
+    if workers > 1:
+        # Each worker process builds its own app from the environment (uvicorn imports the
+        # factory by name); the public URL computed here travels with it.
+        os.environ["LETHE_PUBLIC_URL"] = str(settings.public_url)
+        app_or_factory: object = "lethe.api.http.app:create_app_from_environment"
+    else:
+        app_or_factory = create_app(settings)
     uvicorn.run(
-        create_app(settings),
+        app_or_factory,  # type: ignore[arg-type]
+        factory=workers > 1,
+        workers=workers,
         host=host,
         port=port,
         access_log=False,  # uvicorn's access line holds raw paths and query strings

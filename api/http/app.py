@@ -30,7 +30,7 @@ from lethe.api.bootstrap import build
 from lethe.api.http import problems
 from lethe.api.http.auth import ROUTE_ROLES, RateLimiter
 from lethe.api.http.background import start_server_work
-from lethe.api.http.logging import RequestContextMiddleware
+from lethe.api.http.logging import RequestContextMiddleware, configure_logging
 from lethe.api.http.metrics import InstrumentedKms, Metrics
 from lethe.api.http.middleware import BodyLimitMiddleware
 from lethe.api.http.routes import audit, erasure, health, memories, review, subject_access, tokens
@@ -47,7 +47,7 @@ or an agent. Errors are RFC 9457 `application/problem+json`."""
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings if settings is not None else Settings()
     metrics = Metrics()
-    limiter = RateLimiter(settings.rate_limit)
+    limiter = RateLimiter(settings.rate_limit, storage_uri=settings.rate_limit_storage)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -77,7 +77,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = metrics
     app.state.rate_limiter = limiter
     app.state.auth_failure_limiter = RateLimiter(
-        settings.auth_failure_rate_limit, "failed authentication from this address"
+        settings.auth_failure_rate_limit,
+        "failed authentication from this address",
+        storage_uri=settings.rate_limit_storage,
     )
     problems.install(app, metrics)
     routers = [m.router for m in (health, memories, review, erasure, subject_access, tokens, audit)]
@@ -93,6 +95,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     running_mcp = mount_optional_mcp(app, settings)
     app.openapi = lambda: openapi_schema(app)  # type: ignore[method-assign]
     return app
+
+
+def create_app_from_environment() -> FastAPI:
+    """The app of one ``lethe serve --workers N`` process: settings and logging from ``LETHE_*``."""
+    settings = Settings()
+    configure_logging(settings.log_level)
+    return create_app(settings)
 
 
 def mount_optional_mcp(app: FastAPI, settings: Settings) -> Callable[[], AbstractAsyncContextManager[None]]:

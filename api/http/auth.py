@@ -18,6 +18,7 @@ Exceptions: ``Unauthenticated`` (401), ``OutOfScope`` (403), ``ApiProblem`` (429
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from typing import Annotated
@@ -25,7 +26,8 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from limits import parse
-from limits.storage import MemoryStorage
+from limits.errors import StorageError
+from limits.storage import MemoryStorage, Storage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
 from lethe.api.http.logging import request_context
@@ -71,23 +73,38 @@ ROUTE_ROLES: dict[str, frozenset[Role]] = {
     "get_erasure_report": OVERSIGHT,
 }
 
+log = logging.getLogger("lethe.api")
 _bearer = HTTPBearer(auto_error=False, description="An API token: `Authorization: Bearer lethe_...`")
 
 
 class RateLimiter:
-    """A moving-window limit per key, a token id or a client address (in-process; each
-    server instance counts its own). ``what`` names the limited thing in the 429."""
+    """A moving-window limit per key (a token id or a client address), counted in the
+    ``limits`` storage named by ``storage_uri``: ``memory://`` counts in this process only;
+    ``redis://host:port/db`` makes every node of a deployment share one count.
+    ``what`` names the limited thing in the 429.
 
-    def __init__(self, spec: str, what: str = "this token") -> None:
+    If the shared storage cannot be reached the request is refused with a 503 (fail
+    closed): a limit that lapses whenever Redis stalls would let a token guesser through.
+    """
+
+    def __init__(self, spec: str, what: str = "this token", storage_uri: str = "memory://") -> None:
         self.spec = spec
         self.what = what
         self.item = parse(spec)
-        self.limiter = MovingWindowRateLimiter(MemoryStorage())
+        self.namespace = what  # two limiters sharing one Redis never mix their counts
+        self.limiter = MovingWindowRateLimiter(limit_storage(storage_uri))
 
     def charge(self, key: str) -> None:
-        if self.limiter.hit(self.item, key):
-            return
-        reset = self.limiter.get_window_stats(self.item, key).reset_time
+        try:
+            if self.limiter.hit(self.item, self.namespace, key):
+                return
+            reset = self.limiter.get_window_stats(self.item, self.namespace, key).reset_time
+        except StorageError as exc:
+            # The exception's text can name the storage's address; the type is enough.
+            log.warning("rate limit storage failed", extra={"error": type(exc.storage_error).__name__})
+            raise ApiProblem(
+                503, "Service unavailable", "the rate limit storage is unreachable", {"Retry-After": "1"}
+            ) from None
         retry_after = max(1, math.ceil(reset - time.time()))
         raise ApiProblem(
             429,
@@ -95,6 +112,22 @@ class RateLimiter:
             f"{self.what} is limited to {self.spec}",
             {"Retry-After": str(retry_after)},
         )
+
+    def reachable(self) -> bool:
+        """Whether the storage answers (always, in memory)."""
+        try:
+            return bool(self.limiter.storage.check())
+        except Exception:  # the storage's own error types vary by backend
+            return False
+
+
+def limit_storage(uri: str) -> Storage:
+    """The ``limits`` storage for ``uri``; a shared one raises ``StorageError`` when unreachable."""
+    if uri.startswith("memory://"):
+        return MemoryStorage()
+    # Short timeouts: a stalled Redis must cost a request a fraction of a second, not a hang.
+    options = {"socket_timeout": 0.5, "socket_connect_timeout": 0.5} if uri.startswith("redis") else {}
+    return storage_from_string(uri, wrap_exceptions=True, **options)
 
 
 def authorised(

@@ -283,3 +283,16 @@ def test_bad_tokens_from_one_address_are_rate_limited_but_a_valid_token_still_wo
 def test_an_unreadable_auth_failure_rate_limit_is_refused_at_start_up(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="auth_failure_rate_limit"):
         Settings(data_dir=tmp_path, auth_failure_rate_limit="plenty")
+
+
+@pytest.mark.parametrize("uri", ["memcached://127.0.0.1:11211", "127.0.0.1:6379", "redis"])
+def test_a_rate_limit_storage_other_than_memory_or_redis_is_refused_at_start_up(
+    tmp_path: Path, uri: str
+) -> None:
+    with pytest.raises(ValueError, match="rate_limit_storage"):
+        Settings(data_dir=tmp_path, rate_limit_storage=uri)
+
+
+def test_a_redis_rate_limit_storage_is_accepted(tmp_path: Path) -> None:
+    uri = "redis://127.0.0.1:6379/0"
+    assert Settings(data_dir=tmp_path, rate_limit_storage=uri).rate_limit_storage == uri

@@ -1,7 +1,8 @@
 """Liveness, readiness and metrics: unauthenticated, for orchestrators and scrapers.
 
 Exceptions: readiness answers 503 (a problem naming each failed check) when the
-database cannot be read or written, the schema is not this release's, or the KMS fails.
+database cannot be read or written, the schema is not this release's, the KMS fails, or
+the shared rate-limit storage does not answer.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from fastapi import APIRouter, Request, Response
 from lethe.api.http.problems import ApiProblem, problem_responses
 from lethe.api.http.routes.deps import ContainerDep, MetricsDep
 from lethe.api.http.schemas.health import Health
-from lethe.vault.store.readiness import check_readiness
+from lethe.vault.store.readiness import Check, check_readiness
 
 router = APIRouter(tags=["health"])
 log = logging.getLogger("lethe.api")
@@ -26,9 +27,13 @@ def healthz() -> Health:
 
 
 @router.get("/readyz", name="readyz", response_model=Health, responses=problem_responses(503))
-def readyz(container: ContainerDep) -> Health:
-    """Ready to serve: the store reads and commits a write, its schema is current, the KMS is healthy."""
+def readyz(container: ContainerDep, request: Request) -> Health:
+    """Ready to serve: the store reads and commits a write, its schema is current, the KMS is
+    healthy, and a shared rate-limit storage (Redis) answers."""
     checks = check_readiness(container.uow, container.kms)
+    if request.app.state.settings.rate_limit_storage != "memory://":
+        ok = request.app.state.rate_limiter.reachable()
+        checks.append(Check("rate limit storage", ok, "ok" if ok else "unreachable"))
     failed = [c for c in checks if not c.ok]
     for c in failed:
         log.warning("readiness check failed", extra={"task": c.name, "error": c.detail})

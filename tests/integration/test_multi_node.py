@@ -1,0 +1,312 @@
+"""Several `lethe serve` nodes on one PostgreSQL, one OpenBao and one Redis: one truth.
+
+The deployment is the documented one, run as written: ``docs/examples/multi-node/nodes.env``
+and its ``Procfile`` (two nodes of two worker processes each). Each node has its own data
+dir holding a copy of the first node's ``keys/`` (pepper and signing key), as
+``docs/operations.md`` tells an operator to do. Redis is a private ``redis-server`` on a free
+port, so the test can stop it without touching anything else on the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from string import Template
+
+import httpx
+import pytest
+
+from tests.api.test_serve import free_port, lethe_command
+from tests.torture.stack import memory_body, request_erasure
+
+pytestmark = pytest.mark.slow
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "multi-node"
+RATE_LIMIT = 40  # requests per minute per token, counted across every node and worker
+HTTP = 30.0
+
+
+@dataclass
+class Node:
+    name: str
+    url: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+
+@dataclass
+class Deployment:
+    nodes: list[Node]
+    env: dict[str, str]
+    redis: subprocess.Popen[bytes]
+    data_dirs: list[Path]
+
+    def mint(self, *args: str) -> str:
+        r = subprocess.run(
+            [*lethe_command(), "token", "create", *args, "--json"],
+            env={**self.env, "LETHE_DATA_DIR": str(self.data_dirs[0])},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert r.returncode == 0, r.stderr
+        import json
+
+        return json.loads(r.stdout)["token"]
+
+    def client(self, node: Node, token: str) -> httpx.Client:
+        return httpx.Client(base_url=node.url, timeout=HTTP, headers={"Authorization": f"Bearer {token}"})
+
+
+def start_redis(port: int, workdir: Path) -> subprocess.Popen[bytes]:
+    redis_server = shutil.which("redis-server")
+    if redis_server is None:
+        pytest.fail("redis-server is not installed")  # this machine kind has it: never skip here
+    proc = subprocess.Popen(
+        [
+            redis_server,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 20
+    import redis
+
+    while True:
+        try:
+            if redis.Redis(port=port, socket_timeout=0.5).ping():
+                return proc
+        except redis.RedisError:
+            pass
+        assert time.monotonic() < deadline, "redis-server did not start"
+        time.sleep(0.1)
+
+
+def node_environment(values: dict[str, str]) -> dict[str, str]:
+    """nodes.env as a node sees it: KEY=value lines with ${...} filled in."""
+    env = {}
+    for line in (EXAMPLE / "nodes.env").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            env[key] = Template(value).substitute(values)
+    return env
+
+
+def procfile(values: dict[str, str]) -> list[tuple[str, list[str]]]:
+    out = []
+    for line in (EXAMPLE / "Procfile").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, command = line.partition(":")
+            argv = shlex.split(Template(command).substitute(values))
+            assert argv[0] == "lethe"
+            out.append((name.strip(), [*lethe_command(), *argv[1:]]))
+    return out
+
+
+def wait_healthy(node: Node) -> None:
+    deadline = time.monotonic() + 90
+    while True:
+        assert node.proc.poll() is None, f"{node.name} exited:\n{node.log.read_text()[-3000:]}"
+        try:
+            if httpx.get(f"{node.url}/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, f"{node.name} did not become ready"
+        time.sleep(0.25)
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory: pytest.TempPathFactory, postgres, openbao) -> Iterator[Deployment]:  # type: ignore[no-untyped-def]
+    root = tmp_path_factory.mktemp("multi-node")
+    redis_port = free_port()
+    redis = start_redis(redis_port, root)
+    db_url = postgres.create()
+    values = {
+        "DATABASE_URL": db_url,
+        "VAULT_ADDR": openbao.addr,
+        "VAULT_TOKEN": openbao.token,
+        "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+        "RATE_LIMIT": f"{RATE_LIMIT}/minute",
+        "NODE_A_PORT": str(free_port()),
+        "NODE_B_PORT": str(free_port()),
+    }
+    base = {k: v for k, v in os.environ.items() if not k.startswith("LETHE_")}
+    env = {**base, **node_environment(values)}
+    dirs = [root / "node-a", root / "node-b"]
+    init = subprocess.run(
+        [*lethe_command(), "init"],
+        env={**env, "LETHE_DATA_DIR": str(dirs[0])},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert init.returncode == 0, init.stderr
+    shutil.copytree(dirs[0] / "keys", dirs[1] / "keys")  # the operator's step: one pepper, one signing key
+    nodes = []
+    for (name, argv), data_dir in zip(procfile(values), dirs, strict=True):
+        log = root / f"{name}.log"
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                argv, env={**env, "LETHE_DATA_DIR": str(data_dir)}, stdout=out, stderr=subprocess.STDOUT
+            )
+        port = argv[argv.index("--port") + 1]
+        nodes.append(Node(name, f"http://127.0.0.1:{port}", proc, log))
+    try:
+        for node in nodes:
+            wait_healthy(node)
+        yield Deployment(nodes, env, redis, dirs)
+    finally:
+        for node in nodes:
+            node.proc.send_signal(signal.SIGTERM)
+        for node in nodes:
+            try:
+                node.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                node.proc.kill()
+        redis.kill()
+        redis.wait()
+        postgres.drop(db_url)
+
+
+def agent_token(d: Deployment, tenant: str) -> str:
+    return d.mint("--tenant", tenant, "--role", "agent", "--agent", "a1", "--purpose", "support")
+
+
+def test_a_memory_written_on_one_node_is_read_on_every_node(deployment: Deployment) -> None:
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    token = agent_token(deployment, tenant)
+    a, b = (deployment.client(n, token) for n in deployment.nodes)
+    with a, b:
+        r = a.post("/v1/memories", json=memory_body("alice", "prefers green tea"))
+        assert r.status_code == 201, r.text
+        for _ in range(4):  # two workers per node: ask often enough to reach both
+            got = b.get(f"/v1/memories/{r.json()['id']}")
+            assert got.status_code == 200 and got.json()["content"] == "prefers green tea"
+
+
+def test_a_subject_forgotten_through_one_node_is_unreadable_on_every_node(deployment: Deployment) -> None:
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    token = agent_token(deployment, tenant)
+    officer_token = deployment.mint("--tenant", tenant, "--role", "privacy_officer")
+    agents = [deployment.client(n, token) for n in deployment.nodes]
+    ids = []
+    for i in range(3):
+        r = agents[i % 2].post("/v1/memories", json=memory_body("bob", f"bob note {i}"))
+        assert r.status_code == 201, r.text
+        ids.append(r.json()["id"])
+    for client in agents:  # every worker of every node now holds bob's data key in its cache
+        for _ in range(4):
+            assert all(client.get(f"/v1/memories/{i}").status_code == 200 for i in ids)
+        client.close()
+
+    with deployment.client(deployment.nodes[0], officer_token) as officer:
+        job_id = request_erasure(officer, "bob")
+        deadline = time.monotonic() + 120
+        while (job := officer.get(f"/v1/erasure-requests/{job_id}").json())["status"] != "reported":
+            assert time.monotonic() < deadline, f"the erasure stopped at {job['status']}"
+            time.sleep(1.0)
+    with deployment.client(deployment.nodes[1], officer_token) as officer_b:
+        seen_b = officer_b.get(f"/v1/erasure-requests/{job_id}").json()
+        report = officer_b.get(f"/v1/erasure-reports/{seen_b['report_id']}")
+    assert seen_b["status"] == "reported"
+    assert report.status_code == 200 and report.json()["signature"]
+
+    fresh = agent_token(deployment, tenant)  # same scope, its own rate-limit budget
+    for client in (deployment.client(n, fresh) for n in deployment.nodes):
+        for _ in range(4):
+            for i in ids:
+                r = client.get(f"/v1/memories/{i}")
+                assert r.status_code in (404, 410), (client.base_url, r.status_code)
+                assert "bob note" not in r.text
+        found = client.post("/v1/memories/search", json={"query": "bob note", "purpose": "support"})
+        assert found.status_code == 200 and found.json()["items"] == []
+        client.close()
+
+
+def test_each_erasure_step_runs_once_with_four_runners(deployment: Deployment) -> None:
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    token = agent_token(deployment, tenant)
+    officer_token = deployment.mint("--tenant", tenant, "--role", "privacy_officer")
+    with deployment.client(deployment.nodes[1], token) as agent:
+        for s in ("c1", "c2", "c3"):
+            assert agent.post("/v1/memories", json=memory_body(s, f"{s} likes chess")).status_code == 201
+    with deployment.client(deployment.nodes[1], officer_token) as officer:
+        jobs = [request_erasure(officer, s) for s in ("c1", "c2", "c3")]
+        deadline = time.monotonic() + 120
+        done: dict[str, dict] = {}  # type: ignore[type-arg]
+        while len(done) < len(jobs):
+            assert time.monotonic() < deadline, f"not all reported: {sorted(done)}"
+            for j in jobs:
+                if j not in done and (job := officer.get(f"/v1/erasure-requests/{j}").json())["status"] == (
+                    "reported"
+                ):
+                    done[j] = job
+            time.sleep(1.0)
+    for job in done.values():
+        names = [step["step"] for step in job["steps"]]
+        assert len(names) == len(set(names)), f"a step ran twice: {names}"
+    verify = subprocess.run(
+        [*lethe_command(), "audit", "verify"],
+        env={**deployment.env, "LETHE_DATA_DIR": str(deployment.data_dirs[1])},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert verify.returncode == 0, verify.stderr + verify.stdout
+
+
+def test_rate_limits_are_counted_across_every_node_and_worker(deployment: Deployment) -> None:
+    token = agent_token(deployment, f"t-{uuid.uuid4().hex[:8]}")
+    clients = [deployment.client(n, token) for n in deployment.nodes]
+    statuses = []
+    for i in range(RATE_LIMIT + 1):  # per-process counting would allow 4 x RATE_LIMIT
+        statuses.append(clients[i % 2].get("/v1/memories/00000000000000000000000000").status_code)
+    for c in clients:
+        c.close()
+    assert statuses[:RATE_LIMIT].count(429) == 0
+    assert statuses[-1] == 429
+
+
+def test_a_stalled_or_stopped_redis_gives_503_problems_never_500s(deployment: Deployment) -> None:
+    token = agent_token(deployment, f"t-{uuid.uuid4().hex[:8]}")
+    node = deployment.nodes[0]
+    with deployment.client(node, token) as client:
+        deployment.redis.send_signal(signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            r = client.get("/v1/memories/00000000000000000000000000")
+            stalled_for = time.monotonic() - started
+            ready = httpx.get(f"{node.url}/readyz", timeout=HTTP)
+        finally:
+            deployment.redis.send_signal(signal.SIGCONT)
+        assert r.status_code == 503, r.text
+        assert r.headers["content-type"].startswith("application/problem+json")
+        assert "Retry-After" in r.headers
+        assert stalled_for < 10, "a stalled Redis must not hang requests"
+        assert ready.status_code == 503 and "rate limit storage" in ready.text
+        deadline = time.monotonic() + 20
+        while (r := client.get("/v1/memories/00000000000000000000000000")).status_code == 503:
+            assert time.monotonic() < deadline, "requests did not recover after Redis resumed"
+            time.sleep(0.5)
+        assert r.status_code == 404
