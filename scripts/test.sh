@@ -17,6 +17,13 @@ if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
   fi
   for _ in $(seq 1 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
 fi
+# Redis: the multi-node tests run their own redis-server binary on a free port (so they can
+# stall it); the machine's Redis on 127.0.0.1:6379 is started too if it is stopped.
+if command -v redis-server >/dev/null 2>&1 && ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
+  mkdir -p /var/lib/redis /var/log/redis 2>/dev/null || true
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no \
+    --dir /var/lib/redis --logfile /var/log/redis/ci.log || true
+fi
 export LETHE_TEST_POSTGRES_URL=${LETHE_TEST_POSTGRES_URL:-postgresql+psycopg://postgres@127.0.0.1:5432/test}
 
 .venv/bin/ruff check .
