@@ -313,6 +313,11 @@ class Operations:
         return Call("GET", "/v1/audit/public-key", _model(PublicKey), retry=True)
 
     @operation
+    def get_audit_public_key_pem() -> Call[str]:
+        """The same key as PEM text, to save as the file ``lethe verify --public-key`` reads."""
+        return Call("GET", "/v1/audit/public-key.pem", _text, retry=True)
+
+    @operation
     def get_inclusion_proof(index: int, tree_size: int) -> Call[InclusionProof]:
         params = {"index": index, "tree_size": tree_size}
         return Call("GET", "/v1/audit/proofs/inclusion", _model(InclusionProof), params=params, retry=True)

@@ -7,7 +7,8 @@
   exit 1 naming the first bad leaf index.
 - ``lethe audit checkpoint``: sign and print a checkpoint (refused, exit 1, if the log
   is inconsistent with the latest one).
-- ``lethe audit public-key [-o FILE] [--json]``: the key auditors pin.
+- ``lethe audit public-key [-o FILE] [--json]``: the key auditors pin; ``--pem`` writes
+  it as ``lethe-public.pem`` (or ``-o FILE``), the file ``lethe verify --public-key`` reads.
 - ``lethe report get ID [--format json|html|pdf] [-o FILE]``.
 
 Exceptions: none escape; errors become exit codes (``api.cli.common.ExitCode``;
@@ -25,6 +26,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from lethe.api.cli.common import ExitCode, console, container, err, fail, print_json
+from lethe.api.http.routes.audit import PEM_FILENAME
 from lethe.api.http.schemas.audit import PublicKeyOut
 from lethe.api.report_formats import ReportFormat, render_report
 from lethe.api.settings import Settings
@@ -156,6 +158,9 @@ def audit_checkpoint() -> None:
 def audit_public_key(
     output: Path | None = typer.Option(None, "-o", "--output", help="Also write the PEM to this file."),
     as_json: bool = typer.Option(False, "--json"),
+    pem: bool = typer.Option(
+        False, "--pem", help=f"Write the PEM file ({PEM_FILENAME}, or -o FILE) for `lethe verify`."
+    ),
 ) -> None:
     """Print the log's public key, key id and note verifier key (what auditors pin)."""
     settings = Settings()
@@ -163,8 +168,17 @@ def audit_public_key(
         info = public_key_info(load_signer(settings), log_origin(settings))
     except (ValueError, OSError) as exc:
         fail(str(exc), ExitCode.SETUP)
+    if pem and output is None:
+        output = Path(PEM_FILENAME)
     if output is not None:
-        output.write_text(info.pem, encoding="ascii")
+        try:
+            output.write_text(info.pem, encoding="ascii")
+        except OSError as exc:
+            fail(f"cannot write {output}: {exc}", ExitCode.SETUP)
+    if pem:
+        typer.echo(f"wrote the public key to {output} (fingerprint sha256:{info.fingerprint})")
+        typer.echo(f"verify a certificate with: lethe verify CERTIFICATE.json --public-key {output}")
+        return
     if as_json:
         print_json(PublicKeyOut.from_domain(info))
         return

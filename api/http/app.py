@@ -30,6 +30,7 @@ from lethe.api.bootstrap import build
 from lethe.api.http import problems
 from lethe.api.http.auth import ROUTE_ROLES, RateLimiter
 from lethe.api.http.background import start_server_work
+from lethe.api.http.docs import install_docs
 from lethe.api.http.logging import RequestContextMiddleware, configure_logging
 from lethe.api.http.metrics import InstrumentedKms, Metrics
 from lethe.api.http.middleware import BodyLimitMiddleware
@@ -69,7 +70,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         description=DESCRIPTION,
         lifespan=lifespan,
-        docs_url="/docs",
+        docs_url=None,  # served from installed assets by api.http.docs, not a CDN
         redoc_url=None,
         openapi_url="/openapi.json",
     )
@@ -82,6 +83,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         storage_uri=settings.rate_limit_storage,
     )
     problems.install(app, metrics)
+    install_docs(app)
     routers = [m.router for m in (health, memories, review, erasure, subject_access, tokens, audit)]
     check_route_roles(routers)
     for router in routers:

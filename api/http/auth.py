@@ -68,6 +68,7 @@ ROUTE_ROLES: dict[str, frozenset[Role]] = {
     "revoke_token": ADMIN,
     "get_audit_checkpoint": AUDITOR,
     "get_audit_public_key": AUDITOR,
+    "get_audit_public_key_pem": AUDITOR,
     "get_inclusion_proof": AUDITOR,
     "get_consistency_proof": AUDITOR,
     "get_erasure_report": OVERSIGHT,

@@ -24,6 +24,7 @@ from lethe.api.report_formats import ReportFormat, render_report
 router = APIRouter(tags=["audit"])
 
 _NO_STORE = {"Cache-Control": "no-store"}
+PEM_FILENAME = "lethe-public.pem"  # the name the docs' ``lethe verify`` examples use
 LogPosition = Annotated[int, Query(ge=0, le=2**53)]  # a leaf index or a tree size
 
 
@@ -50,6 +51,24 @@ def get_audit_checkpoint(caller: CallerDep, container: ContainerDep) -> Response
 def get_audit_public_key(caller: CallerDep, container: ContainerDep) -> PublicKeyOut:
     """The key checkpoints and certificates are signed with (pin it out of band too)."""
     return PublicKeyOut.from_domain(container.audit.public_key())
+
+
+@router.get(
+    "/v1/audit/public-key.pem",
+    name="get_audit_public_key_pem",
+    response_class=Response,
+    responses={
+        200: {"description": "The key as a PEM file", "content": {"application/x-pem-file": {}}},
+        **problem_responses(401, 403, 429, 503),
+    },
+)
+def get_audit_public_key_pem(caller: CallerDep, container: ContainerDep) -> Response:
+    """The same key as a PEM file, ready for ``lethe verify --public-key lethe-public.pem``."""
+    return Response(
+        container.audit.public_key().pem,
+        media_type="application/x-pem-file",
+        headers={"Content-Disposition": f'attachment; filename="{PEM_FILENAME}"'},
+    )
 
 
 @router.get(

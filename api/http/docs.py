@@ -1,0 +1,60 @@
+"""``/docs`` (Swagger UI) and ``/redoc`` served from files installed with Lethe, never a CDN.
+
+Deployments of a privacy vault rarely reach the internet, and FastAPI's default pages
+load their scripts from a CDN (and ReDoc its fonts from Google): offline they are blank.
+The assets come from the ``fastapi-offline`` wheel (Swagger UI, Apache-2.0; ReDoc, MIT),
+served under ``/static/docs``; the validator badge, which would call swagger.io, is off.
+
+Exceptions: none; a missing asset is a 404 from ``StaticFiles``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+
+ASSETS_URL = "/static/docs"
+
+
+def assets_dir() -> Path:
+    import fastapi_offline
+
+    return Path(fastapi_offline.__file__).parent / "static"
+
+
+def install_docs(app: FastAPI, openapi_url: str = "/openapi.json") -> None:
+    """Mount the assets and add ``/docs``, its OAuth2 redirect page and ``/redoc`` (not in the schema)."""
+    app.mount(ASSETS_URL, StaticFiles(directory=assets_dir()), name="docs-assets")
+    redirect_url = "/docs/oauth2-redirect"
+
+    @app.get("/docs", include_in_schema=False)
+    def swagger_ui(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_swagger_ui_html(
+            openapi_url=f"{root}{openapi_url}",
+            title=f"{app.title} - Swagger UI",
+            oauth2_redirect_url=f"{root}{redirect_url}",
+            swagger_js_url=f"{root}{ASSETS_URL}/swagger-ui-bundle.js",
+            swagger_css_url=f"{root}{ASSETS_URL}/swagger-ui.css",
+            swagger_favicon_url=f"{root}{ASSETS_URL}/favicon.png",
+            swagger_ui_parameters={"validatorUrl": None},
+        )
+
+    @app.get(redirect_url, include_in_schema=False)
+    def swagger_ui_redirect() -> HTMLResponse:
+        return get_swagger_ui_oauth2_redirect_html()
+
+    @app.get("/redoc", include_in_schema=False)
+    def redoc(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_redoc_html(
+            openapi_url=f"{root}{openapi_url}",
+            title=f"{app.title} - ReDoc",
+            redoc_js_url=f"{root}{ASSETS_URL}/redoc.standalone.js",
+            redoc_favicon_url=f"{root}{ASSETS_URL}/favicon.png",
+            with_google_fonts=False,
+        )
