@@ -4,11 +4,12 @@ The deployment is the documented one, run as written: ``docs/examples/multi-node
 and its ``Procfile`` (two nodes of two worker processes each). Each node has its own data
 dir holding a copy of the first node's ``keys/`` (pepper and signing key), as
 ``docs/operations.md`` tells an operator to do. Redis is a private ``redis-server`` on a free
-port, so the test can stop it without touching anything else on the machine.
+port (``tests.torture.cluster``), so the test can stall it without touching the machine's own.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -25,6 +26,7 @@ import httpx
 import pytest
 
 from tests.api.test_serve import free_port, lethe_command
+from tests.torture.cluster import PrivateRedis
 from tests.torture.stack import memory_body, request_erasure
 
 pytestmark = pytest.mark.slow
@@ -46,7 +48,7 @@ class Node:
 class Deployment:
     nodes: list[Node]
     env: dict[str, str]
-    redis: subprocess.Popen[bytes]
+    redis: PrivateRedis
     data_dirs: list[Path]
 
     def mint(self, *args: str) -> str:
@@ -59,46 +61,11 @@ class Deployment:
             check=False,
         )
         assert r.returncode == 0, r.stderr
-        import json
 
         return json.loads(r.stdout)["token"]
 
     def client(self, node: Node, token: str) -> httpx.Client:
         return httpx.Client(base_url=node.url, timeout=HTTP, headers={"Authorization": f"Bearer {token}"})
-
-
-def start_redis(port: int, workdir: Path) -> subprocess.Popen[bytes]:
-    redis_server = shutil.which("redis-server")
-    if redis_server is None:
-        pytest.fail("redis-server is not installed")  # this machine kind has it: never skip here
-    proc = subprocess.Popen(
-        [
-            redis_server,
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(workdir),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 20
-    import redis
-
-    while True:
-        try:
-            if redis.Redis(port=port, socket_timeout=0.5).ping():
-                return proc
-        except redis.RedisError:
-            pass
-        assert time.monotonic() < deadline, "redis-server did not start"
-        time.sleep(0.1)
 
 
 def node_environment(values: dict[str, str]) -> dict[str, str]:
@@ -138,14 +105,14 @@ def wait_healthy(node: Node) -> None:
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory: pytest.TempPathFactory, postgres, openbao) -> Iterator[Deployment]:  # type: ignore[no-untyped-def]
     root = tmp_path_factory.mktemp("multi-node")
-    redis_port = free_port()
-    redis = start_redis(redis_port, root)
+    redis = PrivateRedis()
+    redis.start()
     db_url = postgres.create()
     values = {
         "DATABASE_URL": db_url,
         "VAULT_ADDR": openbao.addr,
         "VAULT_TOKEN": openbao.token,
-        "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+        "REDIS_URL": redis.url,
         "RATE_LIMIT": f"{RATE_LIMIT}/minute",
         "NODE_A_PORT": str(free_port()),
         "NODE_B_PORT": str(free_port()),
@@ -183,8 +150,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory, postgres, openbao) -> I
                 node.proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 node.proc.kill()
-        redis.kill()
-        redis.wait()
+        redis.stop()
         postgres.drop(db_url)
 
 
@@ -292,14 +258,14 @@ def test_a_stalled_or_stopped_redis_gives_503_problems_never_500s(deployment: De
     token = agent_token(deployment, f"t-{uuid.uuid4().hex[:8]}")
     node = deployment.nodes[0]
     with deployment.client(node, token) as client:
-        deployment.redis.send_signal(signal.SIGSTOP)
+        deployment.redis.signal(signal.SIGSTOP)
         try:
             started = time.monotonic()
             r = client.get("/v1/memories/00000000000000000000000000")
             stalled_for = time.monotonic() - started
             ready = httpx.get(f"{node.url}/readyz", timeout=HTTP)
         finally:
-            deployment.redis.send_signal(signal.SIGCONT)
+            deployment.redis.signal(signal.SIGCONT)
         assert r.status_code == 503, r.text
         assert r.headers["content-type"].startswith("application/problem+json")
         assert "Retry-After" in r.headers
