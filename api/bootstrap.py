@@ -36,6 +36,7 @@ from lethe.vault.erasure.deadline_service import ErasureDeadlines
 from lethe.vault.erasure.service import ErasureService
 from lethe.vault.errors import StoreNotReady
 from lethe.vault.memory.policy import Limits
+from lethe.vault.memory.reindex import Reindexer
 from lethe.vault.memory.retraction import RetractionService
 from lethe.vault.memory.review import ReviewService
 from lethe.vault.memory.search import SearchService
@@ -65,6 +66,7 @@ class Container:
     reports: ErasureReports
     tokens: TokenService
     subject_access: SubjectAccessService
+    reindex: Reindexer
     created: list[str] = field(default_factory=list)
 
     def close(self) -> None:
@@ -198,5 +200,6 @@ def build(
         reports=reports,
         tokens=TokenService(uow, log=log),
         subject_access=SubjectAccessService(uow, keyring, pseudonyms, signer, log_origin(settings), log=log),
+        reindex=Reindexer(uow, keyring, pseudonyms),
         created=created,
     )

@@ -3,9 +3,11 @@
 Every ``lethe serve`` holds a *shared* lease on its store for as long as it runs. The
 commands that replace or reshape the store under everyone (``lethe backup restore``,
 ``lethe migrate``) take an *exclusive* lease without waiting, and refuse with a clear
-message while any server holds it. Other CLI commands (forget, compact, erasure list,
-audit checkpoint, backup create, ...) need no lease: the database's own locks keep them
-safe beside a running server.
+message while any server holds it. ``lethe reindex`` takes a *shared* lease like a server
+(it is safe beside servers: it rebuilds in one write transaction), without waiting, so a
+restore or migration cannot swap the store under it, nor start while it runs. Other CLI
+commands (forget, compact, erasure list, audit checkpoint, backup create, ...) need no
+lease: the database's own locks keep them safe beside a running server.
 
 The lease is two locks, because a store has two places processes meet:
 - a ``flock`` on ``<data dir>/lethe.lock`` (the data dir holds the SQLite store and the
@@ -58,11 +60,12 @@ class StoreLease:
         self.release()
 
 
-def _lock_file(data_dir: Path, exclusive: bool) -> int:
+def _lock_file(data_dir: Path, exclusive: bool, wait: bool = True) -> int:
     data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd = os.open(data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
     try:
-        fcntl.flock(fd, (fcntl.LOCK_EX | fcntl.LOCK_NB) if exclusive else fcntl.LOCK_SH)
+        fcntl.flock(fd, mode | fcntl.LOCK_NB if exclusive or not wait else mode)
     except BlockingIOError:
         os.close(fd)
         raise
@@ -96,6 +99,30 @@ def exclusive_lease(data_dir: Path, engine: Engine, what: str) -> Iterator[Store
     if engine.dialect.name == "postgresql":
         conn = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
         got = conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": _PG_LEASE}).scalar_one()
+        if not got:
+            conn.close()
+            os.close(fd)
+            raise refusal
+    with StoreLease(fd, conn) as lease:
+        yield lease
+
+
+@contextmanager
+def shared_lease(data_dir: Path, engine: Engine, what: str) -> Iterator[StoreLease]:
+    """Run ``what`` beside servers but never beside a restore or migration: refuse at once then."""
+    refusal = StoreNotReady(
+        f"{what} cannot run while a restore or migration holds the store ({data_dir / LOCK_FILE}"
+        + (" or the database's lease" if engine.dialect.name == "postgresql" else "")
+        + "); run it again when that has finished"
+    )
+    try:
+        fd = _lock_file(data_dir, exclusive=False, wait=False)
+    except BlockingIOError:
+        raise refusal from None
+    conn = None
+    if engine.dialect.name == "postgresql":
+        conn = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        got = conn.execute(sa.text("SELECT pg_try_advisory_lock_shared(:k)"), {"k": _PG_LEASE}).scalar_one()
         if not got:
             conn.close()
             os.close(fd)

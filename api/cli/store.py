@@ -1,4 +1,4 @@
-"""The store and the server: ``lethe init``, ``migrate``, ``replay``, ``serve``."""
+"""The store and the server: ``lethe init``, ``migrate``, ``replay``, ``reindex``, ``serve``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from rich.markup import escape
 from lethe.api.bootstrap import require_initialised
 from lethe.api.cli.common import ExitCode, console, container, err, fail, print_json
 from lethe.api.settings import Settings
-from lethe.api.store_lease import exclusive_lease
+from lethe.api.store_lease import exclusive_lease, shared_lease
 from lethe.vault.errors import StoreNotReady, VaultError
 from lethe.vault.model import Role
 from lethe.vault.store import replay as replaying
@@ -58,9 +58,12 @@ def replay(
     check: bool = typer.Option(False, "--check", help="Rebuild into a scratch copy and report differences."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Rebuild the projection from the event log (or check that it would be identical)."""
+    """Rebuild the projection from the event log (or check it and the search index without changing them)."""
     with container() as c:
-        report = replaying.check(c.uow.engine) if check else replaying.rebuild(c.uow.engine)
+        if check:
+            report = replaying.check(c.uow.engine, index=c.reindex.check())
+        else:
+            report = replaying.rebuild(c.uow.engine)
     if as_json:
         print_json(
             {"events": report.events, "identical": report.identical, "differences": report.differences}
@@ -74,6 +77,35 @@ def replay(
         console.print(f"rebuilt the projection from {report.events} events")
     if check and not report.identical:
         raise typer.Exit(ExitCode.REFUSED)
+
+
+@app.command()
+def reindex(as_json: bool = typer.Option(False, "--json")) -> None:
+    """Rebuild every derived index (the search index) from the log and the keys; safe beside `lethe serve`."""
+    with container() as c, shared_lease(c.settings.data_dir, c.uow.engine, "a reindex"):
+        report = c.reindex.rebuild()
+    recipe = report.recipe
+    if as_json:
+        print_json(
+            {
+                "index": "search_index",
+                "entries": report.entries,
+                "unreadable": report.unreadable,
+                "built_at": report.built_at,
+                "recipe": {
+                    "tokeniser": recipe.tokeniser,
+                    "tokeniser_version": recipe.tokeniser_version,
+                    "term_hash": recipe.term_hash,
+                    "term_hash_version": recipe.term_hash_version,
+                },
+            }
+        )
+        return
+    console.print(
+        f"rebuilt search_index: {report.entries} entries ({report.unreadable} memories left out: key gone); "
+        f"recipe {recipe.tokeniser} v{recipe.tokeniser_version}, "
+        f"{recipe.term_hash} v{recipe.term_hash_version}"
+    )
 
 
 @app.command()

@@ -15,6 +15,13 @@ from lethe.keys.envelope import create_secret_file, keyed_digest
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
+# The recipe of the blind index, recorded beside it (``memory.reindex``): change either
+# function below and its version must change too, or old entries would silently not match.
+TOKENISER = "nfc-lower-unicode-words-min2"
+TOKENISER_VERSION = 1
+TERM_HASH = "hmac-sha256-tenant-terms-hex16"
+TERM_HASH_VERSION = 1
+
 
 def create_pepper(path: Path) -> bool:
     """Create the 0600 pepper file once; False if it already exists."""

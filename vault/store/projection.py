@@ -176,13 +176,17 @@ def _promoted(conn: Connection, e: Event) -> None:
 
 
 def _superseded(conn: Connection, e: Event) -> None:
+    """Superseded for good: it leaves the index (only active and quarantined memories are in it)."""
     _transition(
         conn, e, "superseded", memories.c.status == "active", superseded_by=e.payload["superseded_by"]
     )
+    _drop_index_entry(conn, e)
 
 
 def _expired(conn: Connection, e: Event) -> None:
+    """Expired for good: it leaves the index too."""
     _transition(conn, e, "expired", memories.c.status.in_(("active", "quarantined")))
+    _drop_index_entry(conn, e)
 
 
 def _tombstoned(conn: Connection, e: Event) -> None:

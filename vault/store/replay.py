@@ -3,13 +3,16 @@
 The projection (``memories``, ``idempotency_keys``, ``forgotten_subjects``,
 ``review_decisions``, ``retractions``) is derived and disposable. ``check`` applies every
 event to an empty scratch database and compares it with the live tables row by row;
-``rebuild`` replaces the live projection.
+``rebuild`` replaces the live projection. The search index needs the keys as well as the
+log, so ``check`` compares it through a hook (``memory.reindex.IndexCheck``) the caller
+passes; ``lethe reindex`` rebuilds it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -29,6 +32,12 @@ from lethe.vault.store.tables import (
 
 COMPARED = (memories, idempotency_keys, forgotten_subjects, review_decisions, retractions)
 Progress = Callable[[int], None]
+
+
+class DerivedIndexCheck(Protocol):
+    """Compares a derived index with the one the replayed projection (and the keys) give."""
+
+    def differences(self, replayed: Connection, live: Connection) -> list[str]: ...
 
 
 @dataclass
@@ -61,8 +70,11 @@ def _rows(conn: Connection, table: sa.Table) -> dict[tuple, tuple]:
     return out
 
 
-def check(engine: Engine, progress: Progress | None = None) -> ReplayReport:
-    """Replay into a scratch in-memory database and diff it against the live projection."""
+def check(
+    engine: Engine, progress: Progress | None = None, index: DerivedIndexCheck | None = None
+) -> ReplayReport:
+    """Replay into a scratch in-memory database and diff it against the live projection
+    (and, given ``index``, the live search index against the one the replay gives)."""
     scratch = make_engine("sqlite://")
     metadata.create_all(scratch, tables=[*COMPARED, search_index])
     with UnitOfWork(engine).read() as src, scratch.begin() as dst:
@@ -79,6 +91,8 @@ def check(engine: Engine, progress: Progress | None = None) -> ReplayReport:
                 elif a != b:
                     diff = [c for c, x, y in zip(cols, a, b, strict=True) if x != y]
                     report.differences.append(f"{table.name} {key}: columns differ: {', '.join(diff)}")
+        if index is not None:
+            report.differences.extend(index.differences(dst, src))
     scratch.dispose()
     return report
 

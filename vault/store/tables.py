@@ -149,6 +149,19 @@ retractions = sa.Table(
     sa.Index("ix_retractions_tenant", "tenant_id"),
 )
 
+# How each derived index was built (``memory.reindex``): a rebuild records its recipe here.
+index_recipes = sa.Table(
+    "index_recipes",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("tokeniser", sa.String(64), nullable=False),
+    sa.Column("tokeniser_version", sa.Integer, nullable=False),
+    sa.Column("term_hash", sa.String(64), nullable=False),
+    sa.Column("term_hash_version", sa.Integer, nullable=False),
+    sa.Column("entries", sa.BigInteger),
+    sa.Column("built_at", sa.String(32)),
+)
+
 PROJECTION_TABLES = (
     memories,
     search_index,
