@@ -81,6 +81,45 @@ def test_after_forget_and_compaction_no_slice_of_the_subjects_ciphertext_is_on_d
     assert leaves_verify(c)
 
 
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_a_forget_shreds_the_bytes_in_place_without_vacuuming_the_whole_store(lethe):
+    c = lethe
+    ids = [c.memories.write(agent(), write_cmd(f"carol {i}", subject=ALICE)).item.id for i in range(10)]
+    for i in range(300):  # other subjects' data: what a VACUUM would have rewritten
+        c.memories.write(agent(), write_cmd(f"filler {i} " + "y" * 300, subject=f"s{i % 7}"))
+    slices = [s for ct in ciphertexts_of(c, ids) for s in slices_of(ct)]
+    job = c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
+    c.erasure.run_pending()
+    compacted = next(s for s in c.erasure.get(officer(), job.id).steps if s.step == "compacted").evidence
+    assert compacted["reclaim"]["vacuum"] is False and compacted["reclaim"]["secure_delete"] is True
+    assert "vacuum_after_scan_found" not in compacted["reclaim"]
+    assert compacted["scan"]["slices_found"] == 0
+    assert slices_on_disk(c, slices) == 0  # an independent scan agrees
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_a_forget_vacuums_when_the_scan_still_finds_a_slice_after_the_checkpoint(lethe, monkeypatch):
+    from lethe.vault.erasure import compaction
+
+    c = lethe
+    for i in range(5):
+        c.memories.write(agent(), write_cmd(f"dave secret {i}", subject=ALICE))
+    real_scan, scans = compaction.scan_store, []
+
+    def scan_finding_a_slice_the_first_time(engine, ciphertexts, *a):  # type: ignore[no-untyped-def]
+        found = real_scan(engine, ciphertexts, *a)
+        scans.append(found)
+        return {**found, "slices_found": 1} if len(scans) == 1 else found
+
+    monkeypatch.setattr(compaction, "scan_store", scan_finding_a_slice_the_first_time)
+    job = c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
+    c.erasure.run_pending()
+    compacted = next(s for s in c.erasure.get(officer(), job.id).steps if s.step == "compacted").evidence
+    assert len(scans) == 2
+    assert compacted["reclaim"]["vacuum"] is True and compacted["reclaim"]["vacuum_after_scan_found"] is True
+    assert compacted["scan"]["slices_found"] == 0
+
+
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 def test_on_postgres_no_row_holds_the_ciphertext_after_compaction_and_vacuum_ran(lethe):
     c = lethe

@@ -7,6 +7,12 @@ transactional batches: a crash leaves every batch either done or not, and a reru
 finishes the job. Physical reclamation follows: SQLite with ``secure_delete`` on, a
 WAL checkpoint (TRUNCATE) and VACUUM; PostgreSQL with VACUUM of the two tables.
 
+A forget's own compaction skips SQLite's VACUUM (a rewrite of the whole file, minutes on a
+large store): ``secure_delete`` already zeroes the bytes a NULLed ciphertext leaves in its
+page, and the checkpoint moves the page into the database file and truncates the WAL.
+The byte scan then shows it; only if it still finds a slice (a reader held old pages in the
+WAL, say) does the step VACUUM and scan again. Scheduled compaction still VACUUMs.
+
 What is compacted: every ciphertext of a forgotten or retracted memory (always), and ciphertext of
 superseded or expired memories and of older versions of updated memories, once they
 have been dead for longer than the retention window. Active items' current ciphertext
@@ -204,11 +210,14 @@ class Compactor:
         reclaim: bool | None = None,
         scan_for: list[bytes] | None = None,
         scope: ErasedScope | None = None,
+        vacuum: bool | None = True,
     ) -> CompactionResult:
         """Rewrite dead ciphertext away in batches, then reclaim space and scan the files.
 
-        ``reclaim``: True always vacuums, False never, None (the default, for scheduled runs)
+        ``reclaim``: True always reclaims, False never, None (the default, for scheduled runs)
         only when rows were rewritten, so an idle store is not rewritten every hour.
+        ``vacuum`` (SQLite): True reclaims with VACUUM; None checkpoints only, and VACUUMs
+        (then scans again) only if the byte scan of ``scan_for`` still finds a slice.
         ``scope``: only one erasure's rows (its own step); without it, every forgotten
         subject except those whose erasure is still running.
         """
@@ -231,11 +240,15 @@ class Compactor:
             result.projection_rows_rewritten = conn.execute(
                 self._dead_projection(only_forgotten, scope)
             ).rowcount
+        engine = self.uow.engine
         if reclaim or (reclaim is None and (result.events_rewritten or result.projection_rows_rewritten)):
-            result.reclaim = reclaim_space(self.uow.engine)  # VACUUM only when there is something to reclaim
-        result.bytes_after = self.store_bytes()
+            result.reclaim = reclaim_space(engine, vacuum=bool(vacuum))  # only with something to reclaim
         if scan_for is not None:
-            result.scan = scan_store(self.uow.engine, scan_for)
+            result.scan = scan_store(engine, scan_for)
+            if vacuum is None and result.scan.get("slices_found"):
+                result.reclaim = {**reclaim_space(engine, vacuum=True), "vacuum_after_scan_found": True}
+                result.scan = scan_store(engine, scan_for)
+        result.bytes_after = self.store_bytes()
         return result
 
     def store_bytes(self) -> int:
@@ -255,16 +268,22 @@ def sqlite_files(engine: Engine) -> list[Path]:
     return [p for p in (db, Path(f"{db}-wal"), Path(f"{db}-journal")) if p.exists()]
 
 
-def reclaim_space(engine: Engine) -> dict[str, Any]:
-    """Make the freed pages go away on disk, not only in the logical view."""
+def reclaim_space(engine: Engine, vacuum: bool = True) -> dict[str, Any]:
+    """Make the freed bytes go away on disk, not only in the logical view.
+
+    SQLite: the checkpoint copies the changed pages (their freed space zeroed by
+    ``secure_delete``) into the database file and truncates the WAL; VACUUM also rebuilds
+    the file without its free pages (slow: it rewrites the whole store).
+    """
     if is_sqlite(engine):
         raw = engine.raw_connection()  # outside any transaction: VACUUM refuses to run inside one
+        checkpoint = "PRAGMA wal_checkpoint(TRUNCATE)"
         try:
-            for sql in ("PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM", "PRAGMA wal_checkpoint(TRUNCATE)"):
+            for sql in (checkpoint, "VACUUM", checkpoint) if vacuum else (checkpoint,):
                 raw.driver_connection.execute(sql)
         finally:
             raw.close()
-        return {"engine": "sqlite", "secure_delete": True, "wal_checkpoint": "TRUNCATE", "vacuum": True}
+        return {"engine": "sqlite", "secure_delete": True, "wal_checkpoint": "TRUNCATE", "vacuum": vacuum}
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.exec_driver_sql("VACUUM (ANALYZE) events")
         conn.exec_driver_sql("VACUUM (ANALYZE) memories")
@@ -339,7 +358,9 @@ def compacted_step(compactor: Compactor) -> StepSpec:
         scope = ErasedScope(job.tenant_id, job.subject_ref, tuple(derived))
         ever = compactor.ciphertext_events(scope)
         present = compactor.dead_ciphertexts(scope=scope)
-        result = compactor.compact(only_forgotten=True, scope=scope, reclaim=True, scan_for=present or None)
+        result = compactor.compact(
+            only_forgotten=True, scope=scope, reclaim=True, scan_for=present or None, vacuum=None
+        )
         still = compactor.ciphertext_events(scope, still_held=True)
         if still or result.scan.get("slices_found") or result.scan.get("rows_still_holding_them"):
             raise StepFailed("dead ciphertext is still present in the store after compaction")
