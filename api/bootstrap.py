@@ -26,6 +26,7 @@ from lethe.api.signing_key import ensure_signing_key, load_signer, log_origin
 from lethe.keys.envelope import create_private_file, create_secret_file
 from lethe.keys.factory import build_kms
 from lethe.keys.protocol import KeyManager
+from lethe.vault.access.sessions import ConsoleSessions
 from lethe.vault.access.tokens import TokenService
 from lethe.vault.audit.certificate import ErasureReports, reported_step
 from lethe.vault.audit.log import AuditLog
@@ -67,6 +68,7 @@ class Container:
     tokens: TokenService
     subject_access: SubjectAccessService
     reindex: Reindexer
+    sessions: ConsoleSessions
     created: list[str] = field(default_factory=list)
 
     def close(self) -> None:
@@ -201,5 +203,10 @@ def build(
         tokens=TokenService(uow, log=log),
         subject_access=SubjectAccessService(uow, keyring, pseudonyms, signer, log_origin(settings), log=log),
         reindex=Reindexer(uow, keyring, pseudonyms),
+        sessions=ConsoleSessions(
+            uow,
+            idle=timedelta(seconds=settings.console_session_idle_seconds),
+            max_age=timedelta(seconds=settings.console_session_max_seconds),
+        ),
         created=created,
     )

@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     erasure_interval_seconds: float = Field(default=1.0, gt=0)
     compaction_interval_seconds: float = Field(default=3600.0, gt=0)
     public_url: str | None = None  # how clients reach the server (MCP resource URL); serve: its address
+    # The web console (api/console): a signed-in session ends after this long idle, or this long at most.
+    console_session_idle_seconds: float = Field(default=1800.0, gt=0)
+    console_session_max_seconds: float = Field(default=12 * 3600.0, gt=0)
     bootstrap_tenant: str = "default"  # tenant of the admin token `lethe serve` mints on first run
     log_level: str = "INFO"
     # Audit log signing (api/signing_key.py): checkpoint origin line (default derived once

@@ -27,6 +27,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
 from lethe.api.bootstrap import build
+from lethe.api.console.app import mount_console
 from lethe.api.http import problems
 from lethe.api.http.auth import ROUTE_ROLES, RateLimiter
 from lethe.api.http.background import start_server_work
@@ -84,6 +85,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     problems.install(app, metrics)
     install_docs(app)
+    mount_console(app)
     routers = [m.router for m in (health, memories, review, erasure, subject_access, tokens, audit)]
     check_route_roles(routers)
     for router in routers:

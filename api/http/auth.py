@@ -29,6 +29,7 @@ from limits import parse
 from limits.errors import StorageError
 from limits.storage import MemoryStorage, Storage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
+from starlette.datastructures import State
 
 from lethe.api.http.logging import request_context
 from lethe.api.http.problems import ApiProblem
@@ -148,11 +149,22 @@ def authorised(
     if ctx is not None:
         ctx.token_id = caller.principal
     route = request.scope.get("route")
-    allowed = ROUTE_ROLES.get(getattr(route, "name", ""), frozenset())
-    if caller.role not in allowed:
-        raise OutOfScope(f"a {caller.role.value} token may not call this endpoint")
-    request.app.state.rate_limiter.charge(caller.principal)
+    permit(request.app.state, caller, getattr(route, "name", ""))
     return caller
+
+
+def may(role: Role, route_name: str) -> bool:
+    """Whether ``ROUTE_ROLES`` lets this role call the route (unknown routes: no one)."""
+    return role in ROUTE_ROLES.get(route_name, frozenset())
+
+
+def permit(state: State, caller: Caller, route_name: str) -> None:
+    """The access check of the API and of the console alike: the role must be allowed the
+    route (the console names the API route each page acts as), and one request is charged
+    to the token's rate limit."""
+    if not may(caller.role, route_name):
+        raise OutOfScope(f"a {caller.role.value} token may not call this endpoint")
+    state.rate_limiter.charge(caller.principal)
 
 
 CallerDep = Annotated[Caller, Depends(authorised)]

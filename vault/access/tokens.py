@@ -185,13 +185,23 @@ class TokenService:
         info = _info(row)
         if not info.active(self.clock()):
             raise refused
-        return Caller(
-            tenant_id=info.tenant_id,
-            role=info.role,
-            agent_id=info.agent_id,
-            purposes=frozenset(info.purposes),
-            principal=info.id,
-        )
+        return _caller(info)
+
+    def caller_by_id(self, token_id: str) -> Caller:
+        """The caller a still-valid token id stands for (a console session holds the id, not the token)."""
+        with self.uow.read() as conn:
+            row = conn.execute(sa.select(api_tokens).where(api_tokens.c.id == token_id)).first()
+        if row is None or not _info(row).active(self.clock()):
+            raise Unauthenticated("the token behind this session is no longer valid")
+        return _caller(_info(row))
+
+    def info(self, token_id: str) -> TokenInfo:
+        """What may be shown about one token (``NotFound`` if there is none)."""
+        with self.uow.read() as conn:
+            row = conn.execute(sa.select(api_tokens).where(api_tokens.c.id == token_id)).first()
+        if row is None:
+            raise NotFound("token not found")
+        return _info(row)
 
     def revoke(self, token_id: str, tenant_id: str | None = None, revoked_by: str = "system") -> TokenInfo:
         """Revoke at once; revoking a revoked token is a no-op that keeps the first time.
@@ -229,6 +239,16 @@ class TokenService:
             if tenant_id is not None:
                 q = q.where(api_tokens.c.tenant_id == tenant_id)
             return conn.execute(q.limit(1)).first() is not None
+
+
+def _caller(info: TokenInfo) -> Caller:
+    return Caller(
+        tenant_id=info.tenant_id,
+        role=info.role,
+        agent_id=info.agent_id,
+        purposes=frozenset(info.purposes),
+        principal=info.id,
+    )
 
 
 def _info(row) -> TokenInfo:  # type: ignore[no-untyped-def]

@@ -282,3 +282,17 @@ backups = sa.Table(
     sa.Column("tree_size", sa.Integer, nullable=False),
     sa.Column("location", sa.String(500), nullable=False),
 )
+
+# Console sign-ins (api/console): a token exchanged for a session. In the database, not in a
+# process, so every node behind a load balancer knows it; only the id's SHA-256 is kept.
+console_sessions = sa.Table(
+    "console_sessions",
+    metadata,
+    sa.Column("id_hash", sa.String(64), primary_key=True),
+    sa.Column("token_id", sa.String(36), nullable=False),
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Column("last_seen_at", sa.DateTime, nullable=False),
+    sa.Column("expires_at", sa.DateTime, nullable=False),  # absolute: created_at + the maximum lifetime
+    sa.Index("ix_console_sessions_token_id", "token_id"),
+)

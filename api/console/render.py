@@ -1,0 +1,63 @@
+"""Rendering console pages: one Jinja2 environment (autoescaped), the layout's context.
+
+Exceptions: none of its own; a template error propagates (a bug, caught by the tests).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from lethe.api.console.pages import pages_for
+from lethe.api.console.session import User
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def _when(value: datetime | str | None) -> str:
+    """A timestamp as people read it: '2026-12-01 08:15 UTC'."""
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return value
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _day(value: datetime | None) -> str:
+    return "-" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d")
+
+
+env = Environment(
+    loader=FileSystemLoader(TEMPLATES),
+    autoescape=select_autoescape(["html"]),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+env.filters["when"] = _when
+env.filters["day"] = _day
+env.filters["words"] = lambda s: str(s).replace("_", " ")
+
+
+def page(
+    request: Request, user: User | None, template: str, status: int = 200, **context: Any
+) -> HTMLResponse:
+    """The template inside the layout, with the signed-in user's navigation and CSRF token."""
+    nav = pages_for(user.caller.role) if user is not None else []
+    html = env.get_template(template).render(
+        user=user,
+        nav=nav,
+        path=request.url.path,
+        csrf=user.csrf if user is not None else "",
+        **context,
+    )
+    return HTMLResponse(html, status_code=status)

@@ -1,0 +1,142 @@
+"""Console sessions: a Lethe token exchanged for a short-lived, server-side session.
+
+A person signs in to the web console with a token once; the browser then holds only a
+random session id in a cookie. Sessions are rows of ``console_sessions`` (not process
+memory), so every node of a deployment serves the next request. Only the SHA-256 of the
+id is stored: a copy of the table opens no session. A session ends at the first of
+- idle expiry: no request for ``idle`` (the row's ``last_seen_at``),
+- absolute expiry: ``max_age`` after sign-in, however busy,
+- sign-out, or the token it stands for being revoked or expiring (``resume`` returns the
+  token id and the caller re-reads the token row on every request).
+The CSRF token of a session is derived from its id (``csrf_token``), so it needs no
+storage and the stored hash does not reveal it.
+
+Exceptions: ``Unauthenticated`` (401) from ``resume`` for a session id that is
+malformed, unknown, idle too long or past its absolute expiry (one error for all);
+``StoreUnavailable`` (503) from the unit of work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import sqlalchemy as sa
+
+from lethe.vault.clock import from_db, to_db, utcnow
+from lethe.vault.errors import Unauthenticated
+from lethe.vault.model import Caller
+from lethe.vault.store.db import UnitOfWork
+from lethe.vault.store.tables import console_sessions
+
+_SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{43}$")
+TOUCH_EVERY = timedelta(seconds=30)  # write last_seen_at at most this often per session
+
+
+@dataclass(frozen=True)
+class Session:
+    token_id: str
+    tenant_id: str
+    created_at: datetime
+    last_seen_at: datetime
+    expires_at: datetime
+
+
+def _hash(session_id: str) -> str:
+    return hashlib.sha256(session_id.encode()).hexdigest()
+
+
+def csrf_token(session_id: str) -> str:
+    """The session's anti-forgery token: one-way from the id, so neither reveals the other."""
+    return hmac.new(session_id.encode(), b"lethe-console-csrf", hashlib.sha256).hexdigest()
+
+
+class ConsoleSessions:
+    """Opens, resumes and closes console sessions (``console_sessions`` table)."""
+
+    def __init__(
+        self,
+        uow: UnitOfWork,
+        idle: timedelta = timedelta(minutes=30),
+        max_age: timedelta = timedelta(hours=12),
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.uow = uow
+        self.idle = idle
+        self.max_age = max_age
+        self.clock = clock
+
+    def open(self, caller: Caller) -> str:
+        """A new session for an authenticated caller; returns the id (shown once, to the browser)."""
+        now = self.clock()
+        session_id = secrets.token_urlsafe(32)
+        with self.uow.write() as conn:
+            self._purge(conn, now)
+            conn.execute(
+                console_sessions.insert().values(
+                    id_hash=_hash(session_id),
+                    token_id=caller.principal,
+                    tenant_id=caller.tenant_id,
+                    created_at=to_db(now),
+                    last_seen_at=to_db(now),
+                    expires_at=to_db(now + self.max_age),
+                )
+            )
+        return session_id
+
+    def resume(self, session_id: str | None) -> Session:
+        """The live session behind an id, its idle clock restarted; ``Unauthenticated`` otherwise."""
+        refused = Unauthenticated("sign in to the console again")
+        if not session_id or not _SESSION_ID.match(session_id):
+            raise refused
+        now = self.clock()
+        key = _hash(session_id)
+        with self.uow.read() as conn:
+            row = conn.execute(sa.select(console_sessions).where(console_sessions.c.id_hash == key)).first()
+        if row is None:
+            raise refused
+        session = Session(
+            row.token_id,
+            row.tenant_id,
+            from_db(row.created_at),
+            from_db(row.last_seen_at),
+            from_db(row.expires_at),
+        )
+        if now >= session.expires_at or now - session.last_seen_at >= self.idle:
+            self.close(session_id)
+            raise refused
+        if now - session.last_seen_at >= TOUCH_EVERY:
+            with self.uow.write() as conn:
+                conn.execute(
+                    console_sessions.update()
+                    .where(console_sessions.c.id_hash == key)
+                    .values(last_seen_at=to_db(now))
+                )
+        return session
+
+    def close(self, session_id: str) -> None:
+        """Sign out: the row goes; closing an unknown session changes nothing."""
+        with self.uow.write() as conn:
+            conn.execute(console_sessions.delete().where(console_sessions.c.id_hash == _hash(session_id)))
+
+    def close_for_token(self, token_id: str) -> int:
+        """End every session of a token (it was revoked); returns how many there were."""
+        with self.uow.write() as conn:
+            result = conn.execute(console_sessions.delete().where(console_sessions.c.token_id == token_id))
+        return result.rowcount
+
+    def _purge(self, conn: sa.Connection, now: datetime) -> None:
+        """Drop expired rows (at each sign-in: the table stays the size of the live sessions)."""
+        conn.execute(
+            console_sessions.delete().where(
+                sa.or_(
+                    console_sessions.c.expires_at <= to_db(now),
+                    console_sessions.c.last_seen_at <= to_db(now - self.idle),
+                )
+            )
+        )
