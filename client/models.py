@@ -68,6 +68,8 @@ class Score:
     confidence: float
     recency: float
     total: float
+    authority: float = 0.0  # the writer's standing (servers before issue 12 send none)
+    trust: float = 0.0
 
 
 @dataclass(frozen=True)

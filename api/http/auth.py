@@ -37,6 +37,7 @@ from lethe.vault.errors import OutOfScope, Unauthenticated
 from lethe.vault.model import Caller, Role
 
 AGENT = frozenset({Role.AGENT})
+WRITERS = frozenset({Role.AGENT, Role.OPERATOR})  # an operator writes operator_config memories
 REVIEWER = frozenset({Role.REVIEWER})
 RETRACTORS = frozenset({Role.REVIEWER, Role.PRIVACY_OFFICER})
 PRIVACY_OFFICER = frozenset({Role.PRIVACY_OFFICER})
@@ -45,7 +46,7 @@ AUDITOR = frozenset({Role.AUDITOR})
 ADMIN = frozenset({Role.ADMIN})
 
 ROUTE_ROLES: dict[str, frozenset[Role]] = {
-    "write_memory": AGENT,
+    "write_memory": WRITERS,
     "get_memory": AGENT,
     "search_memories": AGENT,
     "list_review_queue": REVIEWER,

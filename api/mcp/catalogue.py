@@ -2,7 +2,8 @@
 
 A role sees a tool or resource exactly when ``ROUTE_ROLES`` lets it call the route behind
 it: the listing is a view of the one access policy, never a second one. With today's
-table an agent sees ``remember``, ``recall`` and ``get_memory``; a privacy officer
+table an agent sees ``remember``, ``recall`` and ``get_memory``; an operator ``remember``
+(its writes must be ``operator_config``); a privacy officer
 ``request_erasure``, ``erasure_status`` and ``get_certificate``; an auditor
 ``erasure_status``, ``get_certificate`` and the audit checkpoint. A role with nothing to
 see (reviewer, admin) is refused at the door: 403 ``insufficient_scope``.

@@ -26,7 +26,7 @@ from lethe.vault.model import Caller, Role, SourceType
 from tests.api.conftest import Api, api_settings, bearer, memory_body
 from tests.conftest import write_cmd
 
-A, R, P, U, D = Role.AGENT, Role.REVIEWER, Role.PRIVACY_OFFICER, Role.AUDITOR, Role.ADMIN
+A, R, P, U, D, OP = Role.AGENT, Role.REVIEWER, Role.PRIVACY_OFFICER, Role.AUDITOR, Role.ADMIN, Role.OPERATOR
 PUBLIC = None  # no token needed
 
 # route name, method, path (placeholders filled per call), roles allowed, success status
@@ -34,7 +34,7 @@ TABLE: list[tuple[str, str, str, frozenset[Role] | None, int]] = [
     ("healthz", "GET", "/healthz", PUBLIC, 200),
     ("readyz", "GET", "/readyz", PUBLIC, 200),
     ("metrics", "GET", "/metrics", PUBLIC, 200),
-    ("write_memory", "POST", "/v1/memories", frozenset({A}), 201),
+    ("write_memory", "POST", "/v1/memories", frozenset({A, OP}), 201),
     ("get_memory", "GET", "/v1/memories/{memory}", frozenset({A}), 200),
     ("search_memories", "POST", "/v1/memories/search", frozenset({A}), 200),
     ("list_review_queue", "GET", "/v1/review-queue", frozenset({R}), 200),
@@ -191,6 +191,8 @@ def test_authorisation_matrix(
         if "{" + placeholder + "}" in url:
             url = url.replace("{" + placeholder + "}", world.resource(placeholder, fresh))
     body = BODIES[name](world, fresh) if name in BODIES else None
+    if name == "write_memory" and identity == OP.value:  # an operator writes operator_config only
+        body = memory_body(provenance={"source_type": "operator_config", "source_ref": "deploy/config"})
     token = world.token(identity, allowed)
     headers = bearer(token) if token else {}
     r = world.api.client.request(method, url, json=body, headers=headers)

@@ -190,7 +190,7 @@ def test_every_rejected_command_raises_a_specific_error_and_writes_nothing(lethe
     assert event_count(lethe) == before
 
 
-def test_ranking_blends_overlap_confidence_and_recency_and_shows_its_parts(lethe):
+def test_ranking_blends_overlap_standing_confidence_and_recency_and_shows_its_parts(lethe):
     with freeze_time("2026-01-01T00:00:00Z"):
         old_match = lethe.memories.write(agent(), write_cmd("green tea in the morning", confidence=0.5)).item
     with freeze_time("2026-01-31T00:00:00Z"):
@@ -204,6 +204,12 @@ def test_ranking_blends_overlap_confidence_and_recency_and_shows_its_parts(lethe
     assert scores[old_match.id]["recency"] == pytest.approx(0.5, abs=1e-3)  # one half-life old
     assert scores[partial.id]["recency"] == pytest.approx(1.0, abs=1e-3)
     for s in scores.values():
+        assert (s["authority"], s["trust"]) == (0.75, 0.75)  # user statements: authority user, trusted
         assert s["total"] == pytest.approx(
-            0.6 * s["lexical"] + 0.25 * s["confidence"] + 0.15 * s["recency"], abs=1e-5
+            0.45 * s["lexical"]
+            + 0.35 * s["authority"]
+            + 0.05 * s["trust"]
+            + 0.075 * s["confidence"]
+            + 0.075 * s["recency"],
+            abs=1e-5,
         )

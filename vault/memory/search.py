@@ -2,8 +2,9 @@
 
 Tenant, agent and purpose come from the caller's credential and are WHERE clauses,
 as are status, expiry, subject and kinds, so ranking only ever sees rows the caller
-may read, and the cost follows the size of the scope, not of the store. Only the
-items that make the cut are decrypted.
+may read (its own memories and the operator's of the purpose: ``memory.visibility``),
+and the cost follows the size of the scope, not of the store. Ranking is
+``memory.ranking``. Only the items that make the cut are decrypted.
 
 A query is bounded (``MAX_QUERY_CHARS`` characters, ``MAX_QUERY_TERMS`` distinct terms
 after ``Pseudonymizer.term_hashes`` tokenises it): each term is one clause of the
@@ -15,25 +16,24 @@ lacks; ``InvalidCommand`` (422) for a limit, budget, kind or query out of bounds
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from datetime import datetime
 
 import sqlalchemy as sa
 
-from lethe.vault.clock import iso, to_db, utcnow
+from lethe.vault.clock import to_db, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
 from lethe.vault.custody.sealing import open_rows
 from lethe.vault.errors import InvalidCommand, OutOfScope
 from lethe.vault.memory import repository as repo
+from lethe.vault.memory.ranking import rank_columns, score
 from lethe.vault.memory.validation import normal_subject_id
+from lethe.vault.memory.visibility import agent_scope
 from lethe.vault.model import Caller, Kind, Role, SearchQuery, SearchResult, Status
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.tables import memories, search_index
 
-WEIGHTS = {"lexical": 0.6, "confidence": 0.25, "recency": 0.15}
-RECENCY_HALF_LIFE_DAYS = 30.0
 MAX_LIMIT = 100
 PAGE = 200  # ranked rows fetched per round trip
 MAX_QUERY_CHARS = 4096  # the HTTP schema uses the same bound
@@ -80,10 +80,12 @@ class SearchService:
                 f"a query may have at most {MAX_QUERY_TERMS} distinct terms (words of two or more characters)"
             )
         now = self.clock()
+        lexical, authority, trust, recency, total = rank_columns(
+            self.uow.engine.dialect.name, query_terms, now
+        )
+        relevant = lexical.element > 0 if query_terms else sa.false()
         filters = [
-            memories.c.tenant_id == caller.tenant_id,
-            memories.c.agent_id == caller.agent_id,
-            memories.c.purpose == q.purpose,
+            *agent_scope(caller, q.purpose, relevant),
             memories.c.status == Status.ACTIVE.value,
             memories.c.expires_at > to_db(now),
         ]
@@ -92,9 +94,16 @@ class SearchService:
             filters.append(memories.c.subject_ref == subject_ref)
         if q.kinds:
             filters.append(memories.c.kind.in_(list(q.kinds)))
-        lexical, recency, total = _rank_columns(self.uow.engine.dialect.name, query_terms, now)
         ranked = (
-            sa.select(memories.c.id, memories.c.confidence, memories.c.token_estimate, lexical, recency)
+            sa.select(
+                memories.c.id,
+                memories.c.confidence,
+                memories.c.token_estimate,
+                lexical,
+                authority,
+                trust,
+                recency,
+            )
             .select_from(
                 memories.outerjoin(
                     search_index,
@@ -117,7 +126,9 @@ class SearchService:
                     if used + c.token_estimate > q.token_budget:
                         skipped += 1
                         continue
-                    chosen.append((c.id, _score(c.lexical, c.confidence, c.recency)))
+                    chosen.append(
+                        (c.id, score(c.lexical, c.authority_rank, c.trust_rank, c.confidence, c.recency))
+                    )
                     used += c.token_estimate
                 if len(page) < PAGE:
                     break
@@ -128,43 +139,3 @@ class SearchService:
         items = [repo.to_item(rows[k[1]], *opened[k], score=score) for k, score in keys if k in opened]
         used = sum(rows[i.id].token_estimate for i in items)
         return SearchResult(items=items, used_tokens=used, skipped_over_budget=skipped)
-
-
-def _rank_columns(dialect: str, query_terms: list[str], now: datetime) -> tuple[sa.ColumnElement, ...]:
-    """Score in SQL: the database ranks the whole scope without shipping it to Python.
-
-    lexical = share of query terms whose hash is in the memory's term list;
-    recency = 2^(-age_days / 30); total = weighted blend (``WEIGHTS``).
-    """
-    if query_terms:
-        hits = sum(
-            (sa.case((search_index.c.terms.contains(h), 1), else_=0) for h in query_terms),
-            start=sa.literal(0),
-        )
-        lexical = sa.cast(hits, sa.Float) / len(query_terms)
-    else:
-        lexical = sa.literal(0.0, sa.Float)
-    if dialect == "sqlite":
-        age = sa.func.julianday(iso(now).replace("T", " ").rstrip("Z")) - sa.func.julianday(
-            memories.c.created_at
-        )
-    else:
-        age = sa.extract("epoch", sa.literal(to_db(now), sa.DateTime) - memories.c.created_at) / 86400.0
-    age = sa.case((age < 0, 0.0), else_=age)
-    recency = sa.func.exp(-math.log(2) / RECENCY_HALF_LIFE_DAYS * age)
-    total = (
-        WEIGHTS["lexical"] * lexical
-        + WEIGHTS["confidence"] * memories.c.confidence
-        + WEIGHTS["recency"] * recency
-    )
-    return lexical.label("lexical"), recency.label("recency"), total
-
-
-def _score(lexical: float, confidence: float, recency: float) -> dict[str, float]:
-    total = WEIGHTS["lexical"] * lexical + WEIGHTS["confidence"] * confidence + WEIGHTS["recency"] * recency
-    return {
-        "lexical": round(lexical, 6),
-        "confidence": round(confidence, 6),
-        "recency": round(recency, 6),
-        "total": round(total, 6),
-    }

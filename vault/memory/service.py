@@ -28,7 +28,7 @@ from sqlalchemy.exc import IntegrityError
 
 from lethe.keys.envelope import content_commitment, derive_key
 from lethe.vault.canonical import canonical_json
-from lethe.vault.clock import iso, to_db, utcnow
+from lethe.vault.clock import iso, utcnow
 from lethe.vault.custody.keyring import ACTIVE, SubjectKey, SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
 from lethe.vault.custody.sealing import seal
@@ -43,7 +43,8 @@ from lethe.vault.errors import (
 from lethe.vault.memory import repository as repo
 from lethe.vault.memory.policy import DEFAULT_POLICY, Limits, Policy, Standing, standing_for
 from lethe.vault.memory.validation import ValidWrite, normal_subject_id, validate_write
-from lethe.vault.model import GONE, Caller, MemoryItem, Role, Status, WriteCommand
+from lethe.vault.memory.visibility import may_read
+from lethe.vault.model import GONE, Caller, MemoryItem, Status, WriteCommand
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.projection import (
@@ -357,19 +358,7 @@ class MemoryService:
         return item
 
     def _visible(self, caller: Caller, row) -> bool:  # type: ignore[no-untyped-def]
-        if row.tenant_id != caller.tenant_id or row.status in (*GONE, Status.EXPIRED):
-            return False
-        if to_db(self.clock()) >= row.expires_at:
-            return False
-        if caller.role is Role.REVIEWER:
-            return True
-        if caller.role is Role.AGENT:
-            return (
-                row.agent_id == caller.agent_id
-                and caller.may_use(row.purpose)
-                and row.status != Status.QUARANTINED
-            )
-        return False
+        return may_read(caller, row, self.clock())
 
     # -- lifecycle ----------------------------------------------------------------------
 

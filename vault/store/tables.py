@@ -67,6 +67,8 @@ memories = sa.Table(
     sa.Index("ix_memories_scope", "tenant_id", "agent_id", "purpose", "status", "expires_at"),
     sa.Index("ix_memories_subject", "tenant_id", "subject_ref"),
     sa.Index("ix_memories_review", "tenant_id", "status", "created_seq"),
+    # Operator memories join every agent's search of their purpose (``memory.visibility``).
+    sa.Index("ix_memories_authority", "tenant_id", "authority", "purpose", "status", "expires_at"),
 )
 
 search_index = sa.Table(

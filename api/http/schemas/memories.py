@@ -97,7 +97,11 @@ class MemoryOut(Out):
 
 
 class Score(BaseModel):
+    """The parts of a search score and their weighted total (``vault.memory.ranking``)."""
+
     lexical: float
+    authority: float
+    trust: float
     confidence: float
     recency: float
     total: float

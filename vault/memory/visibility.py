@@ -1,0 +1,58 @@
+"""Which memories an agent (or an operator) may read: its own, and the operator's of its purpose.
+
+An agent reads the memories it wrote itself, in purposes its credential covers, once
+released from quarantine. Operator memories (written by an ``operator`` credential,
+authority ``operator``: configuration, house rules, verified facts) are the deployment's
+voice, not one agent's: every agent of the tenant reads those of a purpose its credential
+covers. Per purpose, not tenant-wide: a purpose is a processing purpose under data
+protection law, so an operator fact for ``billing`` stays out of a ``support`` agent's view.
+In a search they join the results only when relevant (a query term matches): an agent's
+own memories rank in full as before, but standing must not fill every answer with
+house rules that do not bear on the question.
+Reviewers read any live memory of the tenant (they review them); other roles read none
+by id (an operator has its write's response).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from lethe.vault.clock import to_db
+from lethe.vault.model import GONE, Authority, Caller, Role, Status
+from lethe.vault.store.tables import memories
+
+OPERATOR = Authority.OPERATOR.value
+
+
+def agent_scope(
+    caller: Caller, purpose: str, relevant: sa.ColumnElement[bool] | None = None
+) -> list[sa.ColumnElement[bool]]:
+    """The WHERE clauses of an agent's search in one purpose (status and expiry apart);
+    ``relevant``, if given, must hold for an operator memory to be included."""
+    operator = memories.c.authority == OPERATOR
+    return [
+        memories.c.tenant_id == caller.tenant_id,
+        memories.c.purpose == purpose,
+        sa.or_(
+            memories.c.agent_id == caller.agent_id,
+            operator if relevant is None else sa.and_(operator, relevant),
+        ),
+    ]
+
+
+def may_read(caller: Caller, row: Any, now: datetime) -> bool:
+    """Whether ``caller`` may read the ``memories`` row by id (anything else reads as unknown)."""
+    if row.tenant_id != caller.tenant_id or row.status in (*GONE, Status.EXPIRED):
+        return False
+    if to_db(now) >= row.expires_at:
+        return False
+    if caller.role is Role.REVIEWER:
+        return True
+    if not caller.may_use(row.purpose) or row.status == Status.QUARANTINED:
+        return False
+    if caller.role is Role.AGENT:
+        return row.agent_id == caller.agent_id or row.authority == OPERATOR
+    return False
