@@ -4,15 +4,15 @@ An agent's search reads its own memories *or* the tenant's operator memories of 
 purpose (``memory.visibility``). ``ix_memories_scope`` serves the first branch; this
 index serves the second, so the cost of a search still follows its scope, not the store.
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0010
+Revises: 0009
 Create Date: 2026-12-12 10:00:00.000000
 """
 
 from alembic import op
 
-revision = "0009"
-down_revision = "0008"
+revision = "0010"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 
