@@ -22,7 +22,7 @@ from lethe.vault.clock import utcnow
 from lethe.vault.memory.reindex import CURRENT_RECIPE, SEARCH_INDEX
 from lethe.vault.model import Provenance, SearchQuery, SourceType
 from lethe.vault.store import replay
-from lethe.vault.store.tables import index_recipes, search_index
+from lethe.vault.store.tables import index_recipes, search_index, search_postings
 from tests.conftest import agent, officer, reviewer, write_cmd
 
 QUERIES = ("tea", "coffee sugar", "alice tea", "green oolong", "page", "bob", "summary of tea", "nothing")
@@ -87,6 +87,7 @@ def test_reindex_of_a_dropped_index_gives_identical_search_results(lethe):
     before, rows_before = results(c), index_rows(c)
     assert before["tea"] and before["coffee sugar"]
     with c.uow.write() as conn:
+        conn.execute(search_postings.delete())
         conn.execute(search_index.delete())
     dropped = results(c)
     assert dropped != before  # without the index, lexical relevance is gone: the test can fail

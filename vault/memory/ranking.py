@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from lethe.vault.clock import iso, to_db
 from lethe.vault.model import Authority, Trust
-from lethe.vault.store.tables import memories, search_index
+from lethe.vault.store.tables import memories, search_postings
 
 WEIGHTS = {"lexical": 0.45, "authority": 0.35, "trust": 0.05, "confidence": 0.075, "recency": 0.075}
 AUTHORITY_RANK = {
@@ -40,14 +40,21 @@ def _ranked(column: sa.ColumnElement, ranks: dict) -> sa.ColumnElement:
 def rank_columns(dialect: str, query_terms: list[str], now: datetime) -> tuple[sa.ColumnElement, ...]:
     """Score in SQL: the database ranks the whole scope without shipping it to Python.
 
-    lexical = share of query terms whose hash is in the memory's term list; authority and
+    lexical = share of query terms with a posting for the memory (an index seek per query
+    term in ``search_postings`` for each memory of the scope, never a scan of text); authority and
     trust = their ranks above; recency = 2^(-age_days / 30); total = weighted blend.
     Returns the labelled components and the total.
     """
     if query_terms:
-        hits = sum(
-            (sa.case((search_index.c.terms.contains(h), 1), else_=0) for h in query_terms),
-            start=sa.literal(0),
+        hits = (
+            sa.select(sa.func.count())
+            .where(
+                search_postings.c.tenant_id == memories.c.tenant_id,
+                search_postings.c.memory_id == memories.c.id,
+                search_postings.c.term_hash.in_(query_terms),
+            )
+            .correlate(memories)
+            .scalar_subquery()
         )
         lexical = sa.cast(hits, sa.Float) / len(query_terms)
     else:

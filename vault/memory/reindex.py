@@ -126,7 +126,7 @@ class Reindexer:
         """Drop every index entry and write them again from the projection and the keys."""
         entries = unreadable = 0
         with self.uow.write() as conn:
-            conn.execute(search_index.delete())
+            repo.drop_all_index_entries(conn)
             for rows, missed in expected_entries(conn, conn, self.keyring, self.pseudonyms):
                 repo.add_index_rows(conn, rows)
                 entries += len(rows)

@@ -24,8 +24,16 @@ from lethe.vault.clock import from_db, to_db
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.sealing import open_rows
 from lethe.vault.model import Authority, Kind, MemoryItem, Provenance, SourceType, Status, Trust
+from lethe.vault.store import projection
 from lethe.vault.store.projection import MEMORY_WRITTEN
-from lethe.vault.store.tables import events, idempotency_keys, memories, review_decisions, search_index
+from lethe.vault.store.tables import (
+    events,
+    idempotency_keys,
+    memories,
+    review_decisions,
+    search_index,
+    search_postings,
+)
 
 Row = Any  # a SQLAlchemy row of ``memories`` (attribute access by column name)
 
@@ -210,16 +218,25 @@ def index_row(tenant_id: str, subject_ref: str, memory_id: str, terms: Iterable[
 
 
 def add_index_rows(conn: Connection, rows: list[dict[str, str]]) -> None:
+    """Index memories: each one's ``search_index`` row and one posting per term hash."""
     if rows:
         conn.execute(search_index.insert(), rows)
+        postings = [
+            {"tenant_id": r["tenant_id"], "term_hash": h, "memory_id": r["memory_id"]}
+            for r in rows
+            for h in r["terms"].split()
+        ]
+        if postings:
+            conn.execute(search_postings.insert(), postings)
 
 
-def drop_index_entry(conn: Connection, tenant_id: str, memory_id: str) -> None:
-    conn.execute(
-        search_index.delete().where(
-            search_index.c.tenant_id == tenant_id, search_index.c.memory_id == memory_id
-        )
-    )
+def drop_all_index_entries(conn: Connection) -> None:
+    """Empty the index (a rebuild writes it again)."""
+    conn.execute(search_postings.delete())
+    conn.execute(search_index.delete())
+
+
+drop_index_entry = projection.drop_index_entry
 
 
 # -- review -------------------------------------------------------------------------------

@@ -6,9 +6,11 @@ may read (its own memories and the operator's of the purpose: ``memory.visibilit
 and the cost follows the size of the scope, not of the store. Ranking is
 ``memory.ranking``. Only the items that make the cut are decrypted.
 
-A query is bounded (``MAX_QUERY_CHARS`` characters, ``MAX_QUERY_TERMS`` distinct terms
-after ``Pseudonymizer.term_hashes`` tokenises it): each term is one clause of the
-ranking expression, and SQLite refuses a tree that deep while every engine pays for it.
+Lexical scores come from the inverted index (``search_postings``: one row per keyed term
+hash of a memory), read by index seeks for the query's terms and the scope's memories
+only; nothing scans text. A query is bounded (``MAX_QUERY_CHARS`` characters,
+``MAX_QUERY_TERMS`` distinct terms after ``Pseudonymizer.term_hashes`` tokenises it) so
+that the seeks per scored memory stay few.
 
 Exceptions: ``OutOfScope`` (403) for a non-agent caller or a purpose the credential
 lacks; ``InvalidCommand`` (422) for a limit, budget, kind or query out of bounds.
@@ -32,7 +34,7 @@ from lethe.vault.memory.validation import normal_subject_id
 from lethe.vault.memory.visibility import agent_scope
 from lethe.vault.model import Caller, Kind, Role, SearchQuery, SearchResult, Status
 from lethe.vault.store.db import UnitOfWork
-from lethe.vault.store.tables import memories, search_index
+from lethe.vault.store.tables import memories
 
 MAX_LIMIT = 100
 PAGE = 200  # ranked rows fetched per round trip
@@ -103,15 +105,6 @@ class SearchService:
                 authority,
                 trust,
                 recency,
-            )
-            .select_from(
-                memories.outerjoin(
-                    search_index,
-                    sa.and_(
-                        search_index.c.tenant_id == memories.c.tenant_id,
-                        search_index.c.memory_id == memories.c.id,
-                    ),
-                )
             )
             .where(*filters)
             .order_by(total.desc(), memories.c.id)

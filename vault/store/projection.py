@@ -27,6 +27,7 @@ from lethe.vault.store.tables import (
     retractions,
     review_decisions,
     search_index,
+    search_postings,
 )
 
 MEMORY_WRITTEN = "memory.written"
@@ -196,9 +197,36 @@ def _tombstoned(conn: Connection, e: Event) -> None:
 
 
 def _drop_index_entry(conn: Connection, e: Event) -> None:
+    drop_index_entry(conn, e.tenant_id, e.memory_id)
+
+
+def drop_index_entry(conn: Connection, tenant_id: str, memory_id: str) -> None:
+    """Take one memory out of the derived search index: its postings and its row."""
+    conn.execute(
+        search_postings.delete().where(
+            search_postings.c.tenant_id == tenant_id, search_postings.c.memory_id == memory_id
+        )
+    )
     conn.execute(
         search_index.delete().where(
-            search_index.c.tenant_id == e.tenant_id, search_index.c.memory_id == e.memory_id
+            search_index.c.tenant_id == tenant_id, search_index.c.memory_id == memory_id
+        )
+    )
+
+
+def drop_subject_index(conn: Connection, tenant_id: str, subject_ref: str) -> None:
+    """Take all of a subject's memories out of the derived search index."""
+    of_subject = sa.select(search_index.c.memory_id).where(
+        search_index.c.tenant_id == tenant_id, search_index.c.subject_ref == subject_ref
+    )
+    conn.execute(
+        search_postings.delete().where(
+            search_postings.c.tenant_id == tenant_id, search_postings.c.memory_id.in_(of_subject)
+        )
+    )
+    conn.execute(
+        search_index.delete().where(
+            search_index.c.tenant_id == tenant_id, search_index.c.subject_ref == subject_ref
         )
     )
 
@@ -244,11 +272,7 @@ def _forgotten(conn: Connection, e: Event) -> None:
     )
     # Forgotten items that lost their ciphertext earlier still must not keep any.
     conn.execute(memories.update().where(*scope, memories.c.ciphertext.is_not(None)).values(ciphertext=None))
-    conn.execute(
-        search_index.delete().where(
-            search_index.c.tenant_id == e.tenant_id, search_index.c.subject_ref == e.subject_ref
-        )
-    )
+    drop_subject_index(conn, e.tenant_id, e.subject_ref)
     conn.execute(
         forgotten_subjects.delete().where(
             forgotten_subjects.c.tenant_id == e.tenant_id, forgotten_subjects.c.subject_ref == e.subject_ref

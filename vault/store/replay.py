@@ -28,6 +28,7 @@ from lethe.vault.store.tables import (
     retractions,
     review_decisions,
     search_index,
+    search_postings,
 )
 
 COMPARED = (memories, idempotency_keys, forgotten_subjects, review_decisions, retractions)
@@ -76,7 +77,7 @@ def check(
     """Replay into a scratch in-memory database and diff it against the live projection
     (and, given ``index``, the live search index against the one the replay gives)."""
     scratch = make_engine("sqlite://")
-    metadata.create_all(scratch, tables=[*COMPARED, search_index])
+    metadata.create_all(scratch, tables=[*COMPARED, search_index, search_postings])
     with UnitOfWork(engine).read() as src, scratch.begin() as dst:
         n = _apply_all(src, dst, progress)
         report = ReplayReport(events=n)

@@ -1,8 +1,9 @@
 """The relational schema (SQLAlchemy Core). Alembic migrations create and evolve it.
 
-``events`` is the source of truth and append-only; ``memories``, ``search_index``,
-``idempotency_keys``, ``forgotten_subjects``, ``review_decisions`` and ``retractions``
-are projections that ``replay`` rebuilds from it. ``subject_keys`` holds only *wrapped* data keys.
+``events`` is the source of truth and append-only; ``memories``, ``search_index`` (with
+its postings, ``search_postings``), ``idempotency_keys``, ``forgotten_subjects``,
+``review_decisions`` and ``retractions`` are projections that ``replay`` rebuilds from it.
+``subject_keys`` holds only *wrapped* data keys.
 
 A memory is identified by (``tenant_id``, ``id``), never by its id alone: ids a client
 chose must not tell one tenant which ids another tenant uses. Every lookup, join,
@@ -80,6 +81,20 @@ search_index = sa.Table(
     sa.Column("terms", sa.Text, nullable=False),
     sa.PrimaryKeyConstraint("tenant_id", "memory_id"),
     sa.Index("ix_search_index_subject", "tenant_id", "subject_ref"),
+)
+
+# The inverted index a query reads: one posting per (memory, keyed term hash), written and
+# dropped with the memory's ``search_index`` row. Its primary key serves "postings of these
+# terms" for one tenant; the second index serves "this memory's postings" (scoring one
+# memory of a scope, dropping one memory's entries).
+search_postings = sa.Table(
+    "search_postings",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("term_hash", sa.String(64), nullable=False),
+    sa.Column("memory_id", sa.String(36), nullable=False),
+    sa.PrimaryKeyConstraint("tenant_id", "term_hash", "memory_id"),
+    sa.Index("ix_search_postings_memory", "tenant_id", "memory_id", "term_hash"),
 )
 
 idempotency_keys = sa.Table(
@@ -167,6 +182,7 @@ index_recipes = sa.Table(
 PROJECTION_TABLES = (
     memories,
     search_index,
+    search_postings,
     idempotency_keys,
     forgotten_subjects,
     review_decisions,
