@@ -3,7 +3,8 @@
 Deployments of a privacy vault rarely reach the internet, and FastAPI's default pages
 load their scripts from a CDN (and ReDoc its fonts from Google): offline they are blank.
 The assets come from the ``fastapi-offline`` wheel (Swagger UI, Apache-2.0; ReDoc, MIT),
-served under ``/static/docs``; the validator badge, which would call swagger.io, is off.
+served under ``/static/docs``; the validator badge, which would call swagger.io, is off,
+and a Content-Security-Policy keeps the pages from loading anything from another origin.
 
 Exceptions: none; a missing asset is a 404 from ``StaticFiles``.
 """
@@ -18,6 +19,13 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 ASSETS_URL = "/static/docs"
+# The pages may load nothing from elsewhere: ReDoc's attribution would otherwise fetch a
+# logo from its vendor. Both need inline script and style, and ReDoc a worker from a blob.
+DOCS_CSP = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline' blob:; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: blob:; worker-src 'self' blob:; connect-src 'self'; font-src 'self' data:; "
+    "frame-ancestors 'none'; base-uri 'none'"
+)
 
 
 def assets_dir() -> Path:
@@ -34,14 +42,16 @@ def install_docs(app: FastAPI, openapi_url: str = "/openapi.json") -> None:
     @app.get("/docs", include_in_schema=False)
     def swagger_ui(request: Request) -> HTMLResponse:
         root = request.scope.get("root_path", "")
-        return get_swagger_ui_html(
-            openapi_url=f"{root}{openapi_url}",
-            title=f"{app.title} - Swagger UI",
-            oauth2_redirect_url=f"{root}{redirect_url}",
-            swagger_js_url=f"{root}{ASSETS_URL}/swagger-ui-bundle.js",
-            swagger_css_url=f"{root}{ASSETS_URL}/swagger-ui.css",
-            swagger_favicon_url=f"{root}{ASSETS_URL}/favicon.png",
-            swagger_ui_parameters={"validatorUrl": None},
+        return _confined(
+            get_swagger_ui_html(
+                openapi_url=f"{root}{openapi_url}",
+                title=f"{app.title} - Swagger UI",
+                oauth2_redirect_url=f"{root}{redirect_url}",
+                swagger_js_url=f"{root}{ASSETS_URL}/swagger-ui-bundle.js",
+                swagger_css_url=f"{root}{ASSETS_URL}/swagger-ui.css",
+                swagger_favicon_url=f"{root}{ASSETS_URL}/favicon.png",
+                swagger_ui_parameters={"validatorUrl": None},
+            )
         )
 
     @app.get(redirect_url, include_in_schema=False)
@@ -51,10 +61,17 @@ def install_docs(app: FastAPI, openapi_url: str = "/openapi.json") -> None:
     @app.get("/redoc", include_in_schema=False)
     def redoc(request: Request) -> HTMLResponse:
         root = request.scope.get("root_path", "")
-        return get_redoc_html(
-            openapi_url=f"{root}{openapi_url}",
-            title=f"{app.title} - ReDoc",
-            redoc_js_url=f"{root}{ASSETS_URL}/redoc.standalone.js",
-            redoc_favicon_url=f"{root}{ASSETS_URL}/favicon.png",
-            with_google_fonts=False,
+        return _confined(
+            get_redoc_html(
+                openapi_url=f"{root}{openapi_url}",
+                title=f"{app.title} - ReDoc",
+                redoc_js_url=f"{root}{ASSETS_URL}/redoc.standalone.js",
+                redoc_favicon_url=f"{root}{ASSETS_URL}/favicon.png",
+                with_google_fonts=False,
+            )
         )
+
+
+def _confined(page: HTMLResponse) -> HTMLResponse:
+    page.headers["Content-Security-Policy"] = DOCS_CSP
+    return page

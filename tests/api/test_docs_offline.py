@@ -26,6 +26,7 @@ def test_docs_pages_name_no_external_url_and_every_asset_they_name_is_served(api
     r = api.client.get(page)
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
     assert EXTERNAL.findall(r.text) == [], r.text
+    assert "default-src 'self'" in r.headers["content-security-policy"]
     assets = ASSET.findall(r.text)
     assert any(a.endswith(".js") for a in assets), assets
     for asset in assets:

@@ -77,7 +77,12 @@ def test_the_seed_scenario_over_mcp(served: Served, connect) -> None:  # type: i
                 agent, "remember", subject_id=subject, kind="preference", content=content, provenance=user
             )
             untrusted = await call(
-                agent, "remember", subject_id=subject, kind="fact", content="Drinks tea", provenance=web,
+                agent,
+                "remember",
+                subject_id=subject,
+                kind="fact",
+                content="Drinks tea",
+                provenance=web,
                 confidence=0.5,
             )
             assert (trusted["status"], untrusted["status"]) == ("active", "quarantined")
@@ -148,9 +153,18 @@ def test_a_missing_or_wrong_token_is_a_401_pointing_at_the_resource_metadata(ser
 def test_lethe_mcp_refuses_a_bad_token_or_a_role_without_tools(served: Served) -> None:
     import subprocess
 
-    for token, message in (("lethe_" + "x" * 43, "not a valid Lethe token"),
-                           (served.tokens["reviewer"], "a reviewer token has no MCP tools")):
+    for token, message in (
+        ("lethe_" + "x" * 43, "not a valid Lethe token"),
+        (served.tokens["reviewer"], "a reviewer token has no MCP tools"),
+    ):
         env = {**served.server.env, "LETHE_TOKEN": token}
-        r = subprocess.run([*lethe_command(), "mcp"], env=env, capture_output=True, text=True, timeout=60,
-                           stdin=subprocess.DEVNULL, check=False)
+        r = subprocess.run(
+            [*lethe_command(), "mcp"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
         assert r.returncode == 2 and message in r.stderr and token not in r.stderr

@@ -119,7 +119,11 @@ def test_no_mcp_recall_or_get_crosses_the_tokens_scope(served, minter, writes, c
             token = minter.agent(f"{tenant}-{run}", agent, (purpose,))
             async with over_http(served.url, token) as mcp:
                 item = await call(
-                    mcp, "remember", subject_id=f"{subj}-{run}", kind="fact", content=" ".join(words),
+                    mcp,
+                    "remember",
+                    subject_id=f"{subj}-{run}",
+                    kind="fact",
+                    content=" ".join(words),
                     provenance={"source_type": "user_statement", "source_ref": "property"},
                 )
             written.append((item["id"], tenant, agent, purpose, subj))

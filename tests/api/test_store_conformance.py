@@ -98,8 +98,15 @@ def test_a_second_put_replaces_the_value(store: BaseStore) -> None:
 
 
 def test_json_values_round_trip(store: BaseStore) -> None:
-    value = {"s": "héllo ✓", "i": -7, "f": 0.25, "b": True, "none": None, "list": [1, "a", {"x": []}],
-             "nested": {"deep": {"deeper": "yes"}}}
+    value = {
+        "s": "héllo ✓",
+        "i": -7,
+        "f": 0.25,
+        "b": True,
+        "none": None,
+        "list": [1, "a", {"x": []}],
+        "nested": {"deep": {"deeper": "yes"}},
+    }
     where = ns("fact")
     store.put(where, "doc", value)
     assert store.get(where, "doc").value == value  # type: ignore[union-attr]
