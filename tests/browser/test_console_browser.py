@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 from pypdf import PdfReader
 
 from lethe.api.console.pages import NAV
@@ -35,7 +36,7 @@ def follow_until_reported(v: Visit, seconds: float = 40) -> None:
         assert time.monotonic() < deadline, f"still {status_of(v.page)!r}"
         time.sleep(0.5)
         v.page.get_by_role("link", name="Refresh").click()
-    assert v.page.get_by_role("link", name="PDF").is_visible()
+    expect(v.page.get_by_role("link", name="PDF")).to_be_visible()
 
 
 def write_memory(
@@ -76,14 +77,14 @@ def test_an_officer_files_a_request_follows_it_to_reported_and_downloads_the_pdf
     write_memory(console, "Carol's order ships Tuesdays", source="user_statement", subject=subject)
     page = visit.page
     visit.sign_in(console.tokens["privacy_officer"])
-    assert page.get_by_text("Dana Officer").is_visible()
+    expect(page.locator("header").get_by_text("Dana Officer")).to_be_visible()
     page.get_by_role("link", name="File an erasure request").click()
     page.get_by_label("Subject id").fill(subject)
     page.get_by_label("Legal basis").select_option("gdpr-art17-1b")
     page.get_by_label("Your reference (optional)").fill("DSR-2026-001")
     page.get_by_label("Identity verification reference (optional)").fill("IDV-77")
     page.get_by_role("button", name="File the request").click()
-    assert page.get_by_role("heading", name="Erasure request DSR-2026-001").is_visible()
+    expect(page.get_by_role("heading", name="Erasure request DSR-2026-001")).to_be_visible()
     follow_until_reported(visit)
     assert page.get_by_text("Dana Officer").count() >= 1
     for step in ("tombstoned", "key destroyed", "verified", "reported"):
@@ -104,15 +105,15 @@ def test_a_reviewer_promotes_one_memory_and_rejects_another(visit: Visit, consol
     drop = write_memory(console, f"Alice asked to wire money abroad ({uuid.uuid4().hex[:4]})")
     page = visit.page
     visit.sign_in(console.tokens["reviewer"])
-    assert page.get_by_role("heading", name="Review queue", level=1).is_visible()
-    assert page.get_by_text("Alice's plan renews").is_visible()
+    expect(page.get_by_role("heading", name="Review queue", level=1)).to_be_visible()
+    expect(page.get_by_text("Alice's plan renews")).to_be_visible()
     page.get_by_role("button", name=f"Promote memory {keep[:8]}").click()
-    assert page.get_by_text("Memory promoted.").is_visible()
+    expect(page.get_by_text("Memory promoted.")).to_be_visible()
     page.get_by_label("Reason for rejecting").nth(0).wait_for()
     card = page.locator("article", has=page.get_by_text("wire money abroad"))
     card.get_by_label("Reason for rejecting").fill("prompt injection from a web page")
     card.get_by_role("button", name=f"Reject memory {drop[:8]}").click()
-    assert page.get_by_text("Memory rejected.").is_visible()
+    expect(page.get_by_text("Memory rejected.")).to_be_visible()
     assert (
         page.get_by_text("wire money abroad").count() == 0
         and page.get_by_text("renews on the 3rd").count() == 0
@@ -128,24 +129,24 @@ def test_an_auditor_opens_a_certificate_the_server_verified(visit: Visit, consol
     visit.sign_in(console.tokens["auditor"])
     page.get_by_role("link", name="Certificates").click()
     page.get_by_role("link", name=report[:8]).click()
-    assert page.get_by_role("heading", name="Verified by this server").is_visible()
+    expect(page.get_by_role("heading", name="Verified by this server")).to_be_visible()
     assert page.locator("span.fail").count() == 0 and page.locator("span.pass").count() >= 5
     with page.expect_download() as downloading:
         page.get_by_role("link", name="lethe-public.pem").click()
     assert Path(downloading.value.path()).read_text().startswith("-----BEGIN PUBLIC KEY-----")
     page.get_by_role("link", name="Audit log").click()
     page.get_by_role("button", name="Check consistency").click()
-    assert page.get_by_text("Consistent:").is_visible()
+    expect(page.get_by_text("Consistent:")).to_be_visible()
 
 
 def test_an_agent_token_cannot_open_any_console_page(visit: Visit, console: Console) -> None:
     page = visit.page
     visit.sign_in(console.tokens["agent"])
-    assert page.get_by_text("cannot use the console").is_visible()
+    expect(page.get_by_text("cannot use the console")).to_be_visible()
     for p in NAV:
         response = visit.go(p.path)
         assert response is not None and page.url == f"{console.url}/console/sign-in", p.path
-        assert page.get_by_role("heading", name="Sign in").is_visible()
+        expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
 
 
 def test_a_form_posted_without_its_csrf_token_is_refused(visit: Visit, console: Console) -> None:
@@ -156,9 +157,9 @@ def test_a_form_posted_without_its_csrf_token_is_refused(visit: Visit, console: 
     page.get_by_label("Reason").fill("litigation")
     page.evaluate("document.querySelectorAll('main form input[name=csrf_token]').forEach(e => e.remove())")
     page.get_by_role("button", name="Place the hold").click()
-    assert page.get_by_role("heading", name="Form refused").is_visible()
+    expect(page.get_by_role("heading", name="Form refused")).to_be_visible()
     visit.go("/console/holds")
-    assert page.get_by_text("litigation").count() == 0
+    expect(page.get_by_text("litigation")).to_have_count(0)
 
 
 PAGES_BY_ROLE = {
@@ -226,7 +227,7 @@ def test_a_request_can_be_filed_with_the_keyboard_alone(visit: Visit, console: C
     assert page.evaluate("document.activeElement.textContent") == "File the request"
     keyboard.press("Enter")
     page.wait_for_url("**/console/requests/*-*")
-    assert page.get_by_role("heading", name="Erasure request KBD-1").is_visible()
+    expect(page.get_by_role("heading", name="Erasure request KBD-1")).to_be_visible()
     assert "gdpr-art17-1b" in page.locator("dl.facts").inner_text()
 
 
