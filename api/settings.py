@@ -36,6 +36,7 @@ class Settings(BaseSettings):
     sweep_interval_seconds: float = Field(default=30.0, gt=0)
     erasure_interval_seconds: float = Field(default=1.0, gt=0)
     compaction_interval_seconds: float = Field(default=3600.0, gt=0)
+    checkpoint_interval_seconds: float = Field(default=60.0, gt=0)  # sign the audit log's head this often
     public_url: str | None = None  # how clients reach the server (MCP resource URL); serve: its address
     # The web console (api/console): a signed-in session ends after this long idle, or this long at most.
     console_session_idle_seconds: float = Field(default=1800.0, gt=0)

@@ -40,12 +40,14 @@ __all__ = [
     "EMPTY_ROOT",
     "HASH_SIZE",
     "AuditTreeError",
+    "ChunkRootStore",
     "InvalidTreeRequest",
     "LeafSource",
     "LeafSourceError",
     "MerkleTree",
     "leaf_hash",
     "node_hash",
+    "perfect_root",
     "verify_consistency",
     "verify_inclusion",
 ]
@@ -101,6 +103,25 @@ class LeafSource(Protocol):
         ...
 
 
+@runtime_checkable
+class ChunkRootStore(Protocol):
+    """Roots of completed chunks kept across restarts, so the tree need not reread every leaf.
+
+    Only a cache: the tree trusts a stored root as far as the signed checkpoints it is then
+    checked against (a wrong one makes the next consistency check fail).
+    """
+
+    def chunk_roots(self, chunk: int, first: int, end: int) -> Sequence[bytes]:
+        """Stored roots of chunks ``first, first + 1, ...`` below ``end`` (of ``chunk`` leaves), in
+        order, stopping at the first one not stored."""
+        ...
+
+
+def perfect_root(hashes: Sequence[bytes]) -> bytes:
+    """Root of a perfect subtree whose leaf hashes are ``hashes`` (power-of-two count)."""
+    return _hash_full(hashes)
+
+
 def _hash_full(hashes: Sequence[bytes]) -> bytes:
     """Root of a perfect subtree whose leaf hashes are ``hashes`` (power-of-two count)."""
     level = list(hashes)
@@ -126,10 +147,11 @@ class MerkleTree:
     Thread-safe: one instance may serve concurrent requests.
     """
 
-    def __init__(self, source: LeafSource, chunk: int = 256) -> None:
+    def __init__(self, source: LeafSource, chunk: int = 256, stored: ChunkRootStore | None = None) -> None:
         if not _is_count(chunk) or chunk < 1 or chunk & (chunk - 1):
             raise ValueError("chunk must be a positive power of two")
         self._source = source
+        self._stored = stored
         self._chunk = chunk
         self._chunk_bits = chunk.bit_length() - 1
         # _levels[j][i] is the hash of leaves [i * chunk * 2**j, (i + 1) * chunk * 2**j).
@@ -222,12 +244,30 @@ class MerkleTree:
         chunk = self._chunk
         needed = tree_size // chunk
         level0 = self._levels[0]
+        if self._stored is not None and len(level0) < needed:
+            for value in self._stored.chunk_roots(chunk, len(level0), needed):
+                if len(value) != HASH_SIZE:
+                    raise LeafSourceError("a stored chunk root is not 32 bytes")
+                self._append_chunk_root(bytes(value))
         while len(level0) < needed:
             first = len(level0)
             last = min(needed, first + _FETCH_CHUNKS)
             leaves = self._read(first * chunk, last * chunk)
             for offset in range(0, len(leaves), chunk):
                 self._append_chunk_root(_hash_full(leaves[offset : offset + chunk]))
+
+    @property
+    def chunk(self) -> int:
+        """Leaves per cached chunk."""
+        return self._chunk
+
+    def completed_chunk_roots(self, first: int, end: int) -> list[bytes]:
+        """Cached roots of chunks ``[first, end)`` (every one must be cached already)."""
+        with self._lock:
+            level0 = self._levels[0]
+            if end > len(level0):
+                raise InvalidTreeRequest(f"chunk {end - 1} is not cached")
+            return level0[first:end]
 
     def _append_chunk_root(self, value: bytes) -> None:
         """Add one completed chunk and every aligned subtree it completes above it."""

@@ -1,4 +1,5 @@
-"""Periodic background work of the server (expiry sweep, erasure runner, compaction).
+"""Periodic background work of the server (expiry sweep, erasure runner, compaction,
+audit checkpoints).
 
 Each job runs in a worker thread on a fixed interval; a failure is logged by its type
 only (storage errors can quote parameters) and the job is retried on the next tick.
@@ -55,6 +56,17 @@ class BackgroundWork:
         await asyncio.gather(*pending, return_exceptions=True)
 
 
+def sign_checkpoint(container: Container) -> int:
+    """Sign a checkpoint if the log grew; how many events it newly covers.
+
+    Signing checks every row added since the last checkpoint against its leaf, so doing it
+    regularly keeps the check a certificate waits for small (not the whole log).
+    """
+    latest = container.audit.latest()
+    before = latest.tree_size if latest is not None else 0
+    return container.audit.sign().tree_size - before
+
+
 def start_server_work(container: Container, settings: Settings, metrics: Metrics) -> BackgroundWork:
     """Start the server's periodic jobs (on the running event loop), each counted in ``metrics``."""
     work = BackgroundWork()
@@ -69,6 +81,12 @@ def start_server_work(container: Container, settings: Settings, metrics: Metrics
         "erasure_runner",
         container.erasure.run_pending,
         metrics.forget_completions.inc,
+    )
+    work.every(
+        settings.checkpoint_interval_seconds,
+        "audit_checkpoint",
+        lambda: sign_checkpoint(container),
+        lambda n: None,
     )
     work.every(
         settings.compaction_interval_seconds,

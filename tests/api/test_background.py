@@ -71,3 +71,17 @@ def test_exception_messages_never_reach_a_log_line() -> None:
     line = json.loads(JsonFormatter().format(record))
     assert line["exc_type"] == "ValueError" and line["exc_frames"]
     assert SECRET not in json.dumps(line)
+
+
+def test_the_checkpoint_job_signs_only_when_the_log_grew(lethe) -> None:  # type: ignore[no-untyped-def]
+    from lethe.api.http.background import sign_checkpoint
+    from tests.conftest import agent, write_cmd
+
+    for i in range(3):
+        lethe.memories.write(agent(), write_cmd(f"memory {i}"))
+    grown = sign_checkpoint(lethe)
+    assert grown == lethe.audit.size() > 0
+    assert lethe.audit.latest().tree_size == lethe.audit.size()
+    assert sign_checkpoint(lethe) == 0  # nothing new: no new checkpoint
+    lethe.memories.write(agent(), write_cmd("one more"))
+    assert sign_checkpoint(lethe) == 1

@@ -342,3 +342,46 @@ def test_a_certificate_issued_after_history_was_rewritten_is_refused(lethe: Cont
     job = service.get(officer(), job.id)
     assert job.completed_at is None and job.report_id is None
     assert job.status == service.steps[-2].name and "refused to sign" in job.last_error
+
+
+def restarted(c: Container) -> AuditLog:
+    """The log as a freshly started process sees it: no tree cached in memory."""
+    return AuditLog(c.uow, c.audit._signer, c.audit.origin)
+
+
+def test_a_restarted_log_reads_only_the_leaves_after_its_stored_chunk_roots(
+    lethe: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lethe.vault.audit.leaves import SqlLeafSource
+
+    seed(lethe, 600)  # two complete chunks of 256 leaves, and more
+    lethe.audit.sign()
+    seed(lethe, 5)
+    read: list[tuple[int, int]] = []
+    real = SqlLeafSource.leaf_hashes
+
+    def counting(self, start: int, end: int):  # type: ignore[no-untyped-def]
+        read.append((start, end))
+        return real(self, start, end)
+
+    monkeypatch.setattr(SqlLeafSource, "leaf_hashes", counting)
+    log = restarted(lethe)
+    head = log.sign()
+    assert head.tree_size == log.size()
+    assert read and min(start for start, _ in read) >= 512, read
+    assert head.root == lethe.audit.root(head.tree_size)  # the same root as from every leaf
+    proof = log.inclusion_proof(3, head.tree_size)
+    assert verify_inclusion(lethe.audit.leaf_hash(3), 3, head.tree_size, proof, head.root)
+
+
+def test_an_altered_stored_chunk_root_is_refused_at_signing_and_named_by_audit_verify(
+    lethe: Container,
+) -> None:
+    seed(lethe, 300)
+    lethe.audit.sign()
+    seed(lethe, 3)
+    sql(lethe, "UPDATE merkle_chunk_roots SET root = :r WHERE chunk_index = 0", r=b"\x07" * 32)
+    with pytest.raises(LogInconsistent):
+        restarted(lethe).sign()
+    report = restarted(lethe).verify_log()
+    assert not report.ok and report.bad_range == (0, 256) and "tree cache" in (report.problem or "")

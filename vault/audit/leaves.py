@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from lethe.vault.merkle import EMPTY_ROOT, leaf_hash, node_hash
 from lethe.vault.store.events import canonical_row
-from lethe.vault.store.tables import events
+from lethe.vault.store.tables import events, merkle_chunk_roots
 
 __all__ = ["RootAccumulator", "SqlLeafSource", "fast_canonical_row", "leaf_rows", "row_matches"]
 
@@ -62,6 +62,49 @@ class SqlLeafSource:
                 .order_by(events.c.seq)
             ).scalars()
             return [bytes(h) for h in rows]
+
+
+class SqlChunkRoots:
+    """``ChunkRootStore`` over ``merkle_chunk_roots``; ``save`` runs inside a write transaction."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def chunk_roots(self, chunk: int, first: int, end: int) -> Sequence[bytes]:
+        t = merkle_chunk_roots
+        with self._engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(t.c.chunk_index, t.c.root)
+                .where(t.c.chunk_size == chunk, t.c.chunk_index >= first, t.c.chunk_index < end)
+                .order_by(t.c.chunk_index)
+            ).all()
+        out: list[bytes] = []
+        for expected, row in enumerate(rows, start=first):
+            if row.chunk_index != expected:
+                break  # contiguous from ``first`` only
+            out.append(bytes(row.root))
+        return out
+
+    @staticmethod
+    def stored_count(conn: Connection, chunk: int) -> int:
+        """How many chunks are stored (they are stored contiguously from 0)."""
+        t = merkle_chunk_roots
+        top = conn.execute(sa.select(sa.func.max(t.c.chunk_index)).where(t.c.chunk_size == chunk)).scalar()
+        return 0 if top is None else int(top) + 1
+
+    @staticmethod
+    def save(conn: Connection, chunk: int, first: int, roots: Sequence[bytes]) -> None:
+        if roots:
+            conn.execute(
+                merkle_chunk_roots.insert(),
+                [{"chunk_size": chunk, "chunk_index": first + i, "root": r} for i, r in enumerate(roots)],
+            )
+
+    @staticmethod
+    def all(conn: Connection, chunk: int) -> dict[int, bytes]:
+        t = merkle_chunk_roots
+        rows = conn.execute(sa.select(t.c.chunk_index, t.c.root).where(t.c.chunk_size == chunk))
+        return {int(r.chunk_index): bytes(r.root) for r in rows}
 
 
 _encode_string = json.encoder.encode_basestring  # the C escaper behind json.dumps(ensure_ascii=False)

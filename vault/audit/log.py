@@ -41,13 +41,14 @@ from lethe.vault.audit.checkpoint import (
     sign_checkpoint,
     vkey,
 )
-from lethe.vault.audit.leaves import RootAccumulator, SqlLeafSource, leaf_rows, row_matches
+from lethe.vault.audit.leaves import RootAccumulator, SqlChunkRoots, SqlLeafSource, leaf_rows, row_matches
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.errors import InvalidCommand, LogInconsistent
 from lethe.vault.merkle import (
     AuditTreeError,
     InvalidTreeRequest,
     MerkleTree,
+    perfect_root,
     verify_consistency,
 )
 from lethe.vault.store.db import UnitOfWork
@@ -142,7 +143,7 @@ class AuditLog:
         key_id(origin, self._public_raw)  # validates the origin as a signed-note key name
         self._clock = clock
         self._source = SqlLeafSource(uow.engine)
-        self._tree = MerkleTree(self._source)
+        self._tree = MerkleTree(self._source, stored=SqlChunkRoots(uow.engine))
 
     # -- keys ---------------------------------------------------------------------------
 
@@ -246,11 +247,21 @@ class AuditLog:
                         f"{latest.tree_size} on {latest.signed_at}: history was rewritten; refusing to sign"
                     )
                 if n == latest.tree_size:
+                    self._keep_chunk_roots(conn, n)
                     return latest
             note = sign_checkpoint(Checkpoint(self.origin, n, root), self.origin, self._signer)
             signed_at = iso(self._clock())
             conn.execute(checkpoints.insert().values(tree_size=n, root=root, note=note, signed_at=signed_at))
+            self._keep_chunk_roots(conn, n)
             return StoredCheckpoint(n, root, note, signed_at)
+
+    def _keep_chunk_roots(self, conn: Connection, signed_size: int) -> None:
+        """Store the roots of the chunks completed below a signed size (checked by that signing)."""
+        chunk = self._tree.chunk
+        done = SqlChunkRoots.stored_count(conn, chunk)
+        upto = signed_size // chunk
+        if upto > done:
+            SqlChunkRoots.save(conn, chunk, done, self._tree.completed_chunk_roots(done, upto))
 
     def _safe_size(self) -> int:
         try:
@@ -317,6 +328,9 @@ class AuditLog:
             pending = list(stored)
             acc = RootAccumulator()
             previous_good = 0
+            chunk = self._tree.chunk
+            chunk_roots = SqlChunkRoots.all(conn, chunk)
+            chunk_leaves: list[bytes] = []
 
             def check_roots() -> LogVerification | None:
                 nonlocal previous_good
@@ -355,8 +369,27 @@ class AuditLog:
                         "to its stored leaf (edited, moved or replaced)",
                     )
                 acc.add(bytes(row.leaf_hash))
+                chunk_leaves.append(bytes(row.leaf_hash))
+                if len(chunk_leaves) == chunk:
+                    stored_root = chunk_roots.pop(index // chunk, None)
+                    if stored_root is not None and stored_root != perfect_root(chunk_leaves):
+                        return result(
+                            ok=False,
+                            bad_range=(index + 1 - chunk, index + 1),
+                            problem=f"the stored root of leaves [{index + 1 - chunk}, {index + 1}) does not "
+                            "match the leaves (the tree cache was altered)",
+                        )
+                    chunk_leaves = []
                 if (failure := check_roots()) is not None:
                     return failure
+            if chunk_roots:
+                first = min(chunk_roots) * chunk
+                return result(
+                    ok=False,
+                    first_bad_index=first,
+                    problem=f"a tree-cache root is stored for leaves from index {first}, which the log "
+                    "does not hold",
+                )
             if pending:
                 cp = pending[0]
                 return result(

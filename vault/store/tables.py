@@ -282,6 +282,16 @@ checkpoints = sa.Table(
     sa.Column("signed_at", sa.String(32), nullable=False),
 )
 
+# Roots of completed chunks of the audit tree below the latest signed checkpoint: a cache
+# that spares a restarted process rehashing every leaf (vault/audit/leaves.py).
+merkle_chunk_roots = sa.Table(
+    "merkle_chunk_roots",
+    metadata,
+    sa.Column("chunk_size", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("chunk_index", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("root", sa.LargeBinary(32), nullable=False),
+)
+
 erasure_reports = sa.Table(
     "erasure_reports",
     metadata,
