@@ -9,9 +9,14 @@ another process (the CLI beside the server) would write and checkpoint underneat
 This module's scan runs in a fresh interpreter that holds no SQLite connection, so
 its opens and closes cannot touch anyone's locks.
 
-The child reads each file in bounded chunks (with an overlap of the longest needle),
-so its memory stays small whatever the file size. It imports nothing but the standard
-library and runs as a script (``python -I filescan.py``), so it needs no installed package.
+The child hands needles free of newline and NUL bytes to GNU ``grep -F`` (Aho-Corasick
+style: one pass over the file for all of them, about ten times faster than a pass per
+needle in Python); NUL-separated records (``-z``) keep grep's buffer small even over long
+runs of zeroed pages. Other needles, or a machine without GNU grep, take the Python path:
+the file in bounded chunks (with an overlap of the longest needle), one search per needle.
+Either way memory stays small whatever the file size. The child imports nothing but the
+standard library and runs as a script (``python -I filescan.py``), so it needs no
+installed package.
 
 Exceptions: ``FileScanFailed`` when the child cannot run or cannot read a file.
 """
@@ -19,6 +24,7 @@ Exceptions: ``FileScanFailed`` when the child cannot run or cannot read a file.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -57,7 +63,59 @@ def find_in_files(
     return json.loads(proc.stdout)
 
 
-def _scan_file(path: str, needles: list[bytes]) -> list[int]:
+def greppable(needle: bytes) -> bool:
+    """Whether ``grep -F -z`` can look for this needle (patterns are newline-separated and
+    records NUL-terminated, so neither byte may occur in it)."""
+    return bool(needle) and b"\n" not in needle and b"\0" not in needle
+
+
+def _gnu_grep() -> str | None:
+    grep = shutil.which("grep")
+    if grep is None:
+        return None
+    probe = subprocess.run([grep, "--version"], capture_output=True, check=False)
+    return grep if probe.returncode == 0 and b"GNU grep" in probe.stdout else None
+
+
+def _grep_file(grep: str, path: str, needles: list[bytes]) -> set[bytes]:
+    """The needles GNU grep finds in the file (fixed strings, bytes as bytes, one pass)."""
+    proc = subprocess.run(
+        [grep, "-F", "-a", "-o", "-z", "-f", "-", "--", path],
+        input=b"\n".join(needles),
+        capture_output=True,
+        env={"LC_ALL": "C"},
+        check=False,
+    )
+    if proc.returncode == 2:
+        raise OSError(f"grep failed on {path}: {proc.stderr.decode(errors='replace')[-200:]}")
+    return set(proc.stdout.split(b"\0"))
+
+
+def _scan_file(path: str, needles: list[bytes], grep: str | None = None) -> list[int]:
+    """Indices of needles found in the file: by grep where it can, else in Python."""
+    if not needles:
+        return []
+    if not Path(path).exists():
+        raise FileNotFoundError(path)
+    # grep -o reports the longest match at a place: a needle inside another is left to Python.
+    fast = [
+        i
+        for i, n in enumerate(needles)
+        if grep is not None
+        and greppable(n)
+        and not any(n in other and n != other for other in needles)
+    ]
+    found: set[int] = set()
+    if fast:
+        hits = _grep_file(grep, path, [needles[i] for i in fast])  # type: ignore[arg-type]
+        found = {i for i in fast if needles[i] in hits}
+    slow = [i for i in range(len(needles)) if i not in set(fast)]
+    if slow:
+        found |= {slow[j] for j in _scan_in_python(path, [needles[i] for i in slow])}
+    return sorted(found)
+
+
+def _scan_in_python(path: str, needles: list[bytes]) -> list[int]:
     """Indices of needles in the file, reading it in chunks that overlap by the longest needle."""
     overlap = max(len(n) for n in needles) - 1
     found: set[int] = set()
@@ -76,10 +134,11 @@ def _scan_file(path: str, needles: list[bytes]) -> list[int]:
 def _main() -> None:
     request = json.loads(sys.stdin.read())
     needles = [bytes.fromhex(n) for n in request["needles"]]
+    grep = _gnu_grep()
     answer = {}
     for path in request["files"]:
         try:
-            answer[path] = _scan_file(path, needles)
+            answer[path] = _scan_file(path, needles, grep)
         except FileNotFoundError:
             continue
     sys.stdout.write(json.dumps(answer))

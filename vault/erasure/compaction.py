@@ -33,7 +33,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from lethe.keys.filescan import FileScanFailed, find_in_files
+from lethe.keys.filescan import FileScanFailed, find_in_files, greppable
 from lethe.vault.clock import iso, to_db, utcnow
 from lethe.vault.erasure.model import DERIVED_PURGED
 from lethe.vault.erasure.steps import StepContext, StepFailed, StepSpec
@@ -77,12 +77,23 @@ class CompactionResult:
 
 
 def slices_of(ciphertext: bytes) -> list[bytes]:
-    """Three distinctive slices (start of body, middle, end): random-looking, so a hit is real."""
+    """Three distinctive slices (near the start of the body, the middle, the end): random-looking,
+    so a hit is real. Each is moved to the nearest window free of newline and NUL bytes where
+    there is one, so the child's one-pass ``grep`` can look for all of them at once."""
     body = ciphertext[13:] if len(ciphertext) > 13 + SLICE else ciphertext
     if len(body) <= SLICE:
         return [body]
     mid = len(body) // 2
-    return [body[:SLICE], body[mid : mid + SLICE], body[-SLICE:]]
+    return [_greppable_near(body, at) for at in (0, mid, len(body) - SLICE)]
+
+
+def _greppable_near(body: bytes, at: int) -> bytes:
+    last = len(body) - SLICE
+    for delta in range(len(body)):
+        for start in (at + delta, at - delta):
+            if 0 <= start <= last and greppable(window := body[start : start + SLICE]):
+                return window
+    return body[at : at + SLICE]
 
 
 @dataclass(frozen=True)
