@@ -7,16 +7,16 @@ million events); with it, a few thousand rows. A cache only: a wrong root fails 
 consistency check against the signed checkpoints, and ``lethe audit verify`` recomputes
 every stored root from the leaves.
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-12-13 09:00:00.000000
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0011"
-down_revision = "0010"
+revision = "0012"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 
