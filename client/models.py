@@ -90,12 +90,16 @@ class SearchResult:
 
 @dataclass(frozen=True)
 class ErasureAccepted:
-    """An erasure request just filed; the server's runner carries it out."""
+    """An erasure request just filed; the server's runner carries it out.
+
+    ``verification_code`` is shown this once and never stored: give it to the data
+    subject; with the subject id it confirms whom the certificate is about."""
 
     id: str
     status: str
     received_at: datetime
     due_at: datetime
+    verification_code: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,12 @@ def verify(
     subject_id: str | None = typer.Option(
         None, "--subject-id", help="Check the certificate is about this subject. '-' reads it from stdin."
     ),
+    verification_code: str | None = typer.Option(
+        None,
+        "--verification-code",
+        help="The code given when the request was filed; with --subject-id it confirms whom a v2 "
+        "certificate is about. '-' reads it from stdin (after the subject id, if that is '-' too).",
+    ),
     tenant: str | None = typer.Option(None, "--tenant", help="Check the certificate is for this tenant."),
     checkpoint: Path | None = typer.Option(
         None, "--checkpoint", help="An older signed checkpoint (note text, or an older certificate)."
@@ -76,11 +82,19 @@ def verify(
     pem = _read(public_key, "public key")
     if subject_id == "-":
         subject_id = sys.stdin.readline().rstrip("\n")
+    if verification_code == "-":
+        verification_code = sys.stdin.readline().rstrip("\n")
     older = _read(checkpoint, "checkpoint") if checkpoint is not None else None
     proof = _read(consistency_proof, "consistency proof") if consistency_proof is not None else None
     started = time.perf_counter()
     result = verify_certificate(
-        doc, pem, subject_id=subject_id, tenant=tenant, older_checkpoint=older, consistency_proof=proof
+        doc,
+        pem,
+        subject_id=subject_id,
+        tenant=tenant,
+        older_checkpoint=older,
+        consistency_proof=proof,
+        verification_code=verification_code,
     )
     elapsed = time.perf_counter() - started
     if as_json:

@@ -1,6 +1,7 @@
 """Right to be forgotten: ``lethe forget``, ``lethe erasure list|show|extend|pause|resume``.
 
-``--json`` prints the HTTP bodies: ``forget``, ``show``, ``extend``, ``pause`` and
+``--json`` prints the HTTP bodies: ``forget`` an ``ErasureFiled`` (the job and its
+verification code, shown this once), ``show``, ``extend``, ``pause`` and
 ``resume`` an ``ErasureJobOut`` (as ``GET /v1/erasure-requests/{id}``), ``list`` an
 ``ErasureJobList`` (as ``GET /v1/erasure-requests``).
 """
@@ -8,6 +9,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import typer
@@ -15,7 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from lethe.api.cli.common import ExitCode, console, container, officer, print_json
-from lethe.api.http.schemas.erasure import ErasureJobList, ErasureJobOut
+from lethe.api.http.schemas.erasure import ErasureFiled, ErasureJobList, ErasureJobOut
 from lethe.vault.erasure.deadlines import MAX_EXTENSION_MONTHS
 from lethe.vault.erasure.model import ErasureJob
 
@@ -75,6 +77,8 @@ def forget(
     """File a right-to-forget request and run it (crypto-shredding, verification, compaction)."""
     with container() as c:
         job = c.erasure.request(officer(tenant), subject, basis, reference, identity_ref)
+        code = job.verification_code
+        assert code is not None
         deadline = time.monotonic() + WAIT_SECONDS
         while wait:
             c.erasure.advance(job.id)  # or a running server's runner holds it and advances it
@@ -85,9 +89,15 @@ def forget(
             time.sleep(0.5)
         job = c.erasure.get(officer(tenant), job.id)
     if as_json:
-        print_json(ErasureJobOut.from_domain(job))
+        print_json(ErasureFiled.from_domain(replace(job, verification_code=code)))
     else:
         _show(job)
+        console.print(
+            f"verification code: [bold]{code}[/bold]\n"
+            "  shown this once and never stored: give it to the data subject. With it and the subject id,\n"
+            "  lethe verify CERT --public-key PEM --subject-id ID --verification-code CODE confirms the\n"
+            "  certificate is about them; without it the certificate confirms no guess."
+        )
     if wait and job.completed_at is None:
         raise typer.Exit(ExitCode.UNFINISHED)
 

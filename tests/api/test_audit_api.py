@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 
 import pytest
 from fastapi.testclient import TestClient
@@ -51,7 +52,11 @@ def forget(c: Container) -> str:
         c.memories.write(agent(), write_cmd(f"alice {i}"))
     job = c.erasure.request(officer(), "alice@example.com", "gdpr-art17-1a", "t-1")
     c.erasure.run_pending()
+    CODES[job.id] = job.verification_code
     return c.erasure.get(officer(), job.id).report_id
+
+
+CODES: dict[str, str | None] = {}  # verification codes by request id, as handed out when filed
 
 
 def test_checkpoint_public_key_and_proofs_verify_against_each_other(lethe: Container, client: Client) -> None:
@@ -89,7 +94,8 @@ def test_erasure_reports_are_served_verbatim_rendered_and_tenant_scoped(
 
     raw = client.get(f"/v1/erasure-reports/{report_id}")
     assert raw.status_code == 200 and raw.content == stored
-    assert verify_certificate(raw.content, pem, subject_id="alice@example.com").ok
+    code = CODES[json.loads(raw.content)["request"]["id"]]
+    assert verify_certificate(raw.content, pem, subject_id="alice@example.com", verification_code=code).ok
     officer_view = client.get(f"/v1/erasure-reports/{report_id}", role="privacy_officer")
     assert officer_view.status_code == 200
 

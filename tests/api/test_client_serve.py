@@ -32,6 +32,7 @@ from lethe.client import (
     Unauthenticated,
     Unavailable,
 )
+from lethe.vault.audit.verify import verify_certificate
 from tests.api.conftest import Served, serve_with_tokens
 
 pytestmark = pytest.mark.slow
@@ -125,6 +126,9 @@ def test_every_officer_auditor_and_admin_operation(served: Served) -> None:
         assert job.report_id is not None
         report = auditor.get_erasure_report(job.report_id)
         assert report.media_type == "application/json" and report.json()["request"]["id"] == accepted.id
+        assert accepted.verification_code is not None and accepted.verification_code not in repr(accepted)
+        code, pem = accepted.verification_code, auditor.get_audit_public_key().pem.encode()
+        assert verify_certificate(report.content, pem, subject_id=bob, verification_code=code).ok
         assert officer.get_erasure_report(job.report_id, format="html").media_type == "text/html"
         assert auditor.get_erasure_report(job.report_id, format="pdf").content.startswith(b"%PDF")
         again = officer.reinstate_subject(bob, "returned as a customer")

@@ -29,8 +29,9 @@ def test_a_request_runs_to_completion_and_shows_its_steps(api: Api, officer: dic
     )
     assert r.status_code == 202
     accepted = r.json()
-    assert set(accepted) == {"id", "status", "received_at", "due_at"}
+    assert set(accepted) == {"id", "status", "received_at", "due_at", "verification_code"}
     assert accepted["status"] == "received"
+    code = accepted["verification_code"]
 
     api.container.erasure.run_pending()
     auditor = bearer(api.mint("auditor"))
@@ -45,6 +46,7 @@ def test_a_request_runs_to_completion_and_shows_its_steps(api: Api, officer: dic
             "verified",
         ]
         assert subject not in str(job)
+        assert code not in str(job)  # shown once, in the 202 answer only
     assert_problem(api.client.get(f"/v1/memories/{item['id']}", headers=agent), 404)
 
     listed = api.client.get("/v1/erasure-requests", headers=auditor).json()["items"]

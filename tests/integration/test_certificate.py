@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +24,13 @@ from lethe.api.bootstrap import Container
 from lethe.api.settings import Settings
 from lethe.keys.signing import Ed25519Signer
 from lethe.vault.audit.certificate import REPORTED, sign_certificate
+from lethe.vault.audit.certificate_format import KEYED_SCHEME, keyed_subject_commitment
 from lethe.vault.audit.checkpoint import Checkpoint, key_id, sign_checkpoint
 from lethe.vault.audit.render import render_html, render_pdf
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import parse_iso
 from lethe.vault.erasure.deadlines import add_months
-from lethe.vault.erasure.model import subject_commitment
 from lethe.vault.store.events import Event, SqlEventLog
 from lethe.vault.store.tables import backups
 from tests.conftest import agent, officer, write_cmd
@@ -44,9 +45,9 @@ def forget(c: Container, subject: str = ALICE, reference: str = "ticket-1"):  # 
     for i in range(3):
         c.memories.write(agent(), write_cmd(f"alice likes tea {i}", subject=subject))
     c.memories.write(agent(), write_cmd("bob likes coffee", subject="bob@example.com"))
-    job = c.erasure.request(officer(), subject, "gdpr-art17-1a", reference)
+    filed = c.erasure.request(officer(), subject, "gdpr-art17-1a", reference)
     c.erasure.run_pending()
-    job = c.erasure.get(officer(), job.id)
+    job = replace(c.erasure.get(officer(), filed.id), verification_code=filed.verification_code)
     assert job.status == c.erasure.final_status, job.last_error
     return job, c.reports.load(job.report_id)
 
@@ -87,7 +88,10 @@ def run_lethe(settings: Settings, *args: str, stdin: str | None = None) -> subpr
 
 def test_a_completed_forget_produces_a_certificate_that_verifies_offline(lethe: Container) -> None:
     job, report = forget(lethe)
-    result = verify_certificate(report.document, pem(lethe), subject_id=ALICE, tenant="t1")
+    code = job.verification_code
+    result = verify_certificate(
+        report.document, pem(lethe), subject_id=ALICE, tenant="t1", verification_code=code
+    )
     assert result.ok, result.summary()
     doc = report.parsed()
     covered = [s["name"] for s in doc["steps"]]
@@ -102,7 +106,7 @@ def test_a_completed_forget_produces_a_certificate_that_verifies_offline(lethe: 
 def test_the_certificate_states_the_request_the_subject_commitment_and_what_remains(lethe: Container) -> None:
     job, report = forget(lethe)
     doc = report.parsed()
-    assert doc["format"] == "lethe-erasure-certificate/v1" and doc["tenant_id"] == "t1"
+    assert doc["format"] == "lethe-erasure-certificate/v2" and doc["tenant_id"] == "t1"
     req = doc["request"]
     assert (req["id"], req["legal_basis"], req["reference"], req["requested_by"]) == (
         job.id,
@@ -112,8 +116,11 @@ def test_the_certificate_states_the_request_the_subject_commitment_and_what_rema
     )
     assert parse_iso(req["due_at"]) == add_months(parse_iso(req["received_at"]), 1)
     assert req["completed_at"] == doc["steps"][-1]["completed_at"]
-    salt = bytes.fromhex(doc["subject"]["salt"])
-    assert doc["subject"]["commitment"] == subject_commitment(salt, "t1", ALICE) == job.subject_commitment
+    assert "salt" not in doc["subject"] and doc["subject"]["commitment_scheme"] == KEYED_SCHEME
+    assert job.verification_code is not None
+    commitment = keyed_subject_commitment(job.verification_code, "t1", ALICE)
+    assert doc["subject"]["commitment"] == commitment == job.subject_commitment
+    assert job.verification_code not in report.document.decode()
     assert ALICE not in report.document.decode()  # the subject id itself is never in the certificate
     remains = " ".join(r["item"] for r in doc["what_remains"])
     for item in (
@@ -271,17 +278,22 @@ def test_another_signing_key_fails_against_the_pinned_key(lethe: Container) -> N
 
 
 def test_claiming_a_different_subject_or_tenant_fails_the_commitment_check(lethe: Container) -> None:
-    _, report = forget(lethe)
-    assert verify_certificate(report.document, pem(lethe), subject_id=ALICE).ok
-    wrong = verify_certificate(report.document, pem(lethe), subject_id="mallory@example.com")
+    job, report = forget(lethe)
+    code = job.verification_code
+    assert verify_certificate(report.document, pem(lethe), subject_id=ALICE, verification_code=code).ok
+    wrong = verify_certificate(
+        report.document, pem(lethe), subject_id="mallory@example.com", verification_code=code
+    )
     assert wrong.failed == ["subject_commitment"]
     assert verify_certificate(report.document, pem(lethe), tenant="t2").failed == ["tenant"]
 
-    def other_salt(d: dict[str, Any]) -> None:
-        d["subject"]["salt"] = "00" * 16
+    def other_commitment(d: dict[str, Any]) -> None:
+        d["subject"]["commitment"] = "00" * 32
 
-    assert {"signature", "subject_commitment"} <= set(
-        verify_certificate(edit(report.document, other_salt), pem(lethe), subject_id=ALICE).failed
+    assert {"signature", "event:received", "subject_commitment"} <= set(
+        verify_certificate(
+            edit(report.document, other_commitment), pem(lethe), subject_id=ALICE, verification_code=code
+        ).failed
     )
 
 
@@ -306,18 +318,39 @@ def test_removing_a_step_or_reordering_steps_fails_step_order(lethe: Container) 
 def test_lethe_verify_exits_0_on_the_untouched_certificate_and_1_naming_the_failed_check(
     lethe: Container, settings: Settings, tmp_path: Path
 ) -> None:
-    _, report = forget(lethe)
+    job, report = forget(lethe)
+    code = job.verification_code
+    assert code is not None
     key = tmp_path / "issuer.pem"
     key.write_bytes(pem(lethe))
     good = tmp_path / "certificate.json"
     good.write_bytes(report.document)
 
-    ok = run_lethe(settings, "verify", str(good), "--public-key", str(key), "--subject-id", ALICE)
+    ok = run_lethe(
+        settings,
+        "verify",
+        str(good),
+        "--public-key",
+        str(key),
+        "--subject-id",
+        ALICE,
+        "--verification-code",
+        code,
+    )
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "VERIFIED" in ok.stdout and "subject_commitment" in ok.stdout
 
     from_stdin = run_lethe(
-        settings, "verify", str(good), "--public-key", str(key), "--subject-id", "-", stdin=ALICE
+        settings,
+        "verify",
+        str(good),
+        "--public-key",
+        str(key),
+        "--subject-id",
+        "-",
+        "--verification-code",
+        "-",
+        stdin=f"{ALICE}\n{code}\n",
     )
     assert from_stdin.returncode == 0, from_stdin.stdout
 
@@ -339,8 +372,20 @@ def test_lethe_verify_exits_0_on_the_untouched_certificate_and_1_naming_the_fail
         assert r.returncode == 1, r.stdout
         assert f"FAILED: {check}" in r.stdout, r.stdout
 
-    wrong = run_lethe(settings, "verify", str(good), "--public-key", str(key), "--subject-id", "mallory")
+    wrong = run_lethe(
+        settings,
+        "verify",
+        str(good),
+        "--public-key",
+        str(key),
+        "--subject-id",
+        "mallory",
+        "--verification-code",
+        code,
+    )
     assert wrong.returncode == 1 and "FAILED: subject_commitment" in wrong.stdout
+    no_code = run_lethe(settings, "verify", str(good), "--public-key", str(key), "--subject-id", ALICE)
+    assert no_code.returncode == 1 and "FAILED: subject_commitment" in no_code.stdout
 
     other = tmp_path / "other.pem"
     other.write_bytes(Ed25519Signer.generate().public_key_pem())
@@ -392,7 +437,8 @@ def test_the_certificate_signature_is_domain_separated_from_checkpoint_signature
     from lethe.keys.signing import verify_ed25519
 
     public = lethe.reports.signer.public_key_raw()
-    assert verify_ed25519(public, b"lethe-erasure-certificate/v1\n" + canonical_json(unsigned), signature)
+    assert verify_ed25519(public, b"lethe-erasure-certificate/v2\n" + canonical_json(unsigned), signature)
+    assert not verify_ed25519(public, b"lethe-erasure-certificate/v1\n" + canonical_json(unsigned), signature)
     assert not verify_ed25519(public, canonical_json(unsigned), signature)
 
 
@@ -402,10 +448,12 @@ def test_a_certificate_over_a_larger_log_embeds_consistency_proofs_and_verifies_
     with lethe.uow.write() as conn:  # 20,000 events of another tenant, appended in bulk
         SqlEventLog().append_many(conn, [Event("test.filler", "t9", {"i": i}) for i in range(20_000)])
     lethe.audit.checkpoint()
-    _, report = forget(lethe)
+    job, report = forget(lethe)
     doc = report.parsed()
     assert doc["consistency_proofs"][0]["tree_size"] >= 20_000  # from the checkpoint signed above
     started = time.perf_counter()
     for _ in range(20):
-        assert verify_certificate(report.document, pem(lethe), subject_id=ALICE).ok
+        assert verify_certificate(
+            report.document, pem(lethe), subject_id=ALICE, verification_code=job.verification_code
+        ).ok
     assert (time.perf_counter() - started) / 20 < 0.25

@@ -40,7 +40,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lethe.keys.signing import Ed25519Signer
-from lethe.vault.audit.certificate_format import FORMAT, signed_bytes
+from lethe.vault.audit.certificate_format import FORMAT, KEYED_SCHEME, SIGNATURE_DOMAIN, signed_bytes
 from lethe.vault.audit.checkpoint import key_id
 from lethe.vault.audit.log import AuditLog, b64
 from lethe.vault.audit.verify import verify_certificate
@@ -71,8 +71,15 @@ COMPACTED = "compacted"
 
 VERIFY_COMMAND = (
     "lethe verify <certificate.json> --public-key <issuer-public-key.pem> "
-    "[--subject-id <subject id>] [--checkpoint <older checkpoint>]"
+    "[--subject-id <subject id> --verification-code <code given when the request was filed>] "
+    "[--checkpoint <older checkpoint>]"
 )
+KEYED_SCHEME_TEXT = (
+    "hex(HMAC-SHA256(key=verification code (25 base32 characters, upper case, no dashes), "
+    "'lethe-subject-commitment/v2\\n' || u32be(len(UTF-8(tenant_id))) || UTF-8(tenant_id) || "
+    "UTF-8(NFC(subject_id))))"
+)
+SALTED_SCHEME_TEXT = "hex(SHA-256(salt || UTF-8(tenant_id) || UTF-8(NFC(subject_id))))"
 
 WHAT_REMAINS: tuple[tuple[str, str], ...] = (
     (
@@ -191,12 +198,7 @@ def build_certificate(
             # stopped clock moved the job's due date later, each by its own audit event
             "due_at": next(s.evidence["due_at"] for s in job.steps if s.step == RECEIVED),
         },
-        "subject": {
-            "commitment": job.subject_commitment,
-            "salt": job.commitment_salt,
-            "scheme": "hex(SHA-256(salt || UTF-8(tenant_id) || UTF-8(NFC(subject_id))))",
-            "subject_ref": job.subject_ref,
-        },
+        "subject": _subject(job),
         "steps": [
             {
                 "name": r.step.step,
@@ -220,9 +222,22 @@ def build_certificate(
         ],
         "verification": {
             "command": VERIFY_COMMAND,
-            "signature_domain": "lethe-erasure-certificate/v1\\n",
+            "signature_domain": SIGNATURE_DOMAIN.decode().replace("\n", "\\n"),
         },
     }
+
+
+def _subject(job: ErasureJob) -> dict[str, Any]:
+    """The subject commitment: keyed by the request's verification code (no salt, no code:
+    the certificate confirms no guess), or salted for requests filed before codes existed."""
+    subject: dict[str, Any] = {
+        "commitment": job.subject_commitment,
+        "commitment_scheme": job.commitment_scheme,
+        "subject_ref": job.subject_ref,
+    }
+    if job.commitment_scheme == KEYED_SCHEME:
+        return {**subject, "scheme": KEYED_SCHEME_TEXT}
+    return {**subject, "salt": job.commitment_salt, "scheme": SALTED_SCHEME_TEXT}
 
 
 def sign_certificate(document: dict[str, Any], signer: Ed25519Signer, origin: str) -> bytes:

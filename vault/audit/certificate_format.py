@@ -1,7 +1,10 @@
 """The erasure certificate's format, as the offline verifier reads it.
 
-Its name and signature domain, the order the core steps must come in, what the
-signature covers (``signed_bytes``), the subject commitment, and small typed accessors
+Its names and signature domains (v2 is issued; v1 certificates still verify), the order
+the core steps must come in, what the signature covers (``signed_bytes``), the subject
+commitments (v1: salted SHA-256, which anyone holding the certificate can test guesses
+against; v2: HMAC keyed by the verification code handed out once when the request was
+filed, which confirms no guess without that code), and small typed accessors
 that turn every missing or mistyped field into a ``CheckFailed`` naming it, so the
 verifier fails closed with a reason instead of crashing.
 
@@ -18,7 +21,9 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import hmac
 import json
+import secrets
 import unicodedata
 from datetime import datetime
 from typing import Any
@@ -26,8 +31,18 @@ from typing import Any
 from lethe.vault.audit.checkpoint import Checkpoint
 from lethe.vault.canonical import canonical_json
 
-FORMAT = "lethe-erasure-certificate/v1"
-SIGNATURE_DOMAIN = b"lethe-erasure-certificate/v1\n"
+FORMAT_V1 = "lethe-erasure-certificate/v1"
+FORMAT_V2 = "lethe-erasure-certificate/v2"
+FORMAT = FORMAT_V2  # what Lethe issues
+FORMATS = (FORMAT_V1, FORMAT_V2)
+SIGNATURE_DOMAIN = FORMAT.encode() + b"\n"
+# subject commitment schemes of v2: keyed by the verification code, or (requests filed
+# before v2, which have no code) the v1 salted hash with its salt
+KEYED_SCHEME = "hmac-sha256-verification-code"
+SALTED_SCHEME = "sha256-salted"
+COMMITMENT_DOMAIN = b"lethe-subject-commitment/v2\n"
+CODE_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford base32: no I, L, O, U
+CODE_CHARS = 25  # 125 bits
 CORE_STEP_ORDER = ("received", "tombstoned", "derived_purged", "key_destroyed", "verified")
 RECEIVED_EVENT, STEP_EVENT = "erasure.received", "erasure.step"
 MAX_DOCUMENT_BYTES = 32 * 1024 * 1024
@@ -38,17 +53,50 @@ class CheckFailed(Exception):
     """One check failed, with the reason."""
 
 
+def signature_domain(format_name: Any) -> bytes:
+    """The domain prefix of a format's signature: its name and a newline (v2 for anything
+    not v1, so an unknown format never verifies under v1's domain)."""
+    return (FORMAT_V1 if format_name == FORMAT_V1 else FORMAT_V2).encode() + b"\n"
+
+
 def signed_bytes(document: dict[str, Any]) -> bytes:
-    """What the certificate signature covers: the domain prefix and the canonical
-    document without its ``signature`` member."""
+    """What the certificate signature covers: the format's domain prefix and the
+    canonical document without its ``signature`` member."""
     unsigned = {k: v for k, v in document.items() if k != "signature"}
-    return SIGNATURE_DOMAIN + canonical_json(unsigned)
+    return signature_domain(document.get("format")) + canonical_json(unsigned)
 
 
 def compute_subject_commitment(salt_hex: str, tenant_id: str, subject_id: str) -> str:
-    """SHA-256(salt || UTF-8 tenant id || UTF-8 NFC(subject id)), hex (as ``vault.erasure``)."""
+    """SHA-256(salt || UTF-8 tenant id || UTF-8 NFC(subject id)), hex (v1 and pre-v2 requests)."""
     subject = unicodedata.normalize("NFC", subject_id)
     return hashlib.sha256(bytes.fromhex(salt_hex) + tenant_id.encode() + subject.encode()).hexdigest()
+
+
+def new_verification_code() -> str:
+    """A fresh code of ``CODE_CHARS`` Crockford base32 characters, grouped by five."""
+    raw = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_CHARS))
+    return "-".join(raw[i : i + 5] for i in range(0, CODE_CHARS, 5))
+
+
+def normal_verification_code(code: str) -> str:
+    """The code as the HMAC key uses it: upper case, without separators, O->0 and I/L->1
+    (Crockford's reading of look-alikes). Raises ``ValueError`` if it is not a code."""
+    text = "".join(ch for ch in code.strip().upper() if ch not in "- \t")
+    text = text.translate(str.maketrans("OIL", "011"))
+    if len(text) != CODE_CHARS or any(ch not in CODE_ALPHABET for ch in text):
+        raise ValueError(f"a verification code is {CODE_CHARS} letters and digits (dashes optional)")
+    return text
+
+
+def keyed_subject_commitment(code: str, tenant_id: str, subject_id: str) -> str:
+    """hex(HMAC-SHA256(key=normal code, COMMITMENT_DOMAIN || u32be(len tenant) || tenant ||
+    NFC(subject id))), all text UTF-8. Without the code nobody can recompute it, so a list
+    of candidate ids tests nothing."""
+    tenant = tenant_id.encode()
+    subject = unicodedata.normalize("NFC", subject_id).encode()
+    message = COMMITMENT_DOMAIN + len(tenant).to_bytes(4, "big") + tenant + subject
+    key = normal_verification_code(code).encode("ascii")
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
 # -- typed accessors: every malformed field becomes a named failure -------------------------

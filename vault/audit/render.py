@@ -40,7 +40,7 @@ def verify_command(report_id: str) -> str:
     """The exact command an auditor runs on the downloaded JSON."""
     return (
         f"lethe verify erasure-certificate-{report_id}.json --public-key lethe-audit-key.pem "
-        "--subject-id '<subject id>'"
+        "--subject-id '<subject id>' --verification-code '<code given when the request was filed>'"
     )
 
 
@@ -78,7 +78,8 @@ def _facts(doc: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
         ],
         "Subject": [
             ("Subject commitment", _text(subject.get("commitment"))),
-            ("Commitment salt", _text(subject.get("salt"))),
+            *([("Commitment salt", _text(subject.get("salt")))] if "salt" in subject else []),
+            ("Keyed by", _text(subject.get("commitment_scheme", "salt (v1)"))),
             ("Scheme", _text(subject.get("scheme"))),
             ("Subject ref (pseudonym)", _text(subject.get("subject_ref"))),
         ],

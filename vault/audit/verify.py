@@ -2,12 +2,13 @@
 
 An auditor holds three things: the certificate (canonical JSON), the issuer's public
 key (pinned out of band, e.g. from ``lethe audit public-key``) and optionally the
-subject id and an older checkpoint they kept. ``verify_certificate`` checks, as named
-checks, each reported separately:
+subject id with the request's verification code, and an older checkpoint they kept.
+``verify_certificate`` checks, as named checks, each reported separately:
 
 - ``parse``: UTF-8 JSON object, no duplicate member names;
 - ``canonical_form``: the bytes are exactly the RFC 8785 form of what they parse to;
-- ``format``: a known format version, and the required fields with the right types;
+- ``format``: a known format version (v2, or v1 issued before it), and the required
+  fields with the right types;
 - ``signature``: Ed25519 over ``SIGNATURE_DOMAIN || canonical(document minus
   "signature")`` by the pinned key; the key id and fingerprint name that key. The
   domain prefix means no other Lethe signature (a checkpoint note) can pass as one;
@@ -21,7 +22,11 @@ checks, each reported separately:
   non-decreasing and agreeing with the request's received/completed times;
 - ``evidence``: every step carries evidence, and the evidence supports the claim (keys
   unusable, probes show them destroyed, nothing retrievable, no index entries);
-- ``subject_commitment`` (with ``subject_id``): SHA-256(salt || tenant || subject_id);
+- ``subject_commitment`` (with ``subject_id`` and, for v2, ``verification_code``): v2
+  recomputes HMAC-SHA256 keyed by the code over tenant and subject id, and refuses to
+  confirm any subject id without the code (the certificate holds no salt: a list of
+  candidate ids tests nothing); v1 (and v2 for requests filed before codes) recomputes
+  SHA-256(salt || tenant || subject_id);
 - ``tenant`` (with ``tenant``): the certificate is for that tenant;
 - ``older_checkpoint`` (with ``older_checkpoint``): the older checkpoint is signed by
   the pinned key, and the certificate's tree provably extends it (a consistency proof
@@ -56,14 +61,19 @@ from lethe.keys.signing import SigningKeyError, load_public_key_pem, verify_ed25
 from lethe.vault.audit.certificate_format import (
     CORE_STEP_ORDER,
     FORMAT,
+    FORMAT_V1,
+    FORMATS,
+    KEYED_SCHEME,
     MAX_DOCUMENT_BYTES,
     RECEIVED_EVENT,
+    SALTED_SCHEME,
     SIGNATURE_DOMAIN,
     STEP_EVENT,
     CheckFailed,
     b64_bytes,
     compute_subject_commitment,
     field_of,
+    keyed_subject_commitment,
     note_checkpoint,
     older_note_of,
     optional_str,
@@ -131,6 +141,7 @@ class _Verifier:
         raw: bytes,
         public_key_pem: bytes,
         subject_id: str | None,
+        verification_code: str | None,
         tenant: str | None,
         older_checkpoint: str | bytes | None,
         consistency_proof: Any,
@@ -138,6 +149,7 @@ class _Verifier:
         self.raw = raw
         self.public_key_pem = public_key_pem
         self.subject_id = subject_id
+        self.verification_code = verification_code
         self.tenant = tenant
         self.older = older_checkpoint
         self.consistency_proof = consistency_proof
@@ -185,8 +197,9 @@ class _Verifier:
 
     def format(self) -> str:
         doc = self.doc
-        if field_of(doc, "format", str) != FORMAT:
-            raise CheckFailed(f"unknown format {doc.get('format')!r}; expected {FORMAT}")
+        version = field_of(doc, "format", str)
+        if version not in FORMATS:
+            raise CheckFailed(f"unknown format {version!r}; expected one of {', '.join(FORMATS)}")
         for key in ("report_id", "issued_at", "tenant_id"):
             field_of(doc, key, str)
         issuer = field_of(doc, "issuer", dict)
@@ -197,8 +210,12 @@ class _Verifier:
             field_of(request, key, str, "request.")
         optional_str(request, "reference", "request.")
         subject = field_of(doc, "subject", dict)
-        for key in ("commitment", "salt", "subject_ref"):
+        for key in ("commitment", "subject_ref"):
             field_of(subject, key, str, "subject.")
+        if self.commitment_scheme() == SALTED_SCHEME:
+            field_of(subject, "salt", str, "subject.")
+        elif "salt" in subject:
+            raise CheckFailed("a commitment keyed by the verification code carries no salt")
         for i, step in enumerate(steps_of(doc)):
             where = f"steps[{i}]."
             field_of(step, "name", str, where)
@@ -214,7 +231,16 @@ class _Verifier:
         sig = field_of(doc, "signature", dict)
         for key in ("algorithm", "key_id", "value"):
             field_of(sig, key, str, "signature.")
-        return FORMAT
+        return version
+
+    def commitment_scheme(self) -> str:
+        """v1 certificates are salted; v2 names its scheme."""
+        if self.doc.get("format") == FORMAT_V1:
+            return SALTED_SCHEME
+        scheme = field_of(field_of(self.doc, "subject", dict), "commitment_scheme", str, "subject.")
+        if scheme not in (KEYED_SCHEME, SALTED_SCHEME):
+            raise CheckFailed(f"unknown subject commitment scheme {scheme!r}")
+        return scheme
 
     # signatures ------------------------------------------------------------------------
 
@@ -294,6 +320,8 @@ class _Verifier:
                 "requested_by": request.get("requested_by"),
                 "due_at": request.get("due_at"),
             }
+            if self.commitment_scheme() == KEYED_SCHEME:
+                claimed["subject_commitment"] = field_of(doc, "subject", dict).get("commitment")
             for key, value in claimed.items():
                 if payload.get(key) != value:
                     raise CheckFailed(f"the logged request's {key} differs from the certificate's")
@@ -380,15 +408,33 @@ class _Verifier:
     # what only the auditor knows ---------------------------------------------------------------
 
     def subject_commitment(self) -> str:
-        assert self.subject_id is not None
         subject = field_of(self.doc, "subject", dict)
         tenant = field_of(self.doc, "tenant_id", str)
+        claimed = field_of(subject, "commitment", str, "subject.")
+        if self.subject_id is None:
+            raise CheckFailed("a verification code confirms nothing without the subject id it is for")
+        if self.commitment_scheme() == KEYED_SCHEME:
+            if self.verification_code is None:
+                raise CheckFailed(
+                    "this certificate confirms a subject id only together with the verification "
+                    "code given when the request was filed; without it no id can be confirmed"
+                )
+            try:
+                computed = keyed_subject_commitment(self.verification_code, tenant, self.subject_id)
+            except ValueError as exc:
+                raise CheckFailed(f"the verification code is malformed: {exc}") from exc
+            if computed != claimed:
+                raise CheckFailed(
+                    "the certificate is not about this subject id, or the verification code is "
+                    "not this request's (commitment differs)"
+                )
+            return "HMAC-SHA256(verification code; tenant || subject id) matches"
         salt = field_of(subject, "salt", str, "subject.")
         try:
             computed = compute_subject_commitment(salt, tenant, self.subject_id)
         except ValueError as exc:
             raise CheckFailed("the commitment salt is not hex") from exc
-        if computed != field_of(subject, "commitment", str, "subject."):
+        if computed != claimed:
             raise CheckFailed("the certificate is not about this subject id (commitment differs)")
         return "SHA-256(salt || tenant || subject id) matches"
 
@@ -458,15 +504,22 @@ def verify_certificate(
     tenant: str | None = None,
     older_checkpoint: str | bytes | None = None,
     consistency_proof: Any = None,
+    verification_code: str | None = None,
 ) -> VerificationResult:
     """Check a certificate offline; see the module docstring for each named check.
+
+    ``subject_id`` with ``verification_code`` (the code handed out once when the request
+    was filed) confirms whom a v2 certificate is about; a subject id alone confirms
+    nothing for v2 (the check fails), as the commitment is keyed by the code.
 
     ``older_checkpoint`` is a signed checkpoint note (or another certificate, whose
     checkpoint is used). ``consistency_proof`` is the JSON ``{first, second, proof}``
     served by ``/v1/audit/proofs/consistency``, needed only when the older checkpoint's
     size is not among those the certificate embeds proofs from.
     """
-    v = _Verifier(doc_bytes, public_key_pem, subject_id, tenant, older_checkpoint, consistency_proof)
+    v = _Verifier(
+        doc_bytes, public_key_pem, subject_id, verification_code, tenant, older_checkpoint, consistency_proof
+    )
     if not v.run("parse", v.parse):
         return VerificationResult(tuple(v.checks))
     v.run("canonical_form", v.canonical_form)
@@ -483,7 +536,7 @@ def verify_certificate(
     v.run("evidence", v.evidence)
     if tenant is not None:
         v.run("tenant", v.tenant_check)
-    if subject_id is not None:
+    if subject_id is not None or verification_code is not None:
         v.run("subject_commitment", v.subject_commitment)
     if older_checkpoint is not None:
         v.run("older_checkpoint", v.older_checkpoint)

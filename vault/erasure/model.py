@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from lethe.vault.audit.certificate_format import KEYED_SCHEME, SALTED_SCHEME
+
 RECEIVED, TOMBSTONED, DERIVED_PURGED = "received", "tombstoned", "derived_purged"
 KEY_PENDING, KEY_DESTROYED, VERIFIED = "key_destruction_pending", "key_destroyed", "verified"
 BLOCKED = "blocked"
@@ -78,6 +80,15 @@ class ErasureJob:
     extensions: tuple[ErasureExtension, ...] = ()
     identity_verification_ref: str | None = None
     requested_by_name: str | None = None
+    # Set only on the job ``ErasureService.request`` returns: the code keying the subject
+    # commitment, shown once to the officer for the data subject; never stored.
+    verification_code: str | None = field(repr=False, default=None)
+
+    @property
+    def commitment_scheme(self) -> str:
+        """How ``subject_commitment`` was made: keyed by the verification code, or (requests
+        filed before codes existed) salted with ``commitment_salt``."""
+        return SALTED_SCHEME if self.commitment_salt else KEYED_SCHEME
 
 
 @dataclass(frozen=True)
@@ -101,6 +112,7 @@ class Reinstatement:
 
 
 def subject_commitment(salt: bytes, tenant_id: str, subject_id: str) -> str:
-    """SHA-256(salt || tenant || subject_id): lets a certificate name the subject to
-    whoever already knows the id, and to nobody else. ``subject_id`` is NFC already."""
+    """SHA-256(salt || tenant || subject_id), the commitment of requests filed before
+    verification codes (anyone holding salt and commitment can test guesses; new requests
+    use ``certificate_format.keyed_subject_commitment``). ``subject_id`` is NFC already."""
     return hashlib.sha256(salt + tenant_id.encode() + subject_id.encode()).hexdigest()

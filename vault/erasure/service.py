@@ -24,7 +24,6 @@ explained in ``ErasureService``'s docstring.
 from __future__ import annotations
 
 import logging
-import os
 import unicodedata
 import uuid
 from collections.abc import Callable, Sequence
@@ -36,6 +35,7 @@ from sqlalchemy.engine import Connection
 
 from lethe.keys.protocol import KeyManager
 from lethe.vault.access.principals import display_names
+from lethe.vault.audit.certificate_format import keyed_subject_commitment, new_verification_code
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
@@ -54,7 +54,6 @@ from lethe.vault.erasure.model import (
     ErasureJob,
     LegalHold,
     Reinstatement,
-    subject_commitment,
 )
 from lethe.vault.erasure.steps import StepContext, StepDeps, StepFailed, StepSpec, core_steps
 from lethe.vault.errors import LegalHoldActive, NotFound, OutOfScope, VersionConflict
@@ -122,6 +121,11 @@ class ErasureService:
     ) -> ErasureJob:
         """File a request, due one calendar month later; the erasure fence goes up at once.
 
+        The job returned carries ``verification_code``, the one time it exists outside the
+        officer's hands: the subject commitment is an HMAC keyed by it, and only the
+        commitment is stored, so the certificate confirms the subject to whoever holds the
+        code and the id, and confirms no guess to anyone else.
+
         ``identity_verification_ref`` names where the subject's identity was checked (a
         ticket or case id): a reference only, never identity documents.
 
@@ -143,11 +147,12 @@ class ErasureService:
         spellings.pop(ref, None)
         now = self.clock()
         job_id = str(uuid.uuid4())
+        code = new_verification_code()
         with self.uow.write() as conn:
             hold = repo.active_hold(conn, caller.tenant_id, ref)
             if hold is not None:
                 raise LegalHoldActive(f"legal hold {hold.id} blocks erasure of this subject: {hold.reason}")
-            filed = (legal_basis, identity_verification_ref, now)
+            filed = (legal_basis, identity_verification_ref, now, code)
             self._file(conn, caller, job_id, ref, subject_id, reference, *filed)
             for legacy_ref, form in sorted(spellings.items()):
                 if self.keyring.current(conn, caller.tenant_id, legacy_ref) is not None:
@@ -155,7 +160,7 @@ class ErasureService:
                     self._file(conn, caller, str(uuid.uuid4()), legacy_ref, form, linked, *filed)
         job = self._load(job_id)
         assert job is not None
-        return job
+        return replace(job, verification_code=code)
 
     def _file(
         self,
@@ -168,16 +173,17 @@ class ErasureService:
         legal_basis: str,
         identity_verification_ref: str | None,
         now: datetime,
+        code: str,
     ) -> None:
-        salt = os.urandom(16)
         due = due_date(now)
+        commitment = keyed_subject_commitment(code, caller.tenant_id, subject_id)
         repo.insert_job(
             conn,
             job_id=job_id,
             tenant_id=caller.tenant_id,
             subject_ref=ref,
-            subject_commitment=subject_commitment(salt, caller.tenant_id, subject_id),
-            commitment_salt=salt.hex(),
+            subject_commitment=commitment,
+            commitment_salt="",  # keyed by the code instead; the code is never stored
             legal_basis=legal_basis,
             reference=reference,
             requested_by=caller.principal,
@@ -191,6 +197,7 @@ class ErasureService:
             "reference": reference,
             "requested_by": caller.principal,
             "due_at": iso(due),
+            "subject_commitment": commitment,  # the log commits to it; it tests no guess without the code
         }
         ev = self.log.append(
             conn, Event(ERASURE_RECEIVED, caller.tenant_id, payload, subject_ref=ref, occurred_at=iso(now))

@@ -50,13 +50,21 @@ class ResumeIn(Strict):
     identity_verification_ref: str | None = IdentityRef
 
 
+VerificationCode = Field(
+    description="Shown once, never stored: give it to the data subject. With it and the subject id, "
+    "`lethe verify --subject-id ID --verification-code CODE` confirms whom the certificate is about; "
+    "without it the certificate confirms no guess."
+)
+
+
 class ErasureAccepted(Out):
-    """An erasure request just filed (the 202 answer)."""
+    """An erasure request just filed (the 202 answer), with its one-time verification code."""
 
     id: str
     status: str
     received_at: datetime
     due_at: datetime
+    verification_code: str = VerificationCode
 
 
 class ErasureStepOut(Out):
@@ -107,6 +115,12 @@ class ErasureJobOut(Out):
     extended_until: datetime | None
     extensions: list[ErasureExtensionOut]
     identity_verification_ref: str | None
+
+
+class ErasureFiled(ErasureJobOut):
+    """What ``lethe forget --json`` prints: the job, and the verification code shown once."""
+
+    verification_code: str = VerificationCode
 
 
 class ErasureJobList(BaseModel):
