@@ -26,10 +26,11 @@ if command -v redis-server >/dev/null 2>&1 && ! redis-cli -h 127.0.0.1 -p 6379 p
 fi
 export LETHE_TEST_POSTGRES_URL=${LETHE_TEST_POSTGRES_URL:-postgresql+psycopg://postgres@127.0.0.1:5432/test}
 
-# The console's browser tests drive Debian's Chromium (Playwright's own download is not reachable).
-if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then
-  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) >/dev/null 2>&1 \
-    || echo "warning: could not install chromium; the browser tests will fail under CI" >&2
+# The console's browser tests drive Debian's Chromium (Playwright's own download is not reachable);
+# its screenshot command renders a certificate PDF page with pdftoppm (poppler-utils).
+if { [ ! -x /usr/bin/chromium ] || ! command -v pdftoppm >/dev/null 2>&1; } && command -v apt-get >/dev/null 2>&1; then
+  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium poppler-utils) >/dev/null 2>&1 \
+    || echo "warning: could not install chromium and poppler-utils; the browser tests will fail under CI" >&2
 fi
 
 .venv/bin/ruff check .

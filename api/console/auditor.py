@@ -70,18 +70,26 @@ def certificate_file(
     return certificate_download(request, user, report_id, format)
 
 
-def growth_chart(stored: list[StoredCheckpoint], width: int = 560, height: int = 120) -> dict[str, Any]:
-    """Points of a small SVG line chart of the log's size at each signed checkpoint (oldest left)."""
+def growth_chart(stored: list[StoredCheckpoint], width: int = 560, height: int = 140) -> dict[str, Any]:
+    """A small SVG line chart of the log's size at each signed checkpoint, oldest left.
+
+    The vertical axis runs from the smallest to the largest size shown, so growth between
+    close checkpoints is visible; its two ends are labelled.
+    """
     ordered = list(reversed(stored))
+    chart: dict[str, Any] = {"points": "", "width": width, "height": height, "left": 60, "top": 10}
     if len(ordered) < 2:
-        return {"points": "", "width": width, "height": height, "top": ordered[0].tree_size if ordered else 0}
-    top = max(s.tree_size for s in ordered) or 1
-    step = (width - 20) / (len(ordered) - 1)
-    points = " ".join(
-        f"{10 + i * step:.1f},{height - 10 - (s.tree_size / top) * (height - 20):.1f}"
+        return chart
+    lo, hi = ordered[0].tree_size, max(s.tree_size for s in ordered)
+    span = max(hi - lo, 1)
+    left, top, bottom = chart["left"], chart["top"], height - 20
+    step = (width - left - 10) / (len(ordered) - 1)
+    chart["points"] = " ".join(
+        f"{left + i * step:.1f},{bottom - (s.tree_size - lo) / span * (bottom - top):.1f}"
         for i, s in enumerate(ordered)
     )
-    return {"points": points, "width": width, "height": height, "top": top}
+    chart.update(lo=lo, hi=hi, bottom=bottom, first=ordered[0].signed_at, last=ordered[-1].signed_at)
+    return chart
 
 
 @router.get("/audit")
