@@ -18,8 +18,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from lethe.vault.store.db import UnitOfWork, make_engine
-from lethe.vault.store.events import read_events
-from lethe.vault.store.projection import apply
+from lethe.vault.store.events import Event, read_events
+from lethe.vault.store.projection import apply_many
 from lethe.vault.store.tables import (
     forgotten_subjects,
     idempotency_keys,
@@ -51,14 +51,23 @@ class ReplayReport:
         return not self.differences
 
 
+BATCH = 2000  # events applied per ``apply_many`` call
+
+
 def _apply_all(source: Connection, target: Connection, progress: Progress | None) -> int:
+    """Apply every event in order, in batches: runs of new memories become bulk inserts."""
     n = 0
-    for event in read_events(source):
-        apply(target, event)
-        n += 1
-        if progress and n % 1000 == 0:
-            progress(n)
-    return n
+    batch: list[Event] = []
+    for event in read_events(source, batch=BATCH):
+        batch.append(event)
+        if len(batch) == BATCH:
+            apply_many(target, batch)
+            n += len(batch)
+            batch = []
+            if progress:
+                progress(n)
+    apply_many(target, batch)
+    return n + len(batch)
 
 
 def _rows(conn: Connection, table: sa.Table) -> dict[tuple, tuple]:
