@@ -36,8 +36,8 @@ from lethe.vault.erasure.compaction import Compactor, compacted_step
 from lethe.vault.erasure.deadline_service import ErasureDeadlines
 from lethe.vault.erasure.service import ErasureService
 from lethe.vault.errors import StoreNotReady
-from lethe.vault.memory.policy import Limits
 from lethe.vault.memory.reindex import Reindexer
+from lethe.vault.memory.retention import RetentionService
 from lethe.vault.memory.retraction import RetractionService
 from lethe.vault.memory.review import ReviewService
 from lethe.vault.memory.search import SearchService
@@ -60,6 +60,7 @@ class Container:
     search: SearchService
     review: ReviewService
     retractions: RetractionService
+    retention: RetentionService
     erasure: ErasureService
     deadlines: ErasureDeadlines
     compactor: Compactor
@@ -171,7 +172,7 @@ def build(
         kms = wrap_kms(kms)
     keyring = SubjectKeyring(kms, uow, DekCache(settings.dek_cache_entries, settings.dek_cache_ttl_seconds))
     pseudonyms = Pseudonymizer.from_file(settings.key_dir / PEPPER)
-    limits = Limits(max_content_bytes=settings.max_content_bytes)
+    limits = settings.limits()
     log = SqlEventLog()  # the one event log every command appends through
     compactor = Compactor(uow, retention=timedelta(days=settings.compaction_retention_days))
     signer = load_signer(settings)
@@ -188,6 +189,7 @@ def build(
         search=SearchService(uow, keyring, pseudonyms),
         review=ReviewService(uow, keyring, log=log),
         retractions=RetractionService(uow, log=log),
+        retention=RetentionService(uow, keyring, limits, log=log),
         erasure=ErasureService(
             uow,
             kms,

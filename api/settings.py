@@ -1,14 +1,40 @@
-"""Configuration from ``LETHE_*`` environment variables (pydantic-settings)."""
+"""Configuration from ``LETHE_*`` environment variables (pydantic-settings).
+
+Retention is ``LETHE_TTL_<KIND>`` (a memory kind's default TTL), ``LETHE_TTL_<KIND>_MAX``
+(its maximum) and ``LETHE_TTL_<SOURCE TYPE>`` (the cap on a write from that source), each
+a duration: ``90d``, ``12h``, ``30m``, ``45s``, a number of seconds, or ISO 8601
+(``P90D``). Unset ones keep the core's defaults (``vault.memory.policy``). The core
+checks the whole set when the settings load (``Limits.check``), so a contradictory one
+(a default above its maximum, a TTL over ten years) stops every command at start.
+"""
 
 from __future__ import annotations
 
 import importlib.util
+import re
+from datetime import timedelta
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from limits import parse
-from pydantic import Field, SecretStr, field_validator
+from pydantic import BeforeValidator, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from lethe.vault.memory.policy import Limits
+from lethe.vault.model import Kind, SourceType
+
+_DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _duration(value: object) -> object:
+    """``90d``/``12h``/``30m``/``45s``/``45`` to seconds; anything else goes to pydantic's timedelta."""
+    if isinstance(value, str) and (m := _DURATION.match(value.lower())):
+        return float(m.group(1)) * _UNIT[m.group(2)]
+    return value
+
+
+Ttl = Annotated[timedelta | None, BeforeValidator(_duration)]
 
 
 class Settings(BaseSettings):
@@ -47,6 +73,45 @@ class Settings(BaseSettings):
     # and stored in the key dir) and the signing key's passphrase (default: a 0600 file there).
     log_origin: str | None = None
     signing_key_passphrase: SecretStr | None = None
+
+    # Retention (see the module docstring); None keeps the core's default.
+    ttl_preference: Ttl = None
+    ttl_preference_max: Ttl = None
+    ttl_fact: Ttl = None
+    ttl_fact_max: Ttl = None
+    ttl_skill: Ttl = None
+    ttl_skill_max: Ttl = None
+    ttl_task_summary: Ttl = None
+    ttl_task_summary_max: Ttl = None
+    ttl_working_note: Ttl = None
+    ttl_working_note_max: Ttl = None
+    ttl_user_statement: Ttl = None
+    ttl_operator_config: Ttl = None
+    ttl_tool_result: Ttl = None
+    ttl_web_page: Ttl = None
+    ttl_agent_inference: Ttl = None
+    ttl_summary: Ttl = None
+
+    @model_validator(mode="after")
+    def _retention_is_consistent(self) -> Settings:
+        """Refused at start, with every contradiction named: never discovered by a write."""
+        self.limits()
+        return self
+
+    def limits(self) -> Limits:
+        """The write pipeline's limits these settings give, checked (``InvalidRetention``)."""
+        base = Limits()
+
+        def setting(name: str, default: timedelta) -> timedelta:
+            value = getattr(self, f"ttl_{name}")
+            return default if value is None else value
+
+        kinds = {}
+        for kind in Kind:
+            default, maximum = base.ttl_for(kind)
+            kinds[kind] = (setting(kind.value, default), setting(f"{kind.value}_max", maximum))
+        sources = {source: setting(source.value, base.source_cap(source)) for source in SourceType}
+        return Limits(max_content_bytes=self.max_content_bytes, ttls=kinds, source_ttls=sources).check()
 
     @field_validator("rate_limit", "auth_failure_rate_limit")
     @classmethod

@@ -182,6 +182,16 @@ class Operations:
         return Call("POST", f"/v1/memories/{_id(memory_id)}/reject", _model(Memory), json=body, retry=True)
 
     @operation
+    def confirm_retention(
+        memory_id: str, expected_version: int, *, ttl_seconds: int | None = None
+    ) -> Call[Memory]:
+        """Keep an active memory longer than its source allows (reviewers; never the writing agent)."""
+        body: dict[str, object] = {"expected_version": expected_version}
+        if ttl_seconds is not None:
+            body["ttl_seconds"] = ttl_seconds
+        return Call("POST", f"/v1/memories/{_id(memory_id)}/retention", _model(Memory), json=body)
+
+    @operation
     def list_review_queue(
         *,
         agent_id: str | None = None,

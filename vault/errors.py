@@ -33,9 +33,13 @@ contain memory content, subject ids or key material. The tree (status in bracket
     │                                nothing was changed, and the same command fails again until
     │                                the cause named in the message is fixed
     ├── StoreUnavailable [503]       the database or the KMS cannot be reached
-    └── StoreNotReady [503]          the store cannot be opened as it is: no data dir, missing key
-                                     files, or a schema another release wrote (the message names
-                                     the command that fixes it)
+    ├── StoreNotReady [503]          the store cannot be opened as it is: no data dir, missing key
+    │                                files, or a schema another release wrote (the message names
+    │                                the command that fixes it)
+    └── InvalidRetention [503]       the retention settings contradict themselves (a TTL not
+                                     positive or over ten years, a default above its maximum):
+                                     raised at start-up, so no server runs with them (also a
+                                     ``ValueError``: settings validation reports it)
 
 Outside the tree, on purpose (each one never reaches a caller of the core as it is):
 
@@ -191,3 +195,8 @@ class StoreUnavailable(VaultError):
 class StoreNotReady(VaultError):
     status = 503
     title = "Store not ready"
+
+
+class InvalidRetention(VaultError, ValueError):
+    status = 503
+    title = "Retention misconfigured"

@@ -25,11 +25,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from lethe.api.cli.common import ExitCode, console, container, err, fail, print_json
+from lethe.api.cli.common import ExitCode, console, container, err, fail, load_settings, print_json
 from lethe.api.http.routes.audit import PEM_FILENAME
 from lethe.api.http.schemas.audit import PublicKeyOut
 from lethe.api.report_formats import ReportFormat, render_report
-from lethe.api.settings import Settings
 from lethe.api.signing_key import load_signer, log_origin
 from lethe.vault.audit.log import public_key_info
 from lethe.vault.audit.verify import verify_certificate
@@ -177,7 +176,7 @@ def audit_public_key(
     ),
 ) -> None:
     """Print the log's public key, key id and note verifier key (what auditors pin)."""
-    settings = Settings()
+    settings = load_settings()
     try:
         info = public_key_info(load_signer(settings), log_origin(settings))
     except (ValueError, OSError) as exc:

@@ -22,7 +22,7 @@ from enum import IntEnum
 from typing import Any, NoReturn
 
 import typer
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -79,6 +79,21 @@ def print_checks(result: VerificationResult, title: str, elapsed: float, as_json
     typer.echo(f"{result.summary()} [{elapsed * 1000:.1f} ms]")
 
 
+def load_settings() -> Settings:
+    """The ``LETHE_*`` settings; a bad one exits 2 with one readable line per setting.
+
+    The line names the variable and the rule, never the value (it may be a secret).
+    """
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = []
+        for e in exc.errors(include_input=False, include_url=False):
+            name = f"LETHE_{str(e['loc'][0]).upper()}" if e["loc"] else "retention settings"
+            problems.append(f"{name}: {e['msg'].removeprefix('Value error, ')}")
+        fail("configuration refused: " + "; ".join(problems), ExitCode.SETUP)
+
+
 def officer(tenant: str) -> Caller:
     """The caller a CLI command acts as for a tenant: its operator is its privacy officer."""
     return Caller(tenant, Role.PRIVACY_OFFICER, None, frozenset(), principal="cli")
@@ -93,7 +108,7 @@ def reviewer(tenant: str) -> Caller:
 def container(create: bool = False) -> Iterator[Container]:
     """The store, opened for one command; a missing or foreign store exits 2 with the fix."""
     try:
-        c = build(Settings(), create=create)
+        c = build(load_settings(), create=create)
     except (VaultError, ValueError, OSError) as exc:
         fail(str(exc), ExitCode.SETUP)
     try:

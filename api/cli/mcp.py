@@ -7,8 +7,7 @@ import os
 import anyio
 import typer
 
-from lethe.api.cli.common import ExitCode, fail
-from lethe.api.settings import Settings
+from lethe.api.cli.common import ExitCode, fail, load_settings
 from lethe.vault.errors import VaultError
 
 app = typer.Typer()
@@ -26,7 +25,7 @@ def mcp() -> None:
         fail("the MCP SDK is not installed: pip install 'lethe-vault[mcp]'", ExitCode.SETUP)
     from lethe.api.http.logging import configure_logging
 
-    settings = Settings()
+    settings = load_settings()
     configure_logging(settings.log_level)  # JSON on stderr: stdout is the protocol's
     try:
         refusal = anyio.run(serve_stdio, settings, token)

@@ -1,9 +1,9 @@
-"""Review and retraction: ``lethe review list|show|promote|reject``, ``lethe retract``.
+"""Review and retraction: ``lethe review list|show|promote|reject|confirm``, ``lethe retract``.
 
 The CLI acts for a tenant as its reviewer (review) and its privacy officer (retract), on
 the server with the store's ``LETHE_DATA_DIR``. ``--json`` prints the HTTP bodies:
 ``list`` a ``ReviewQueueOut`` (as ``GET /v1/review-queue``), ``show``, ``promote`` and
-``reject`` a ``MemoryOut``, ``retract`` a ``RetractionOut`` (as ``POST /v1/retractions``).
+``reject`` and ``confirm`` a ``MemoryOut``, ``retract`` a ``RetractionOut`` (as ``POST /v1/retractions``).
 """
 
 from __future__ import annotations
@@ -128,6 +128,26 @@ def review_promote(
     with container() as c:
         decision = c.review.promote(reviewer(tenant), memory_id, expected_version, idempotency_key)
     _emit(decision.item, as_json)
+
+
+@review_app.command("confirm")
+def review_confirm(
+    memory_id: str = typer.Argument(..., metavar="ID"),
+    tenant: str = TENANT,
+    expected_version: int = VERSION,
+    ttl_days: float | None = typer.Option(
+        None, "--ttl-days", min=0, help="Keep it this many days from now (default: its kind's default TTL)."
+    ),
+    as_json: bool = AS_JSON,
+) -> None:
+    """Confirm an active memory: keep it longer than its source allows (up to its kind's maximum)."""
+    ttl = timedelta(days=ttl_days) if ttl_days is not None else None
+    with container() as c:
+        item = c.retention.confirm(reviewer(tenant), memory_id, expected_version, ttl)
+    if as_json:
+        print_json(MemoryOut.from_domain(item))
+    else:
+        console.print(f"kept {item.id} until {item.expires_at:%Y-%m-%d %H:%M} UTC (now v{item.version})")
 
 
 @review_app.command("reject")

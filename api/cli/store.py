@@ -8,8 +8,7 @@ import typer
 from rich.markup import escape
 
 from lethe.api.bootstrap import require_initialised
-from lethe.api.cli.common import ExitCode, console, container, err, fail, print_json
-from lethe.api.settings import Settings
+from lethe.api.cli.common import ExitCode, console, container, err, fail, load_settings, print_json
 from lethe.api.store_lease import exclusive_lease, shared_lease
 from lethe.vault.errors import StoreNotReady, VaultError
 from lethe.vault.model import Role
@@ -35,7 +34,7 @@ def init() -> None:
 @app.command()
 def migrate() -> None:
     """Upgrade the store's schema to this release (stop every Lethe process and back up first)."""
-    settings = Settings()
+    settings = load_settings()
     try:
         require_initialised(settings)
         engine = make_engine(settings.db_url)
@@ -122,7 +121,7 @@ def serve(
     from lethe.api.http.app import create_app
     from lethe.api.http.logging import configure_logging
 
-    settings = Settings()
+    settings = load_settings()
     shown = f"[{host}]" if ":" in host else host
     if settings.public_url is None:  # the MCP resource URL clients are told to use
         settings = settings.model_copy(update={"public_url": f"http://{shown}:{port}"})

@@ -53,6 +53,7 @@ ROUTE_ROLES: dict[str, frozenset[Role]] = {
     "get_review_item": REVIEWER,
     "promote_memory": REVIEWER,
     "reject_memory": REVIEWER,
+    "confirm_retention": REVIEWER,
     "retract_memories": RETRACTORS,
     "request_erasure": PRIVACY_OFFICER,
     "list_erasure_requests": OVERSIGHT,

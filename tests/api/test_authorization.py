@@ -41,6 +41,7 @@ TABLE: list[tuple[str, str, str, frozenset[Role] | None, int]] = [
     ("get_review_item", "GET", "/v1/review-queue/{quarantined}", frozenset({R}), 200),
     ("promote_memory", "POST", "/v1/memories/{quarantined}/promote", frozenset({R}), 200),
     ("reject_memory", "POST", "/v1/memories/{quarantined}/reject", frozenset({R}), 200),
+    ("confirm_retention", "POST", "/v1/memories/{confirmable}/retention", frozenset({R}), 200),
     ("retract_memories", "POST", "/v1/retractions", frozenset({R, P}), 202),
     ("request_erasure", "POST", "/v1/erasure-requests", frozenset({P}), 202),
     ("list_erasure_requests", "GET", "/v1/erasure-requests", frozenset({P, U}), 200),
@@ -102,6 +103,8 @@ class World:
         if name == "quarantined":
             cmd = write_cmd("tea from the web", source=SourceType.WEB_PAGE)
             return c.memories.write(self.agent, cmd).item.id
+        if name == "confirmable":  # an active memory someone else wrote
+            return c.memories.write(self.agent, write_cmd("tea every day")).item.id
         if name == "hold":
             return c.erasure.place_hold(self.officer, f"s-{uuid.uuid4()}", "litigation").id
         if name in ("open_job", "paused_job"):  # a hold keeps the background runner off it
@@ -148,6 +151,7 @@ BODIES: dict[str, Callable[[World, bool], dict[str, Any]]] = {
     "search_memories": lambda w, fresh: {"query": "tea", "purpose": "support"},
     "promote_memory": lambda w, fresh: {"expected_version": 1},
     "reject_memory": lambda w, fresh: {"expected_version": 1, "reason": "unsupported claim"},
+    "confirm_retention": lambda w, fresh: {"expected_version": 1, "ttl_seconds": 2 * 365 * 86400},
     "retract_memories": lambda w, fresh: {"memory_id": w.retractable(fresh), "reason": "poisoned page"},
     "request_erasure": lambda w, fresh: {"subject_id": f"s-{uuid.uuid4()}", "legal_basis": "gdpr-art17-1a"},
     "place_legal_hold": lambda w, fresh: {"subject_id": f"s-{uuid.uuid4()}", "reason": "litigation"},
@@ -187,7 +191,17 @@ def test_authorisation_matrix(
     want = expected(allowed, ok, identity)
     fresh = want == ok
     url = path
-    for placeholder in ("memory", "quarantined", "job", "open_job", "paused_job", "hold", "report", "token"):
+    for placeholder in (
+        "memory",
+        "quarantined",
+        "confirmable",
+        "job",
+        "open_job",
+        "paused_job",
+        "hold",
+        "report",
+        "token",
+    ):
         if "{" + placeholder + "}" in url:
             url = url.replace("{" + placeholder + "}", world.resource(placeholder, fresh))
     body = BODIES[name](world, fresh) if name in BODIES else None

@@ -43,6 +43,7 @@ STATUSES = {
     "BackupError": 422,
     "StoreUnavailable": 503,
     "StoreNotReady": 503,
+    "InvalidRetention": 503,
 }
 
 

@@ -1,7 +1,12 @@
 """Who may write what, and with which standing: the content never assigns its own trust.
 
 The policy table maps (caller role, source type) to the authority, trust and initial
-status of a write. A pair missing from the table is refused. Kind TTLs live here too.
+status of a write. A pair missing from the table is refused. Retention lives here too:
+each memory kind has a default and a maximum TTL, and each source type a cap on how long a
+write from it is kept (shorter for what agents inferred or summarised than for what users
+said or operators set); a reviewer's confirmation (``memory.retention``) may keep a
+memory past its source's cap, up to its kind's maximum. The server passes all of them in
+from its settings (``LETHE_TTL_<KIND>``); ``Limits.check`` refuses a contradictory set.
 
 Exceptions: ``PolicyRefused`` (403) from ``standing_for``: the table has no rule for the pair.
 """
@@ -12,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
-from lethe.vault.errors import PolicyRefused
+from lethe.vault.errors import InvalidRetention, PolicyRefused
 from lethe.vault.model import Authority, Kind, Role, SourceType, Status, Trust
 
 
@@ -59,6 +64,19 @@ DEFAULT_TTLS: dict[Kind, tuple[timedelta, timedelta]] = {
 }
 
 
+# The longest a write from each source is kept (unless a reviewer confirms it): agents'
+# inferences and summaries go first, what users said and operators set lasts longest.
+DEFAULT_SOURCE_TTLS: dict[SourceType, timedelta] = {
+    SourceType.OPERATOR_CONFIG: 5 * 365 * DAY,
+    SourceType.USER_STATEMENT: 3 * 365 * DAY,
+    SourceType.TOOL_RESULT: 180 * DAY,
+    SourceType.WEB_PAGE: 180 * DAY,
+    SourceType.AGENT_INFERENCE: 90 * DAY,
+    SourceType.SUMMARY: 90 * DAY,
+}
+LONGEST_TTL = 10 * 365 * DAY  # no setting may exceed it (the HTTP schema's bound too)
+
+
 @dataclass(frozen=True)
 class Limits:
     """Tunable limits of the write pipeline."""
@@ -66,7 +84,52 @@ class Limits:
     max_content_bytes: int = 16 * 1024
     max_purpose_len: int = 64
     max_ref_len: int = 512
-    ttls: dict[Kind, tuple[timedelta, timedelta]] | None = None
+    ttls: dict[Kind, tuple[timedelta, timedelta]] | None = None  # per kind: (default, maximum)
+    source_ttls: dict[SourceType, timedelta] | None = None  # per source: the cap at write time
 
     def ttl_for(self, kind: Kind) -> tuple[timedelta, timedelta]:
-        return (self.ttls or DEFAULT_TTLS)[kind]
+        """The kind's (default, maximum) TTL; a reviewer's confirmation is bounded by the maximum."""
+        return {**DEFAULT_TTLS, **(self.ttls or {})}[kind]
+
+    def source_cap(self, source: SourceType) -> timedelta:
+        return {**DEFAULT_SOURCE_TTLS, **(self.source_ttls or {})}[source]
+
+    def window(self, kind: Kind, source: SourceType) -> tuple[timedelta, timedelta]:
+        """The (default, maximum) TTL of a write of this kind from this source."""
+        default, maximum = self.ttl_for(kind)
+        cap = self.source_cap(source)
+        return min(default, cap), min(maximum, cap)
+
+    def check(self) -> Limits:
+        """``InvalidRetention`` naming every contradiction: a TTL not positive, longer than ten
+        years, or a kind's default longer than its maximum."""
+        problems = []
+        for kind in Kind:
+            default, maximum = self.ttl_for(kind)
+            for what, ttl in (
+                (f"kind {kind.value} default", default),
+                (f"kind {kind.value} maximum", maximum),
+            ):
+                problems += _bad(what, ttl)
+            if default > maximum:
+                problems.append(
+                    f"kind {kind.value}: the default ({_days(default)}) is longer "
+                    f"than the maximum ({_days(maximum)})"
+                )
+        for source in SourceType:
+            problems += _bad(f"source {source.value}", self.source_cap(source))
+        if problems:
+            raise InvalidRetention("; ".join(problems))
+        return self
+
+
+def _days(ttl: timedelta) -> str:
+    return f"{ttl.total_seconds() / 86400:g} days"
+
+
+def _bad(what: str, ttl: timedelta) -> list[str]:
+    if ttl <= timedelta(0):
+        return [f"{what}: a TTL must be positive"]
+    if ttl > LONGEST_TTL:
+        return [f"{what}: {_days(ttl)} is longer than the longest allowed ({_days(LONGEST_TTL)})"]
+    return []

@@ -42,6 +42,7 @@ from lethe.vault.errors import (
 )
 from lethe.vault.memory import repository as repo
 from lethe.vault.memory.policy import DEFAULT_POLICY, Limits, Policy, Standing, standing_for
+from lethe.vault.memory.retention import kept_until
 from lethe.vault.memory.validation import ValidWrite, normal_subject_id, validate_write
 from lethe.vault.memory.visibility import may_read
 from lethe.vault.model import GONE, Caller, MemoryItem, Status, WriteCommand
@@ -90,6 +91,7 @@ class _Target:
     memory_id: str
     version: int
     created_at: datetime
+    kept_until: datetime | None = None  # an update never keeps a memory longer (``memory.retention``)
 
 
 class MemoryService:
@@ -182,7 +184,7 @@ class MemoryService:
             "status": w.standing.status.value,
             "confidence": _decimal(cmd.confidence),
             "created_at": iso(at.created_at),
-            "expires_at": iso(w.valid.expires_at),
+            "expires_at": iso(kept_until(w.valid.expires_at, at.kept_until)),
             "version": at.version,
             "supersedes_id": cmd.supersedes_id,
             "idempotency_key": cmd.idempotency_key,
@@ -327,7 +329,12 @@ class MemoryService:
             raise InvalidCommand("an update cannot change the memory's subject")
         if row.status in (*GONE, Status.SUPERSEDED, Status.EXPIRED):
             raise VersionConflict(f"a {row.status} memory cannot be updated")
-        return _Target(cmd.id, row.version + 1, row.created_at.replace(tzinfo=now.tzinfo))
+        return _Target(
+            cmd.id,
+            row.version + 1,
+            row.created_at.replace(tzinfo=now.tzinfo),
+            row.expires_at.replace(tzinfo=now.tzinfo),
+        )
 
     def _supersedable(self, conn: Connection, caller: Caller, agent_id: str, cmd: WriteCommand):  # type: ignore[no-untyped-def]
         """The memory a correction supersedes, checked (same tenant, agent, purpose; active).

@@ -119,7 +119,7 @@ def validate_write(cmd: WriteCommand, limits: Limits, now: datetime) -> ValidWri
     if size > limits.max_content_bytes:
         raise ContentTooLarge(f"content is {size} bytes; the limit is {limits.max_content_bytes}")
     require_version("expected_version", cmd.expected_version)
-    default_ttl, max_ttl = limits.ttl_for(kind)
+    default_ttl, max_ttl = limits.window(kind, source_type)
     if cmd.expires_at is not None and cmd.ttl_seconds is not None:
         raise InvalidTtl("give expires_at or ttl_seconds, not both")
     if cmd.ttl_seconds is not None:
@@ -129,7 +129,7 @@ def validate_write(cmd: WriteCommand, limits: Limits, now: datetime) -> ValidWri
         if seconds <= 0:
             raise InvalidTtl("ttl_seconds must be positive")
         if seconds > max_ttl.total_seconds():  # checked before timedelta(), which would overflow
-            raise InvalidTtl(f"expiry exceeds the maximum for kind {kind.value} ({max_ttl.days} days)")
+            raise InvalidTtl(_too_long(kind, source_type, max_ttl))
         ttl = timedelta(seconds=seconds)
     elif cmd.expires_at is not None:
         if cmd.expires_at.tzinfo is None:
@@ -140,5 +140,12 @@ def validate_write(cmd: WriteCommand, limits: Limits, now: datetime) -> ValidWri
     else:
         ttl = default_ttl
     if ttl > max_ttl:
-        raise InvalidTtl(f"expiry exceeds the maximum for kind {kind.value} ({max_ttl.days} days)")
+        raise InvalidTtl(_too_long(kind, source_type, max_ttl))
     return ValidWrite(kind, source_type, now + ttl)
+
+
+def _too_long(kind: Kind, source_type: SourceType, max_ttl: timedelta) -> str:
+    return (
+        f"expiry exceeds the maximum for kind {kind.value} from source {source_type.value} "
+        f"({max_ttl.days} days; only a reviewer's confirmation keeps a memory longer)"
+    )

@@ -34,6 +34,7 @@ MEMORY_WRITTEN = "memory.written"
 MEMORY_PROMOTED = "memory.promoted"
 MEMORY_SUPERSEDED = "memory.superseded"
 MEMORY_EXPIRED = "memory.expired"
+MEMORY_RETENTION_CONFIRMED = "memory.retention_confirmed"
 MEMORY_TOMBSTONED = "memory.tombstoned"
 MEMORY_RETRACTED = "memory.retracted"
 RETRACTION_RECORDED = "retraction.recorded"
@@ -190,6 +191,13 @@ def _expired(conn: Connection, e: Event) -> None:
     _drop_index_entry(conn, e)
 
 
+def _retention_confirmed(conn: Connection, e: Event) -> None:
+    """A reviewer kept an active memory longer (``memory.retention``)."""
+    _transition(
+        conn, e, "active", memories.c.status == "active", expires_at=to_db(parse_iso(e.payload["expires_at"]))
+    )
+
+
 def _tombstoned(conn: Connection, e: Event) -> None:
     """A derived artifact (a summary built from a forgotten memory) is forgotten too."""
     _transition(conn, e, "forgotten", ciphertext=None)
@@ -321,6 +329,7 @@ _HANDLERS: dict[str, Callable[[Connection, Event], None]] = {
     MEMORY_PROMOTED: _promoted,
     MEMORY_SUPERSEDED: _superseded,
     MEMORY_EXPIRED: _expired,
+    MEMORY_RETENTION_CONFIRMED: _retention_confirmed,
     MEMORY_TOMBSTONED: _tombstoned,
     MEMORY_RETRACTED: _retracted,
     RETRACTION_RECORDED: _retraction_recorded,

@@ -1,4 +1,5 @@
-"""Reviewer and privacy-officer endpoints: the review queue, promote and reject, retractions.
+"""Reviewer and privacy-officer endpoints: the review queue, promote and reject, retention
+confirmations, retractions.
 
 Exceptions: core errors propagate to the problem handlers (see ``vault.errors``).
 """
@@ -15,7 +16,14 @@ from lethe.api.http.problems import problem_responses
 from lethe.api.http.routes.deps import ContainerDep, IdempotencyHeader, MetricsDep, ResourceId
 from lethe.api.http.schemas.common import one_idempotency_key
 from lethe.api.http.schemas.memories import MemoryOut
-from lethe.api.http.schemas.review import PromoteIn, RejectIn, RetractionIn, RetractionOut, ReviewQueueOut
+from lethe.api.http.schemas.review import (
+    PromoteIn,
+    RejectIn,
+    RetentionIn,
+    RetractionIn,
+    RetractionOut,
+    ReviewQueueOut,
+)
 from lethe.vault.memory.review import MAX_AGE, MAX_PAGE, QueueQuery
 from lethe.vault.model import SourceType
 
@@ -109,6 +117,21 @@ def reject_memory(
     key = one_idempotency_key(body.idempotency_key, idempotency_key)
     decision = container.review.reject(caller, memory_id, body.expected_version, body.reason, key)
     return MemoryOut.from_domain(decision.item)
+
+
+@router.post(
+    "/v1/memories/{memory_id}/retention",
+    name="confirm_retention",
+    response_model=MemoryOut,
+    responses=problem_responses(401, 403, 404, 409, 413, 422, 429, 503),
+)
+def confirm_retention(
+    memory_id: ResourceId, body: RetentionIn, caller: CallerDep, container: ContainerDep
+) -> MemoryOut:
+    """Keep an active memory longer than its source allows (a reviewer's confirmation; never its writer)."""
+    ttl = timedelta(seconds=body.ttl_seconds) if body.ttl_seconds is not None else None
+    item = container.retention.confirm(caller, memory_id, body.expected_version, ttl)
+    return MemoryOut.from_domain(item)
 
 
 @router.post(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from lethe.api.http.schemas.common import IdempotencyKeyField, Out, Strict
-from lethe.api.http.schemas.memories import MemoryOut
+from lethe.api.http.schemas.memories import MAX_TTL_SECONDS, MemoryOut
 from lethe.vault.memory.retraction import MAX_REASON, MAX_SOURCE_REF
 from lethe.vault.memory.validation import MAX_VERSION
 
@@ -21,6 +21,14 @@ class RejectIn(PromoteIn):
         max_length=MAX_REASON,
         description="Why it is rejected; kept in the audit log, so never memory content or a subject id.",
     )
+
+
+class RetentionIn(Strict):
+    """A reviewer's confirmation: keep the memory ``ttl_seconds`` from now (default: its kind's
+    default TTL), up to its kind's maximum; it only ever extends."""
+
+    expected_version: int = Field(ge=1, le=MAX_VERSION, strict=True, description="The current version.")
+    ttl_seconds: int | None = Field(default=None, gt=0, le=MAX_TTL_SECONDS, strict=True)
 
 
 class ReviewQueueOut(Out):
