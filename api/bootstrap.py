@@ -29,6 +29,7 @@ from lethe.keys.protocol import KeyManager
 from lethe.vault.access.sessions import ConsoleSessions
 from lethe.vault.access.tokens import TokenService
 from lethe.vault.audit.certificate import ErasureReports, reported_step
+from lethe.vault.audit.forks import AuditForks
 from lethe.vault.audit.log import AuditLog
 from lethe.vault.custody.keyring import DekCache, SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer, create_pepper
@@ -66,6 +67,7 @@ class Container:
     compactor: Compactor
     audit: AuditLog
     reports: ErasureReports
+    forks: AuditForks
     tokens: TokenService
     subject_access: SubjectAccessService
     reindex: Reindexer
@@ -202,6 +204,7 @@ def build(
         compactor=compactor,
         audit=audit,
         reports=reports,
+        forks=AuditForks(uow),
         tokens=TokenService(uow, log=log),
         subject_access=SubjectAccessService(uow, keyring, pseudonyms, signer, log_origin(settings), log=log),
         reindex=Reindexer(uow, keyring, pseudonyms),

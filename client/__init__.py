@@ -33,6 +33,7 @@ from lethe.client.errors import (
     UnexpectedResponse,
 )
 from lethe.client.models import (
+    AuditFork,
     ConsistencyProof,
     ErasureAccepted,
     ErasureReport,
@@ -54,6 +55,7 @@ from lethe.client.sync import LetheClient
 
 __all__ = [
     "AsyncLetheClient",
+    "AuditFork",
     "Conflict",
     "ConsistencyProof",
     "ErasureAccepted",

@@ -198,6 +198,26 @@ class ConsistencyProof:
 
 
 @dataclass(frozen=True)
+class ReappliedErasure:
+    tenant_id: str
+    request_id: str
+
+
+@dataclass(frozen=True)
+class AuditFork:
+    """Where restoring an older backup forked the audit log, and the erasures it re-applied."""
+
+    id: str
+    backup_id: str
+    restored_at: str
+    fork_tree_size: int
+    abandoned_tree_size: int
+    abandoned_checkpoints: list[str]
+    reapplied: list[ReappliedErasure]
+    event_seq: int
+
+
+@dataclass(frozen=True)
 class TokenCreated:
     """A freshly minted token: ``token`` is the secret, shown this once."""
 

@@ -23,6 +23,7 @@ import httpx
 from lethe.client.calls import Call, operation
 from lethe.client.errors import UnexpectedResponse
 from lethe.client.models import (
+    AuditFork,
     ConsistencyProof,
     ErasureAccepted,
     ErasureReport,
@@ -337,6 +338,11 @@ class Operations:
         params = {"first": first, "second": second}
         path = "/v1/audit/proofs/consistency"
         return Call("GET", path, _model(ConsistencyProof), params=params, retry=True)
+
+    @operation
+    def list_audit_forks() -> Call[list[AuditFork]]:
+        """Where restores of older backups forked the audit log, and the erasures they re-applied."""
+        return Call("GET", "/v1/audit/forks", _items(AuditFork), retry=True)
 
     # -- admins --------------------------------------------------------------------------
 

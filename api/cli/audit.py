@@ -1,6 +1,6 @@
 """CLI commands for auditors and operators: certificates, checkpoints, log verification.
 
-- ``lethe verify REPORT --public-key PEM [--subject-id ID] [--tenant T]
+- ``lethe verify REPORT --public-key PEM [--subject-id ID --verification-code CODE] [--tenant T]
   [--checkpoint OLDER] [--consistency-proof FILE]``: offline; touches no database
   and no network; exit 0 only if every check passes, else 1 naming the first failed check.
 - ``lethe audit verify``: recompute every leaf of the event log and every signed root;
@@ -9,6 +9,9 @@
   is inconsistent with the latest one).
 - ``lethe audit public-key [-o FILE] [--json]``: the key auditors pin; ``--pem`` writes
   it as ``lethe-public.pem`` (or ``-o FILE``), the file ``lethe verify --public-key`` reads.
+- ``lethe audit forks [--json]``: where restores of older backups forked the log, the
+  abandoned branches' signed checkpoints and the erasures re-applied (``--json``: the
+  body of ``GET /v1/audit/forks``, every tenant's re-applied erasures).
 - ``lethe report get ID [--format json|html|pdf] [-o FILE]``.
 
 Exceptions: none escape; errors become exit codes (``api.cli.common.ExitCode``;
@@ -27,7 +30,7 @@ from rich.table import Table
 
 from lethe.api.cli.common import ExitCode, console, container, err, fail, load_settings, print_json
 from lethe.api.http.routes.audit import PEM_FILENAME
-from lethe.api.http.schemas.audit import PublicKeyOut
+from lethe.api.http.schemas.audit import AuditForkList, AuditForkOut, PublicKeyOut
 from lethe.api.report_formats import ReportFormat, render_report
 from lethe.api.signing_key import load_signer, log_origin
 from lethe.vault.audit.log import public_key_info
@@ -157,6 +160,32 @@ def audit_verify(as_json: bool = typer.Option(False, "--json")) -> None:
         typer.echo(f"audit log FAILED: {where}: {result.problem}")
     if not result.ok:
         raise typer.Exit(ExitCode.REFUSED)
+
+
+@audit_app.command("forks")
+def audit_forks(as_json: bool = typer.Option(False, "--json")) -> None:
+    """Where restoring an older backup forked the audit log, and the erasures it re-applied."""
+    with container() as c:
+        forks = c.forks.all()
+    if as_json:
+        print_json(AuditForkList(items=[AuditForkOut.from_domain(f) for f in forks]))
+        return
+    if not forks:
+        console.print("no forks: the audit log has one history")
+        return
+    table = Table(
+        "restored at", "backup", "shared prefix", "abandoned size", "abandoned checkpoints", "re-applied"
+    )
+    for f in forks:
+        table.add_row(
+            f.restored_at,
+            f.backup_id,
+            f"1..{f.fork_tree_size}",
+            str(f.abandoned_tree_size),
+            str(len(f.abandoned_checkpoints)),
+            ", ".join(r.request_id for r in f.reapplied) or "-",
+        )
+    console.print(table)
 
 
 @audit_app.command("checkpoint")

@@ -74,6 +74,7 @@ ROUTE_ROLES: dict[str, frozenset[Role]] = {
     "get_audit_public_key_pem": AUDITOR,
     "get_inclusion_proof": AUDITOR,
     "get_consistency_proof": AUDITOR,
+    "list_audit_forks": OVERSIGHT,
     "get_erasure_report": OVERSIGHT,
 }
 

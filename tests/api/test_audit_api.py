@@ -19,6 +19,7 @@ from lethe.api.bootstrap import Container
 from lethe.api.http import problems
 from lethe.vault.audit.checkpoint import parse_and_verify
 from lethe.vault.audit.verify import verify_certificate
+from lethe.vault.erasure.backup import create_backup, restore_backup
 from lethe.vault.merkle import verify_consistency, verify_inclusion
 from tests.api.conftest import Api, bearer
 from tests.conftest import agent, event_count, officer, write_cmd
@@ -109,3 +110,23 @@ def test_erasure_reports_are_served_verbatim_rendered_and_tenant_scoped(
     assert other.status_code == 404
     assert client.get("/v1/erasure-reports/no-such-report").status_code == 404
     assert client.get(f"/v1/erasure-reports/{report_id}", role="agent").status_code == 403
+
+
+def test_audit_forks_show_a_restore_and_the_tenants_reapplied_erasures(
+    lethe: Container, client: Client, tmp_path
+) -> None:
+    assert client.get("/v1/audit/forks").json() == {"items": []}
+    manifest = create_backup(lethe.uow, tmp_path / "backups", log=lethe.log)
+    report_id = forget(lethe)
+    job_id = lethe.reports.load(report_id).job_id
+    restore_backup(lethe.uow, lethe.keyring, manifest, log=lethe.log)
+
+    for role in ("auditor", "privacy_officer"):
+        r = client.get("/v1/audit/forks", role=role)
+        assert r.status_code == 200, r.text
+        (fork,) = r.json()["items"]
+        assert fork["fork_tree_size"] < fork["abandoned_tree_size"] and fork["abandoned_checkpoints"]
+        assert fork["reapplied"] == [{"tenant_id": "t1", "request_id": job_id}]
+    assert client.get("/v1/audit/forks", role="auditor of t2").json()["items"][0]["reapplied"] == []
+    assert client.get("/v1/audit/forks", role="agent").status_code == 403
+    assert client.get(f"/v1/erasure-reports/{report_id}").status_code == 200  # kept across the restore

@@ -62,6 +62,7 @@ TABLE: list[tuple[str, str, str, frozenset[Role] | None, int]] = [
     ("get_audit_public_key_pem", "GET", "/v1/audit/public-key.pem", frozenset({U}), 200),
     ("get_inclusion_proof", "GET", "/v1/audit/proofs/inclusion?index=0&tree_size=1", frozenset({U}), 200),
     ("get_consistency_proof", "GET", "/v1/audit/proofs/consistency?first=1&second=2", frozenset({U}), 200),
+    ("list_audit_forks", "GET", "/v1/audit/forks", frozenset({P, U}), 200),
     ("get_erasure_report", "GET", "/v1/erasure-reports/{report}", frozenset({P, U}), 200),
 ]
 BAD_TOKENS = ("none", "malformed", "unknown", "expired", "revoked")

@@ -28,6 +28,8 @@ PAIRS: list[tuple[type, type[BaseModel]]] = [
     (models.PublicKey, audit.PublicKeyOut),
     (models.InclusionProof, audit.InclusionProofOut),
     (models.ConsistencyProof, audit.ConsistencyProofOut),
+    (models.AuditFork, audit.AuditForkOut),
+    (models.ReappliedErasure, audit.ReappliedErasureOut),
     (models.TokenCreated, tokens.TokenCreated),
     (models.Health, health.Health),
 ]

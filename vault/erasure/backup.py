@@ -12,6 +12,12 @@ tombstoned and fenced again, and the summaries derived from them tombstoned agai
 before anyone can read. The ledger of retractions of the store being replaced is
 re-applied the same way, in the same transaction (``memory.retraction_ledger``).
 
+The officer's records outlive the restore (``erasure.restore_records``): erasure requests,
+their steps and certificates, legal holds and earlier forks of the replaced store are
+written back into the restored one. The events logged after the snapshot are abandoned,
+so the audit log forks there; the fork is recorded (``audit.forks``) with the abandoned
+branch's signed checkpoints and the erasures re-applied on the new branch.
+
 Exceptions: ``BackupError`` (422; the snapshot or restore could not be made: missing
 ``pg_dump``, unreadable manifest, digest mismatch, the KMS unreachable during a restore),
 ``StoreUnavailable`` (503).
@@ -27,7 +33,7 @@ import sqlite3
 import subprocess
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -36,9 +42,11 @@ from sqlalchemy.engine import Engine
 
 from lethe.keys.envelope import create_private_file
 from lethe.keys.protocol import KeyDestroyed, KmsError
+from lethe.vault.audit.forks import ReappliedErasure, record_fork
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
+from lethe.vault.erasure.restore_records import read_records, reimport
 from lethe.vault.errors import BackupError
 from lethe.vault.memory import repository as memory_repo
 from lethe.vault.memory.retraction_ledger import read_ledger, reapply
@@ -82,6 +90,10 @@ class RestoreReport:
     keys_found_destroyed: int
     derived_retombstoned: int = 0
     retractions_reapplied: int = 0
+    records_kept: dict[str, int] = field(default_factory=dict)  # rows written back, by table
+    reapplied_requests: list[str] = field(default_factory=list)  # erasures re-applied to the snapshot
+    fork_id: str | None = None  # the audit log's fork at the snapshot's tree size
+    abandoned_tree_size: int | None = None
 
 
 def _sqlite_path(engine: Engine) -> Path:
@@ -200,6 +212,7 @@ def restore_backup(
         raise BackupError("the KMS must be reachable to restore safely; nothing was changed") from exc
     ledger = _live_ledger(uow)
     retracted = read_ledger(uow)
+    records = read_records(uow)
     engine.dispose()
     if is_sqlite(engine):
         src, dst = sqlite3.connect(source), sqlite3.connect(_sqlite_path(engine))
@@ -229,8 +242,10 @@ def restore_backup(
     upgrade(engine)
     destroyed = _keys_destroyed_at_kms(uow, keyring)
     reforgotten = derived = 0
+    reapplied: list[ReappliedErasure] = []
     now = clock()
     with uow.write() as conn:
+        kept = reimport(conn, records) if records is not None else {}
         # The live store's ledger keeps its request ids; keys the KMS reports destroyed fill in the rest.
         subjects = {k: "restore-ledger" for k in destroyed} | {(t, s): r for t, s, r in ledger}
         for (tenant_id, subject_ref), request_id in sorted(subjects.items()):
@@ -240,11 +255,14 @@ def restore_backup(
             ):
                 tombstone_subject(conn, log, keyring, tenant_id, subject_ref, request_id or "restore-ledger")
                 reforgotten += 1
+                reapplied.append(ReappliedErasure(tenant_id, request_id or "restore-ledger"))
             # Summaries that cite the subject may predate the snapshot's own purge (or the forget).
             derived += len(purge_derived(conn, log, tenant_id, subject_ref, request_id, now).ids)
-        reapplied = reapply(conn, log, retracted, now)
+        retractions = reapply(conn, log, retracted, now)
         keyring.mark_destroyed(conn, _destroyed_names(destroyed), now)
-        log.append(
+        abandoned = records.tree_size if records is not None else manifest.tree_size
+        forked = abandoned > manifest.tree_size
+        ev = log.append(
             conn,
             Event(
                 BACKUP_RESTORED,
@@ -254,12 +272,37 @@ def restore_backup(
                     "tree_size_restored": manifest.tree_size,
                     "reforgotten": reforgotten,
                     "derived_retombstoned": derived,
-                    "retractions_reapplied": reapplied,
+                    "retractions_reapplied": retractions,
+                    "abandoned_tree_size": abandoned if forked else None,
+                    "erasure_requests_kept": kept.get("erasure_jobs", 0),
                 },
                 occurred_at=iso(now),
             ),
         )
-    return RestoreReport(manifest.id, manifest.tree_size, reforgotten, len(destroyed), derived, reapplied)
+        fork = None
+        if forked and records is not None:
+            fork = record_fork(
+                conn,
+                backup_id=manifest.id,
+                restored_at=iso(now),
+                fork_tree_size=manifest.tree_size,
+                abandoned_tree_size=abandoned,
+                abandoned_checkpoints=[n for size, n in records.checkpoints if size > manifest.tree_size],
+                reapplied=reapplied,
+                event_seq=ev.seq,
+            )
+    return RestoreReport(
+        manifest.id,
+        manifest.tree_size,
+        reforgotten,
+        len(destroyed),
+        derived,
+        retractions,
+        kept,
+        [r.request_id for r in reapplied],
+        fork.id if fork is not None else None,
+        abandoned if forked else None,
+    )
 
 
 def _live_ledger(uow: UnitOfWork) -> set[tuple[str, str, str | None]]:

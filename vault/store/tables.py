@@ -302,6 +302,19 @@ erasure_reports = sa.Table(
     sa.Column("document", sa.Text, nullable=False),
 )
 
+audit_forks = sa.Table(
+    "audit_forks",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("backup_id", sa.String(36), nullable=False),
+    sa.Column("restored_at", sa.String(32), nullable=False),
+    sa.Column("fork_tree_size", sa.Integer, nullable=False),  # the prefix both branches share
+    sa.Column("abandoned_tree_size", sa.Integer, nullable=False),
+    sa.Column("abandoned_checkpoints", sa.Text, nullable=False),  # JSON list of signed notes
+    sa.Column("reapplied", sa.Text, nullable=False),  # JSON list of {tenant_id, request_id}
+    sa.Column("event_seq", sa.Integer, nullable=False),  # the backup.restored event on the new branch
+)
+
 backups = sa.Table(
     "backups",
     metadata,

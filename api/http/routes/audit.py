@@ -18,7 +18,13 @@ from fastapi import APIRouter, Path, Query, Response
 from lethe.api.http.auth import CallerDep
 from lethe.api.http.problems import problem_responses
 from lethe.api.http.routes.deps import ContainerDep
-from lethe.api.http.schemas.audit import ConsistencyProofOut, InclusionProofOut, PublicKeyOut
+from lethe.api.http.schemas.audit import (
+    AuditForkList,
+    AuditForkOut,
+    ConsistencyProofOut,
+    InclusionProofOut,
+    PublicKeyOut,
+)
 from lethe.api.report_formats import ReportFormat, render_report
 
 router = APIRouter(tags=["audit"])
@@ -103,6 +109,18 @@ def get_consistency_proof(
     audit = container.audit
     proof = audit.consistency_proof(first, second)
     return ConsistencyProofOut.from_hashes(first, second, audit.root(first), audit.root(second), proof)
+
+
+@router.get(
+    "/v1/audit/forks",
+    name="list_audit_forks",
+    response_model=AuditForkList,
+    responses=problem_responses(401, 403, 429, 503),
+)
+def list_audit_forks(caller: CallerDep, container: ContainerDep) -> AuditForkList:
+    """Where restoring an older backup forked the log: the shared prefix, the abandoned branch's
+    size and signed checkpoints, and the erasures of the caller's tenant re-applied."""
+    return AuditForkList(items=[AuditForkOut.from_domain(f) for f in container.forks.list(caller)])
 
 
 @router.get(

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
+from lethe.vault.audit.forks import AuditFork
 from lethe.vault.audit.log import PublicKeyInfo
 
 
@@ -65,3 +66,47 @@ class ConsistencyProofOut(BaseModel):
             second_root=b64(second_root),
             proof=[b64(h) for h in proof],
         )
+
+
+class ReappliedErasureOut(BaseModel):
+    tenant_id: str
+    request_id: str
+
+
+class AuditForkOut(BaseModel):
+    """Where a restore of an older backup forked the audit log, and what it re-applied."""
+
+    id: str
+    backup_id: str
+    restored_at: str
+    fork_tree_size: int = Field(description="Events 1..fork_tree_size are common to both branches.")
+    abandoned_tree_size: int = Field(description="The size the abandoned branch had reached.")
+    abandoned_checkpoints: list[str] = Field(
+        description="Signed checkpoint notes of the abandoned branch (sizes above fork_tree_size); "
+        "they still verify under the log key, as do certificates anchored to them."
+    )
+    reapplied: list[ReappliedErasureOut] = Field(
+        description="Erasures of the caller's tenant re-applied to the restored snapshot."
+    )
+    event_seq: int = Field(description="The backup.restored event on the new branch.")
+
+    @classmethod
+    def from_domain(cls, fork: AuditFork) -> AuditForkOut:
+        return cls(
+            id=fork.id,
+            backup_id=fork.backup_id,
+            restored_at=fork.restored_at,
+            fork_tree_size=fork.fork_tree_size,
+            abandoned_tree_size=fork.abandoned_tree_size,
+            abandoned_checkpoints=fork.abandoned_checkpoints,
+            reapplied=[
+                ReappliedErasureOut(tenant_id=r.tenant_id, request_id=r.request_id) for r in fork.reapplied
+            ],
+            event_seq=fork.event_seq,
+        )
+
+
+class AuditForkList(BaseModel):
+    """The audit log's forks, oldest first."""
+
+    items: list[AuditForkOut]
