@@ -40,14 +40,45 @@ _PG_LEASE = 0x4C455448 + 1  # next to the event-log lock: "LETI"
 class StoreLease:
     """A held lease; ``release`` (or leaving the ``with`` block) gives it back."""
 
-    def __init__(self, fd: int, conn: Connection | None) -> None:
+    def __init__(self, fd: int, conn: Connection | None, engine: Engine | None = None) -> None:
         self._fd: int | None = fd
         self._conn = conn
+        self._engine = engine  # set for a server's shared lease, which ``renew`` keeps alive
+        self.held = True
+
+    def renew(self) -> int:
+        """Take the PostgreSQL lease again if its connection was lost; 1 if it was retaken.
+
+        A PostgreSQL restart (or a dropped connection) releases the session's advisory lock
+        without telling anyone, and a restore elsewhere could then take the store from under
+        this server. The server calls this every few seconds; until the lease is back,
+        ``held`` is False and readiness fails.
+        """
+        if self._engine is None or self._fd is None:
+            return 0
+        try:
+            if self._conn is not None:
+                self._conn.execute(sa.text("SELECT 1"))
+                self.held = True
+                return 0
+        except Exception:  # the connection is gone, and with it the lock
+            _end_session(self._conn)  # type: ignore[arg-type]
+            self._conn = None
+        self.held = False
+        try:
+            conn = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        except Exception:
+            return 0  # the database is still away: try again on the next tick
+        got = conn.execute(sa.text("SELECT pg_try_advisory_lock_shared(:k)"), {"k": _PG_LEASE}).scalar_one()
+        if not got:  # a restore or migration holds it now: stay not ready, keep trying
+            _end_session(conn)
+            return 0
+        self._conn, self.held = conn, True
+        return 1
 
     def release(self) -> None:
         if self._conn is not None:
-            with suppress(Exception):  # a dropped connection has released its locks already
-                self._conn.close()
+            _end_session(self._conn)
             self._conn = None
         if self._fd is not None:
             os.close(self._fd)  # closing the descriptor releases the flock
@@ -58,6 +89,15 @@ class StoreLease:
 
     def __exit__(self, *_: object) -> None:
         self.release()
+
+
+def _end_session(conn: Connection) -> None:
+    """Close the lease's database session itself: an advisory lock lives as long as the
+    session, and a plain ``close`` would only hand the still-locked session back to the pool."""
+    with suppress(Exception):  # a dropped connection has released its locks already
+        conn.invalidate()
+    with suppress(Exception):
+        conn.close()
 
 
 def _lock_file(data_dir: Path, exclusive: bool, wait: bool = True) -> int:
@@ -79,7 +119,7 @@ def serve_lease(data_dir: Path, engine: Engine) -> StoreLease:
     if engine.dialect.name == "postgresql":
         conn = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
         conn.execute(sa.text("SELECT pg_advisory_lock_shared(:k)"), {"k": _PG_LEASE})
-    return StoreLease(fd, conn)
+    return StoreLease(fd, conn, engine if conn is not None else None)
 
 
 @contextmanager

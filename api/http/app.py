@@ -57,7 +57,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lease = serve_lease(settings.data_dir, container.uow.engine)  # restore/migrate wait for us
         app.state.container = container
         app.state.tokens = container.tokens
-        work = start_server_work(container, settings, metrics)
+        app.state.store_lease = lease
+        work = start_server_work(container, settings, metrics, lease)
         try:
             async with running_mcp():
                 yield

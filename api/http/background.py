@@ -17,6 +17,7 @@ from contextlib import suppress
 from lethe.api.bootstrap import Container
 from lethe.api.http.metrics import Metrics
 from lethe.api.settings import Settings
+from lethe.api.store_lease import StoreLease
 
 log = logging.getLogger("lethe.api")
 Job = Callable[[], int]  # a unit of background work; returns how much it did
@@ -67,9 +68,16 @@ def sign_checkpoint(container: Container) -> int:
     return container.audit.sign().tree_size - before
 
 
-def start_server_work(container: Container, settings: Settings, metrics: Metrics) -> BackgroundWork:
+LEASE_RENEW_SECONDS = 2.0
+
+
+def start_server_work(
+    container: Container, settings: Settings, metrics: Metrics, lease: StoreLease | None = None
+) -> BackgroundWork:
     """Start the server's periodic jobs (on the running event loop), each counted in ``metrics``."""
     work = BackgroundWork()
+    if lease is not None:
+        work.every(LEASE_RENEW_SECONDS, "store_lease", lease.renew, lambda n: None)
     work.every(
         settings.sweep_interval_seconds,
         "expiry_sweep",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import threading
 import time
 import uuid
@@ -26,11 +27,15 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import count
+from pathlib import Path
 
 import httpx
 import pytest
 
+from lethe.api.store_lease import exclusive_lease
 from lethe.vault.audit.verify import verify_certificate
+from lethe.vault.errors import StoreNotReady
+from lethe.vault.store.db import make_engine
 from tests.torture.cluster import Node, PrivatePostgres, PrivateRedis, init_nodes, lethe
 from tests.torture.stack import memory_body
 
@@ -325,6 +330,26 @@ def check_forgotten_unreadable(c: Cluster) -> None:
             c.checks["forgotten subject unreadable"] += 1
 
 
+def check_servers_hold_their_lease(c: Cluster) -> None:
+    """The restart dropped the servers' advisory locks; they must have taken them again, so a
+    restore from another host (its own data dir, the same database) is refused."""
+    engine = make_engine(c.pg.url)
+    elsewhere = Path(tempfile.mkdtemp(prefix="lethe-other-host-"))
+    deadline = time.monotonic() + 20
+    try:
+        while True:
+            try:
+                with exclusive_lease(elsewhere, engine, "a restore"):
+                    taken = True
+            except StoreNotReady:
+                break
+            assert taken and time.monotonic() < deadline, "a restore could take the store from live servers"
+            time.sleep(0.5)
+    finally:
+        engine.dispose()
+    c.checks["server leases retaken after the database restart"] += 1
+
+
 # -- the run ---------------------------------------------------------------------------------
 
 
@@ -358,6 +383,7 @@ def test_every_promise_holds_through_node_kills_and_service_outages(cluster: Clu
         outage(c, "PostgreSQL stopped", c.pg.stop, c.pg.start)
         time.sleep(2)
     check_invariants(c, jobs)
+    check_servers_hold_their_lease(c)
 
     # 4. OpenBao stalled (SIGSTOP) for a few seconds, with an erasure in flight.
     with Load(c):

@@ -31,6 +31,9 @@ def readyz(container: ContainerDep, request: Request) -> Health:
     """Ready to serve: the store reads and commits a write, its schema is current, the KMS is
     healthy, and a shared rate-limit storage (Redis) answers."""
     checks = check_readiness(container.uow, container.kms)
+    lease = getattr(request.app.state, "store_lease", None)
+    if lease is not None and not lease.held:
+        checks.append(Check("store lease", False, "lost with the database connection; retaking it"))
     if request.app.state.settings.rate_limit_storage != "memory://":
         ok = request.app.state.rate_limiter.reachable()
         checks.append(Check("rate limit storage", ok, "ok" if ok else "unreachable"))
