@@ -118,10 +118,14 @@ def shred_settings(settings: Settings, kms_kind: str, request: pytest.FixtureReq
     if kms_kind == "local":
         return settings
     server = request.getfixturevalue("openbao")
-    return settings.model_copy(update={
-        "kms": "vault", "vault_addr": server.addr, "vault_token": SecretStr(server.token),
-        "kms_timeout_seconds": 2.0,
-    })
+    return settings.model_copy(
+        update={
+            "kms": "vault",
+            "vault_addr": server.addr,
+            "vault_token": SecretStr(server.token),
+            "kms_timeout_seconds": 2.0,
+        }
+    )
 
 
 @pytest.fixture

@@ -89,9 +89,9 @@ def file_request(request: Request, act: Annotated[Act, Depends(acting("request_e
         act.text("reference"),
         act.text("identity_verification_ref"),
     )
-    api = request.app.state.api
-    api.state.metrics.forget_requests.inc()
-    return RedirectResponse(f"/console/requests/{job.id}", status_code=303)
+    request.app.state.api.state.metrics.forget_requests.inc()
+    # The verification code exists only in this answer (never stored): show it this once.
+    return page(request, act.user, "request_filed.html", job=job, title="Erasure request filed")
 
 
 @router.get("/requests/{job_id}")

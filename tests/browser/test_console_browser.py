@@ -10,6 +10,7 @@ anything from outside the server.
 from __future__ import annotations
 
 import io
+import re
 import time
 import uuid
 from pathlib import Path
@@ -20,6 +21,7 @@ from playwright.sync_api import expect
 from pypdf import PdfReader
 
 from lethe.api.console.pages import NAV
+from lethe.vault.audit.verify import verify_certificate
 from tests.browser.conftest import Console, Visit
 
 pytestmark = pytest.mark.browser
@@ -84,6 +86,9 @@ def test_an_officer_files_a_request_follows_it_to_reported_and_downloads_the_pdf
     page.get_by_label("Your reference (optional)").fill("DSR-2026-001")
     page.get_by_label("Identity verification reference (optional)").fill("IDV-77")
     page.get_by_role("button", name="File the request").click()
+    code = page.get_by_label("Verification code").input_value()
+    assert re.fullmatch(r"[0-9A-Z-]{20,40}", code), code
+    page.get_by_role("link", name="Follow the request").click()
     expect(page.get_by_role("heading", name="Erasure request DSR-2026-001")).to_be_visible()
     follow_until_reported(visit)
     assert page.get_by_text("Dana Officer").count() >= 1
@@ -95,6 +100,13 @@ def test_an_officer_files_a_request_follows_it_to_reported_and_downloads_the_pdf
     assert download.suggested_filename.endswith(".pdf")
     pdf = PdfReader(io.BytesIO(Path(download.path()).read_bytes()))
     assert len(pdf.pages) >= 1 and "DSR-2026-001" in "".join(p.extract_text() for p in pdf.pages)
+    with page.expect_download() as downloading:
+        page.get_by_role("link", name="JSON (signed, for lethe verify)").click()
+    certificate = Path(downloading.value.path()).read_bytes()
+    with console.http("auditor") as http:
+        pem = http.get("/v1/audit/public-key.pem").content
+    checked = verify_certificate(certificate, pem, subject_id=subject, verification_code=code)
+    assert checked.ok and "subject_commitment" in [c.name for c in checked.checks], checked.summary()
     page.get_by_role("link", name="Erasure requests").click()
     row = page.locator("tr", has=page.get_by_role("link", name="DSR-2026-001"))
     assert "reported" in row.inner_text()
@@ -225,6 +237,9 @@ def test_a_request_can_be_filed_with_the_keyboard_alone(visit: Visit, console: C
     keyboard.type("IDV-KBD")
     keyboard.press("Tab")
     assert page.evaluate("document.activeElement.textContent") == "File the request"
+    keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Erasure request filed")).to_be_visible()
+    tab_to("document.activeElement.textContent === 'Follow the request'")
     keyboard.press("Enter")
     page.wait_for_url("**/console/requests/*-*")
     expect(page.get_by_role("heading", name="Erasure request KBD-1")).to_be_visible()

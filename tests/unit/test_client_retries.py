@@ -102,8 +102,12 @@ def test_a_post_without_a_key_is_not_resent_once_it_may_have_arrived() -> None:
 
 
 def test_a_request_that_never_left_is_resent_even_without_a_key() -> None:
-    accepted = {"id": "j1", "status": "received", "received_at": "2026-01-01T00:00:00Z",
-                "due_at": "2026-01-31T00:00:00Z"}
+    accepted = {
+        "id": "j1",
+        "status": "received",
+        "received_at": "2026-01-01T00:00:00Z",
+        "due_at": "2026-01-31T00:00:00Z",
+    }
     script = Script(httpx.ConnectError("refused"), (202, accepted, {}))
     assert script.client().request_erasure("alice", "gdpr-art17-1a").id == "j1"
     assert len(script.requests) == 2

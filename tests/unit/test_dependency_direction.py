@@ -13,12 +13,25 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = {"lethe.vault", "lethe.api", "lethe.keys", "fastapi", "starlette", "sqlalchemy"} | {
-    "typer", "uvicorn", "hvac",
+    "typer",
+    "uvicorn",
+    "hvac",
 }
 FORBIDDEN = {
     "vault": {
-        "lethe.api", "lethe.client", "lethe.integrations", "fastapi", "starlette", "typer", "hvac", "uvicorn",
-        "rich", "jinja2", "httpx", "mcp", "langgraph",
+        "lethe.api",
+        "lethe.client",
+        "lethe.integrations",
+        "fastapi",
+        "starlette",
+        "typer",
+        "hvac",
+        "uvicorn",
+        "rich",
+        "jinja2",
+        "httpx",
+        "mcp",
+        "langgraph",
     },
     "keys": {"lethe.vault", "lethe.api", "lethe.client", "fastapi", "starlette", "typer", "uvicorn"},
     "client": SERVER | {"lethe.integrations", "pydantic", "mcp", "langgraph"},
