@@ -71,13 +71,13 @@ def _apply_all(source: Connection, target: Connection, progress: Progress | None
 
 
 def _rows(conn: Connection, table: sa.Table) -> dict[tuple, tuple]:
-    pk = [c.name for c in table.primary_key.columns]
-    cols = [c.name for c in table.columns]
-    out = {}
-    for r in conn.execute(sa.select(table)):
-        m = r._mapping
-        out[tuple(m[c] for c in pk)] = tuple(m[c] for c in cols)
-    return out
+    """Every row of ``table`` as a tuple in column order, keyed by its primary key."""
+    cols = list(table.columns)
+    at = [cols.index(c) for c in table.primary_key.columns]
+    if len(at) == 1:
+        i = at[0]
+        return {(r[i],): tuple(r) for r in conn.execute(sa.select(*cols))}
+    return {tuple(r[i] for i in at): tuple(r) for r in conn.execute(sa.select(*cols))}
 
 
 def check(
