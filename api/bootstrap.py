@@ -30,6 +30,7 @@ from lethe.vault.access.sessions import ConsoleSessions
 from lethe.vault.access.tokens import TokenService
 from lethe.vault.audit.certificate import ErasureReports, reported_step
 from lethe.vault.audit.forks import AuditForks
+from lethe.vault.audit.kpis import KpiService
 from lethe.vault.audit.log import AuditLog
 from lethe.vault.custody.keyring import DekCache, SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer, create_pepper
@@ -71,6 +72,7 @@ class Container:
     tokens: TokenService
     subject_access: SubjectAccessService
     reindex: Reindexer
+    kpis: KpiService
     sessions: ConsoleSessions
     created: list[str] = field(default_factory=list)
 
@@ -208,6 +210,7 @@ def build(
         tokens=TokenService(uow, log=log),
         subject_access=SubjectAccessService(uow, keyring, pseudonyms, signer, log_origin(settings), log=log),
         reindex=Reindexer(uow, keyring, pseudonyms),
+        kpis=KpiService(uow),
         sessions=ConsoleSessions(
             uow,
             idle=timedelta(seconds=settings.console_session_idle_seconds),

@@ -180,6 +180,29 @@ class PublicKey:
 
 
 @dataclass(frozen=True)
+class Kpis:
+    """The attributed-memory KPIs of the auditor's tenant (shares and durations None until measurable)."""
+
+    tenant_id: str
+    computed_at: datetime
+    live_memories: int
+    attribution_complete: int
+    attribution_complete_share: float | None
+    median_age_seconds: float | None
+    expiry_due: int
+    expired_on_time: int
+    expired_on_time_share: float | None
+    erasures_completed: int
+    deletion_lag_p50_seconds: float | None
+    deletion_lag_p95_seconds: float | None
+    retractions: int
+    memories_retracted: int
+    derived_retracted: int
+    open_requests: int
+    overdue_requests: int
+
+
+@dataclass(frozen=True)
 class InclusionProof:
     index: int
     tree_size: int

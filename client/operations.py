@@ -30,6 +30,7 @@ from lethe.client.models import (
     ErasureRequest,
     Health,
     InclusionProof,
+    Kpis,
     LegalHold,
     Memory,
     Provenance,
@@ -322,6 +323,11 @@ class Operations:
     @operation
     def get_audit_public_key() -> Call[PublicKey]:
         return Call("GET", "/v1/audit/public-key", _model(PublicKey), retry=True)
+
+    @operation
+    def get_audit_kpis() -> Call[Kpis]:
+        """The attributed-memory KPIs of the auditor's tenant (counts, shares, durations; never content)."""
+        return Call("GET", "/v1/audit/kpis", _model(Kpis), retry=True)
 
     @operation
     def get_audit_public_key_pem() -> Call[str]:

@@ -30,11 +30,12 @@ from rich.table import Table
 
 from lethe.api.cli.common import ExitCode, console, container, err, fail, load_settings, print_json
 from lethe.api.http.routes.audit import PEM_FILENAME
-from lethe.api.http.schemas.audit import AuditForkList, AuditForkOut, PublicKeyOut
+from lethe.api.http.schemas.audit import AuditForkList, AuditForkOut, KpisOut, PublicKeyOut
 from lethe.api.report_formats import ReportFormat, render_report
 from lethe.api.signing_key import load_signer, log_origin
 from lethe.vault.audit.log import public_key_info
 from lethe.vault.audit.verify import verify_certificate
+from lethe.vault.model import Caller, Role
 
 app = typer.Typer()
 audit_app = typer.Typer(
@@ -194,6 +195,23 @@ def audit_checkpoint() -> None:
     with container() as c:
         note = c.audit.checkpoint()
     sys.stdout.write(note)
+
+
+@audit_app.command("kpis")
+def audit_kpis(
+    tenant: str = typer.Option(..., "--tenant"),
+    as_json: bool = typer.Option(False, "--json", help="Print the HTTP API's body (GET /v1/audit/kpis)."),
+) -> None:
+    """A tenant's attributed-memory KPIs: attribution, age, expiry, deletion lag, retractions, requests."""
+    with container() as c:
+        kpis = KpisOut.from_domain(c.kpis.for_tenant(Caller(tenant, Role.AUDITOR, principal="cli")))
+    if as_json:
+        print_json(kpis)
+        return
+    table = Table("KPI", "value", title=f"KPIs of tenant {escape(tenant)}")
+    for name, value in kpis.model_dump(exclude={"tenant_id"}).items():
+        table.add_row(name.replace("_", " "), "n/a" if value is None else str(value))
+    console.print(table)
 
 
 @audit_app.command("public-key")

@@ -58,12 +58,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.container = container
         app.state.tokens = container.tokens
         app.state.store_lease = lease
+        metrics.kpis.source = container.kpis.store_wide
         work = start_server_work(container, settings, metrics, lease)
         try:
             async with running_mcp():
                 yield
         finally:
             await work.stop()
+            metrics.kpis.source = None
             container.close()
             lease.release()
 

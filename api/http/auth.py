@@ -70,6 +70,7 @@ ROUTE_ROLES: dict[str, frozenset[Role]] = {
     "list_tokens": ADMIN,
     "revoke_token": ADMIN,
     "get_audit_checkpoint": AUDITOR,
+    "get_audit_kpis": AUDITOR,
     "get_audit_public_key": AUDITOR,
     "get_audit_public_key_pem": AUDITOR,
     "get_inclusion_proof": AUDITOR,

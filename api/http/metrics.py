@@ -5,19 +5,29 @@ admin listener) never share or collide on counters, and nothing registers at imp
 time. The KMS is wrapped in ``InstrumentedKms``, a proxy that times every call and
 counts failures without changing what it returns or raises.
 
+The attributed-memory KPIs (``vault.audit.kpis``) are gauges computed when scraped, for
+the whole store (``/metrics`` is unauthenticated, so no tenant is named), at most once
+per ``KPI_MAX_AGE_SECONDS``; an unreachable store leaves them out of that scrape and sets
+``lethe_kpis_up`` to 0 rather than failing it.
+
 Exceptions: none of its own; ``InstrumentedKms`` re-raises whatever the backend raised.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from lethe.keys.protocol import DataKey, DestructionReceipt, KeyInfo, KeyManager, ProbeResult
+from lethe.vault.audit.kpis import Kpis
 from lethe.vault.errors import VaultError
+
+KPI_MAX_AGE_SECONDS = 30.0
 
 T = TypeVar("T")
 
@@ -60,12 +70,78 @@ class Metrics:
             registry=r,
         )
 
+        self.kpis = KpiCollector()
+        r.register(self.kpis)
+
     def count_problem(self, exc: VaultError) -> None:
         if exc.status == 409:
             self.conflicts.labels(reason=type(exc).__name__).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class KpiCollector(Collector):
+    """The store-wide KPIs as gauges; ``source`` is set once the app's container exists."""
+
+    def __init__(self) -> None:
+        self.source: Callable[[], Kpis] | None = None
+        self._cached: tuple[float, Kpis] | None = None
+
+    def _kpis(self) -> Kpis | None:
+        if self.source is None:
+            return None
+        now = time.monotonic()
+        if self._cached is None or now - self._cached[0] > KPI_MAX_AGE_SECONDS:
+            try:
+                self._cached = (now, self.source())
+            except VaultError:
+                return None
+        return self._cached[1]
+
+    def collect(self) -> Iterator[Metric]:
+        k = self._kpis()
+        yield GaugeMetricFamily(
+            "lethe_kpis_up", "1 if the KPIs below were computed.", value=int(k is not None)
+        )
+        if k is None:
+            return
+
+        def gauge(name: str, doc: str, value: float | None) -> Iterator[Metric]:
+            if value is not None:
+                yield GaugeMetricFamily(name, doc, value=value)
+
+        yield from gauge("lethe_memories_live", "Active and quarantined memories.", k.live_memories)
+        yield from gauge(
+            "lethe_attribution_complete_ratio",
+            "Share of live memories with complete attribution.",
+            k.attribution_complete_share,
+        )
+        yield from gauge(
+            "lethe_memory_age_median_seconds", "Median age of live memories.", k.median_age_seconds
+        )
+        yield from gauge(
+            "lethe_expiry_on_time_ratio", "Share of due memories expired on time.", k.expired_on_time_share
+        )
+        lag = GaugeMetricFamily(
+            "lethe_deletion_propagation_lag_seconds",
+            "Erasure request received to last copy removed, over completed erasures.",
+            labels=["quantile"],
+        )
+        for q, v in (("0.5", k.deletion_lag_p50_seconds), ("0.95", k.deletion_lag_p95_seconds)):
+            if v is not None:
+                lag.add_metric([q], v)
+        yield lag
+        yield from gauge("lethe_retractions", "Retraction ledger entries.", k.retractions)
+        yield from gauge(
+            "lethe_memories_retracted",
+            "Memories retracted, derived summaries included.",
+            k.memories_retracted + k.derived_retracted,
+        )
+        yield from gauge("lethe_erasure_requests_open", "Erasure requests not completed.", k.open_requests)
+        yield from gauge(
+            "lethe_erasure_requests_overdue", "Open erasure requests past due.", k.overdue_requests
+        )
 
 
 class InstrumentedKms:

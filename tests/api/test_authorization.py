@@ -58,6 +58,7 @@ TABLE: list[tuple[str, str, str, frozenset[Role] | None, int]] = [
     ("list_tokens", "GET", "/v1/admin/tokens", frozenset({D}), 200),
     ("revoke_token", "DELETE", "/v1/admin/tokens/{token}", frozenset({D}), 204),
     ("get_audit_checkpoint", "GET", "/v1/audit/checkpoint", frozenset({U}), 200),
+    ("get_audit_kpis", "GET", "/v1/audit/kpis", frozenset({U}), 200),
     ("get_audit_public_key", "GET", "/v1/audit/public-key", frozenset({U}), 200),
     ("get_audit_public_key_pem", "GET", "/v1/audit/public-key.pem", frozenset({U}), 200),
     ("get_inclusion_proof", "GET", "/v1/audit/proofs/inclusion?index=0&tree_size=1", frozenset({U}), 200),

@@ -26,6 +26,7 @@ PAIRS: list[tuple[type, type[BaseModel]]] = [
     (models.LegalHold, erasure.LegalHoldOut),
     (models.Reinstatement, erasure.ReinstatementOut),
     (models.PublicKey, audit.PublicKeyOut),
+    (models.Kpis, audit.KpisOut),
     (models.InclusionProof, audit.InclusionProofOut),
     (models.ConsistencyProof, audit.ConsistencyProofOut),
     (models.AuditFork, audit.AuditForkOut),

@@ -1,4 +1,4 @@
-"""Auditor endpoints: signed checkpoints, the public key, Merkle proofs, erasure reports.
+"""Auditor endpoints: signed checkpoints, the public key, Merkle proofs, erasure reports, the KPIs.
 
 The audit tree spans every tenant; its endpoints reveal hashes and sizes only. Reports
 are tenant-scoped: another tenant's report is a 404, indistinguishable from none.
@@ -23,6 +23,7 @@ from lethe.api.http.schemas.audit import (
     AuditForkOut,
     ConsistencyProofOut,
     InclusionProofOut,
+    KpisOut,
     PublicKeyOut,
 )
 from lethe.api.report_formats import ReportFormat, render_report
@@ -46,6 +47,17 @@ LogPosition = Annotated[int, Query(ge=0, le=2**53)]  # a leaf index or a tree si
 def get_audit_checkpoint(caller: CallerDep, container: ContainerDep) -> Response:
     """A signed checkpoint of the current log (signed now if the log has grown)."""
     return Response(container.audit.checkpoint(), media_type="text/plain; charset=utf-8")
+
+
+@router.get(
+    "/v1/audit/kpis",
+    name="get_audit_kpis",
+    response_model=KpisOut,
+    responses=problem_responses(401, 403, 429, 503),
+)
+def get_audit_kpis(caller: CallerDep, container: ContainerDep) -> KpisOut:
+    """The tenant's KPIs: attribution, age, expiry on time, deletion lag, retractions, requests."""
+    return KpisOut.from_domain(container.kpis.for_tenant(caller))
 
 
 @router.get(

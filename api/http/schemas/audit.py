@@ -1,12 +1,14 @@
-"""The audit log as auditors see it: the public key they pin, and Merkle proofs (base64 hashes)."""
+"""The audit log as auditors see it: the public key they pin, Merkle proofs (base64 hashes), the KPIs."""
 
 from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
+from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from lethe.api.http.schemas.common import Out
 from lethe.vault.audit.forks import AuditFork
 from lethe.vault.audit.log import PublicKeyInfo
 
@@ -110,3 +112,27 @@ class AuditForkList(BaseModel):
     """The audit log's forks, oldest first."""
 
     items: list[AuditForkOut]
+
+
+class KpisOut(Out):
+    """The attributed-memory KPIs of the auditor's tenant (``vault.audit.kpis``): counts,
+    shares and durations from metadata, never content. A share or duration is null when
+    there is nothing to measure yet."""
+
+    tenant_id: str
+    computed_at: datetime
+    live_memories: int = Field(description="Active and quarantined memories.")
+    attribution_complete: int
+    attribution_complete_share: float | None = Field(description="Writer, source type and ref, standing.")
+    median_age_seconds: float | None = Field(description="Median age of the live memories.")
+    expiry_due: int = Field(description="Memories whose expiry (plus the grace) has passed.")
+    expired_on_time: int
+    expired_on_time_share: float | None
+    erasures_completed: int
+    deletion_lag_p50_seconds: float | None = Field(description="Request received to last copy removed.")
+    deletion_lag_p95_seconds: float | None
+    retractions: int = Field(description="Retraction ledger entries (retraction.* events).")
+    memories_retracted: int
+    derived_retracted: int
+    open_requests: int = Field(description="Erasure requests not yet completed.")
+    overdue_requests: int = Field(description="Open requests past their due date.")
