@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from lethe.vault.access.principals import display_name
 from lethe.vault.audit.certificate import ErasureReport
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.audit.verify_export import verify_export
+from lethe.vault.store.db import UnitOfWork
 
 
 class ReportFormat(StrEnum):
@@ -33,16 +35,27 @@ _MEDIA_TYPES = {
 }
 
 
-def render_report(report: ErasureReport, public_key_pem: bytes, fmt: ReportFormat) -> bytes:
-    """The certificate as ``fmt``: the signed bytes for JSON, else a verified rendering."""
+def render_report(
+    report: ErasureReport, public_key_pem: bytes, fmt: ReportFormat, requested_by_name: str | None = None
+) -> bytes:
+    """The certificate as ``fmt``: the signed bytes for JSON, else a verified rendering
+    (naming the officer who filed the request, when the caller knows their name)."""
     if fmt is ReportFormat.JSON:
         return report.document
     from lethe.vault.audit.render import render_html, render_pdf  # fpdf2 takes ~0.5 s to import
 
     result = verify_certificate(report.document, public_key_pem, tenant=report.tenant_id)
     if fmt is ReportFormat.HTML:
-        return render_html(report.document, result).encode("utf-8")
-    return render_pdf(report.document, result)
+        return render_html(report.document, result, requested_by_name).encode("utf-8")
+    return render_pdf(report.document, result, requested_by_name)
+
+
+def officer_name(uow: UnitOfWork, report: ErasureReport) -> str | None:
+    """The display name of the token that filed the certified request, if it has one."""
+    requested_by = (report.parsed().get("request") or {}).get("requested_by")
+    if not isinstance(requested_by, str):
+        return None
+    return display_name(uow, report.tenant_id, requested_by)
 
 
 def render_subject_export(document: bytes, tenant_id: str, public_key_pem: bytes, fmt: ReportFormat) -> bytes:

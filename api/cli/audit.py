@@ -31,7 +31,7 @@ from rich.table import Table
 from lethe.api.cli.common import ExitCode, console, container, err, fail, load_settings, print_json
 from lethe.api.http.routes.audit import PEM_FILENAME
 from lethe.api.http.schemas.audit import AuditForkList, AuditForkOut, KpisOut, PublicKeyOut
-from lethe.api.report_formats import ReportFormat, render_report
+from lethe.api.report_formats import ReportFormat, officer_name, render_report
 from lethe.api.signing_key import load_signer, log_origin
 from lethe.vault.audit.log import public_key_info
 from lethe.vault.audit.verify import verify_certificate
@@ -259,7 +259,8 @@ def report_get(
     with container() as c:
         report = c.reports.load(report_id)
         pem = c.audit.public_key().pem.encode("ascii")
-    data = render_report(report, pem, fmt)
+        name = officer_name(c.uow, report) if fmt is not ReportFormat.JSON else None
+    data = render_report(report, pem, fmt, name)
     if output is not None:
         output.write_bytes(data)
         err.print(f"wrote {fmt.value} certificate {report.id} to {escape(str(output))}")

@@ -20,7 +20,7 @@ from fastapi.responses import RedirectResponse, Response
 from lethe.api.console.render import page
 from lethe.api.console.session import Act, User, acting, container, viewing
 from lethe.api.http.routes.deps import ResourceId
-from lethe.api.report_formats import ReportFormat, render_report, render_subject_export
+from lethe.api.report_formats import ReportFormat, officer_name, render_report, render_subject_export
 from lethe.vault.erasure.model import ErasureJob
 from lethe.vault.errors import InvalidCommand
 
@@ -130,8 +130,9 @@ def certificate_download(request: Request, user: User, report_id: str, fmt: Repo
     report = c.reports.get(user.caller, report_id)
     pem = c.audit.public_key().pem.encode("ascii")
     name = f"erasure-certificate-{report.id}.{fmt.value}"
+    name = officer_name(c.uow, report) if fmt is not ReportFormat.JSON else None
     return Response(
-        render_report(report, pem, fmt),
+        render_report(report, pem, fmt, name),
         media_type=fmt.media_type,
         headers={"Content-Disposition": f'attachment; filename="{name}"'},
     )

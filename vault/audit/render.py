@@ -1,6 +1,8 @@
 """Erasure certificates for people: self-contained HTML and PDF renderings.
 
-Both show the same facts as the signed JSON (report id, request, subject commitment,
+Page one of both is a plain-language summary (``render_summary``): the result, whose
+request, what was erased, by which method, when, what remains and how to verify. The
+appendix shows the same facts as the signed JSON (report id, request, subject commitment,
 steps with times and evidence, what remains and why, backup coverage, the checkpoint),
 the result of verifying the certificate, and the exact command an auditor runs to
 verify it independently. A rendering is a convenience, not evidence: only the JSON is
@@ -25,21 +27,22 @@ from lethe.vault.audit.render_kit import DocumentPdf, html_head
 from lethe.vault.audit.render_kit import esc as _e
 from lethe.vault.audit.render_kit import latin1 as _latin1
 from lethe.vault.audit.render_kit import text as _text
+from lethe.vault.audit.render_summary import ERASED, Summary, summarise
 from lethe.vault.audit.verify import VerificationResult
 
 __all__ = ["render_html", "render_pdf", "verify_command"]
 
 RENDERING_NOTE = (
     "This rendering is for reading. Only the JSON certificate is signed; the verification "
-    "result above was computed by the issuer when rendering. Verify the JSON yourself, "
-    "offline, with the command below and a public key you obtained independently."
+    "result shown was computed by the issuer when rendering. Verify the JSON yourself, "
+    "offline, with the command under 'How to verify' and a public key you obtained independently."
 )
 
 
 def verify_command(report_id: str) -> str:
     """The exact command an auditor runs on the downloaded JSON."""
     return (
-        f"lethe verify erasure-certificate-{report_id}.json --public-key lethe-audit-key.pem "
+        f"lethe verify erasure-certificate-{report_id}.json --public-key lethe-public.pem "
         "--subject-id '<subject id>' --verification-code '<code given when the request was filed>'"
     )
 
@@ -125,13 +128,39 @@ def _verdict(result: VerificationResult) -> str:
 # -- HTML ------------------------------------------------------------------------------------
 
 
-def render_html(document: bytes | dict[str, Any], result: VerificationResult) -> str:
-    """A self-contained HTML page (UTF-8, escaped, no external resources)."""
+def _summary_html(s: Summary) -> list[str]:
+    good = s.outcome == ERASED
+    parts = [
+        f'<section id="summary"><p class="verdict {"ok" if good else "bad"}" id="outcome">'
+        f"Result: {_e(s.outcome)}</p>",
+        *(f'<p class="verdict bad">Exception: {_e(x)}</p>' for x in s.exceptions),
+        f"<p>{_e(s.intro)}</p><h2>The request</h2><table>",
+        *(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in s.request),
+        "</table><h2>What was erased</h2><table>",
+        *(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in s.erased),
+        f"</table><h2>How</h2><p>{_e(s.method)}</p><h2>When</h2><table>",
+        *(f'<tr><th class="mono">{_e(t)}</th><td>{_e(what)}</td></tr>' for t, what in s.timeline),
+        "</table><h2>What remains, and why</h2><table>",
+        *(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in s.remains),
+        f"</table><h2>Backups</h2><p>{_e(s.backups)}</p><h2>How to verify</h2><p>{_e(s.verify[0])}</p>",
+        *(f'<pre class="command">{_e(line)}</pre>' for line in s.verify[1:]),
+        "</section>",
+    ]
+    return parts
+
+
+def render_html(
+    document: bytes | dict[str, Any], result: VerificationResult, requested_by_name: str | None = None
+) -> str:
+    """A self-contained HTML page (UTF-8, escaped, no external resources): the plain-language
+    summary first, then the certificate in full as an appendix."""
     doc = _load(document)
     report_id = _text(doc.get("report_id"))
     parts: list[str] = [
         *html_head(f"Erasure certificate {report_id}"),
         "<h1>Erasure certificate</h1>",
+        *_summary_html(summarise(doc, result, requested_by_name)),
+        '<h1 id="appendix">Appendix: the certificate in full</h1>',
         f'<p class="mono">Report id: {_e(report_id)}</p>',
         f'<p class="verdict {"ok" if result.ok else "bad"}" id="verification-result">'
         f"Verification result: {_e(_verdict(result))}</p>",
@@ -169,7 +198,7 @@ def render_html(document: bytes | dict[str, Any], result: VerificationResult) ->
         f"<td>{_e(c.detail)}</td></tr>"
         for c in result.checks
     )
-    parts.append("</table><h2>Verify it yourself</h2>")
+    parts.append("</table><h2>The verify command</h2>")
     parts.append(f'<pre id="verify-command">{_e(verify_command(report_id))}</pre>')
     parts.append(f'<p class="note">{_e(RENDERING_NOTE)}</p></body></html>')
     return "\n".join(parts)
@@ -184,8 +213,42 @@ class _Pdf(DocumentPdf):
         self.report_id = report_id
 
 
-def render_pdf(document: bytes | dict[str, Any], result: VerificationResult) -> bytes:
-    """A PDF of the certificate (fpdf2, core fonts, no external resources)."""
+def _summary_pdf(pdf: _Pdf, s: Summary) -> None:
+    """Page one: the verdict, then the request, what, how, when, what remains, how to verify."""
+    good = s.outcome == ERASED
+    pdf.set_font("Helvetica", "B", 13)
+    pdf.set_text_color(11, 90, 34) if good else pdf.set_text_color(138, 16, 32)
+    pdf.cell(0, 8, _latin1(f"Result: {s.outcome}"), new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+    for exception in s.exceptions:
+        pdf.para(f"Exception: {exception}", size=8.5)
+    pdf.set_text_color(0, 0, 0)
+    pdf.para(s.intro, size=9)
+    pdf.heading("The request")
+    for label, value in s.request:
+        pdf.row(label, value, prose=True)
+    pdf.heading("What was erased")
+    pdf.para("   ".join(f"{label}: {value}" for label, value in s.erased), size=9)
+    pdf.heading("How")
+    pdf.para(s.method, size=8.5)
+    pdf.heading("When")
+    for when, what in s.timeline:
+        pdf.row(when, what, prose=True)
+    pdf.heading("What remains, and why")
+    for item, why in s.remains:
+        pdf.row(item, why, prose=True, size=7.5)
+    pdf.heading("Backups")
+    pdf.para(s.backups, size=8.5)
+    pdf.heading("How to verify")
+    pdf.para(s.verify[0], size=8.5)
+    for line in s.verify[1:]:
+        pdf.command(line)
+
+
+def render_pdf(
+    document: bytes | dict[str, Any], result: VerificationResult, requested_by_name: str | None = None
+) -> bytes:
+    """A PDF of the certificate (fpdf2, core fonts, no external resources): page one is the
+    plain-language summary; the certificate in full follows as an appendix."""
     doc = _load(document)
     report_id = _text(doc.get("report_id"))
     pdf = _Pdf(report_id)
@@ -194,6 +257,10 @@ def render_pdf(document: bytes | dict[str, Any], result: VerificationResult) -> 
     pdf.add_page()
     pdf.set_font("Helvetica", "B", 18)
     pdf.cell(0, 10, "Erasure certificate", new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+    _summary_pdf(pdf, summarise(doc, result, requested_by_name))
+    pdf.add_page()
+    pdf.set_font("Helvetica", "B", 15)
+    pdf.cell(0, 9, "Appendix: the certificate in full", new_x=XPos.LMARGIN, new_y=YPos.NEXT)
     pdf.para(f"Report id: {report_id}", size=10, mono=True)
     pdf.ln(2)
     pdf.set_text_color(11, 90, 34) if result.ok else pdf.set_text_color(138, 16, 32)
@@ -229,7 +296,7 @@ def render_pdf(document: bytes | dict[str, Any], result: VerificationResult) -> 
     pdf.heading("Verification checks")
     for c in result.checks:
         pdf.para(f"[{'pass' if c.ok else 'FAIL'}] {c.name}: {c.detail}", size=8)
-    pdf.heading("Verify it yourself")
-    pdf.para(verify_command(report_id), size=8.5, mono=True)
+    pdf.heading("The verify command")
+    pdf.command(verify_command(report_id))
     pdf.para(RENDERING_NOTE, size=8)
     return bytes(pdf.output())

@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from fpdf import FPDF
-from fpdf.enums import WrapMode, XPos, YPos
+from fpdf.enums import MethodReturnValue, WrapMode, XPos, YPos
 
 __all__ = ["CSS", "DocumentPdf", "esc", "html_head", "latin1", "text"]
 
@@ -104,14 +104,18 @@ class DocumentPdf(FPDF):
             align="L",
         )
 
-    def row(self, label: str, value: str) -> None:
-        self.set_font("Helvetica", "B", 8.5)
+    def row(self, label: str, value: str, prose: bool = False, size: float = 8.5) -> None:
+        """A label and its value side by side; the row ends below the taller of the two."""
+        self.set_font("Helvetica", "B", size)
+        tall = self.multi_cell(45, 4.5, latin1(label), dry_run=True, output=MethodReturnValue.HEIGHT)
+        if self.will_page_break(tall):
+            self.add_page()
         x, y = self.get_x(), self.get_y()
         self.multi_cell(45, 4.5, latin1(label), new_x=XPos.RIGHT, new_y=YPos.TOP, align="L")
         self.set_xy(x + 45, y)
         # Identifiers and hashes in monospace, broken anywhere; prose in words.
-        token = " " not in value
-        self.set_font("Courier" if token else "Helvetica", size=8.5)
+        token = " " not in value and not prose
+        self.set_font("Courier" if token else "Helvetica", size=size)
         self.multi_cell(
             0,
             4.5,
@@ -120,4 +124,14 @@ class DocumentPdf(FPDF):
             new_y=YPos.NEXT,
             wrapmode=WrapMode.CHAR if token else WrapMode.WORD,
             align="L",
+        )
+        if self.get_y() < y + tall:  # a label longer than its value: the next row starts below it
+            self.set_y(y + tall)
+
+    def command(self, value: str) -> None:
+        """A shell command: monospace, wrapped between words (never inside one), indented."""
+        self.set_font("Courier", size=8)
+        self.set_x(self.l_margin + 4)
+        self.multi_cell(
+            0, 4.2, latin1(value), new_x=XPos.LMARGIN, new_y=YPos.NEXT, wrapmode=WrapMode.WORD, align="L"
         )

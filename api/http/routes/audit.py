@@ -26,7 +26,7 @@ from lethe.api.http.schemas.audit import (
     KpisOut,
     PublicKeyOut,
 )
-from lethe.api.report_formats import ReportFormat, render_report
+from lethe.api.report_formats import ReportFormat, officer_name, render_report
 
 router = APIRouter(tags=["audit"])
 
@@ -159,4 +159,5 @@ def get_erasure_report(
     headers = dict(_NO_STORE)
     if format is ReportFormat.PDF:
         headers["Content-Disposition"] = f'attachment; filename="erasure-certificate-{report.id}.pdf"'
-    return Response(render_report(report, pem, format), media_type=format.media_type, headers=headers)
+    name = officer_name(container.uow, report) if format is not ReportFormat.JSON else None
+    return Response(render_report(report, pem, format, name), media_type=format.media_type, headers=headers)

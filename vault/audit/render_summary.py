@@ -1,0 +1,220 @@
+"""Page one of an erasure certificate, in plain language: what happened, to whom, how, when.
+
+One source for the HTML and the PDF. It reads only the certificate (and the verification
+result, and optionally the officer's display name, which a certificate never contains:
+records keep token ids). The outcome is one of:
+- **Erased**: verified, the subject's key(s) destroyed and the verification step found
+  nothing readable;
+- **Erased with exceptions**: erased, but something is worth knowing (key material a KMS
+  keeps for a waiting period, ciphertext not yet removed from the database files, ...);
+- **Not erased**: the key destruction or its verification is missing or failed;
+- **Not verified**: the certificate does not verify; nothing in it should be relied on.
+
+Exceptions: none; missing fields read as absent.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from lethe.vault.audit.verify import VerificationResult
+
+LEGAL_BASES = {
+    "gdpr-art17-1a": "GDPR Art. 17(1)(a): the data were no longer needed for their purpose",
+    "gdpr-art17-1b": "GDPR Art. 17(1)(b): the subject withdrew consent",
+    "gdpr-art17-1c": "GDPR Art. 17(1)(c): the subject objected to the processing",
+    "gdpr-art17-1d": "GDPR Art. 17(1)(d): the data were processed unlawfully",
+    "gdpr-art17-1e": "GDPR Art. 17(1)(e): erasure required by law",
+    "gdpr-art17-1f": "GDPR Art. 17(1)(f): data of a child collected for online services",
+    "ccpa-1798.105": "CCPA 1798.105: the consumer's request to delete",
+}
+STEP_NAMES = {
+    "received": "Request received",
+    "tombstoned": "Memories marked forgotten and taken out of search",
+    "derived_purged": "Summaries built on them removed",
+    "key_destroyed": "The subject's encryption key destroyed",
+    "verified": "Checked: nothing readable remains",
+    "compacted": "Leftover ciphertext removed from the database files",
+    "reported": "Certificate issued",
+}
+KMS_NAMES = {
+    "local": "Lethe's local key store",
+    "vault": "HashiCorp Vault / OpenBao Transit",
+}
+ERASED, WITH_EXCEPTIONS, NOT_ERASED, NOT_VERIFIED = (
+    "Erased",
+    "Erased with exceptions",
+    "Not erased",
+    "Not verified",
+)
+
+
+@dataclass
+class Summary:
+    outcome: str
+    exceptions: list[str]
+    intro: str
+    request: list[tuple[str, str]]
+    erased: list[tuple[str, str]]
+    method: str
+    timeline: list[tuple[str, str]]
+    remains: list[tuple[str, str]]
+    backups: str
+    verify: list[str] = field(default_factory=list)
+
+
+def _evidence(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    steps = doc.get("steps") if isinstance(doc.get("steps"), list) else []
+    return {
+        str(s.get("name")): (s.get("evidence") if isinstance(s.get("evidence"), dict) else {})
+        for s in steps
+        if isinstance(s, dict)
+    }
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _when(value: Any) -> str:
+    """'2026-12-01 08:13 UTC' from an RFC 3339 timestamp (the exact one is in the appendix)."""
+    if not isinstance(value, str) or len(value) < 16:
+        return "-"
+    return f"{value[:10]} {value[11:16]} UTC"
+
+
+_SENTENCE_END = re.compile(r"(?<!Art)(?<!e\.g)(?<!i\.e)\.\s+(?=[A-Z])")
+
+
+def _first_sentence(text: Any) -> str:
+    """The first sentence (the appendix has the rest); 'Art. 5(2)' does not end one."""
+    if not isinstance(text, str):
+        return "-"
+    end = _SENTENCE_END.search(text)
+    return text if end is None else text[: end.start() + 1]
+
+
+def outcome(doc: dict[str, Any], result: VerificationResult) -> tuple[str, list[str]]:
+    """The verdict a reader needs first, and the exceptions that qualify it."""
+    if not result.ok:
+        first = result.first_failure
+        why = f"the check '{first.name}' failed: {first.detail}" if first else "no check ran"
+        return NOT_VERIFIED, [why]
+    ev = _evidence(doc)
+    if "key_destroyed" not in ev or "verified" not in ev:
+        return NOT_ERASED, ["the certificate records no key destruction and verification"]
+    exceptions: list[str] = []
+    verified = ev["verified"]
+    if _int(verified.get("retrievable_memories")) or _int(verified.get("projection_rows_with_ciphertext")):
+        return NOT_ERASED, ["the verification step still found readable memories"]
+    for receipt in ev["key_destroyed"].get("receipts") or []:
+        if isinstance(receipt, dict) and receipt.get("material_destroyed") is False:
+            gen = receipt.get("generation", "?")
+            exceptions.append(
+                f"key generation {gen} is unusable now, but the key manager keeps its material until a "
+                "waiting period ends (see the key_destroyed evidence in the appendix)"
+            )
+    scan = (ev.get("compacted") or {}).get("scan") or {}
+    if "compacted" not in ev:
+        exceptions.append(
+            "the leftover ciphertext was not yet removed from the database files; it is unreadable, "
+            "because its key is destroyed"
+        )
+    elif _int(scan.get("slices_found")) or _int(scan.get("rows_still_holding_them")):
+        exceptions.append(
+            "the byte scan still found pieces of ciphertext in the database files; they are unreadable, "
+            "because their key is destroyed"
+        )
+    return (WITH_EXCEPTIONS if exceptions else ERASED), exceptions
+
+
+def summarise(
+    doc: dict[str, Any], result: VerificationResult, requested_by_name: str | None = None
+) -> Summary:
+    verdict, exceptions = outcome(doc, result)
+    request = doc.get("request") if isinstance(doc.get("request"), dict) else {}
+    ev = _evidence(doc)
+    tenant = str(doc.get("tenant_id") or "-")
+    officer = requested_by_name or str(request.get("requested_by") or "-")
+    if requested_by_name and request.get("requested_by"):
+        officer = f"{requested_by_name} (token {str(request['requested_by'])[:8]})"
+    basis = str(request.get("legal_basis") or "-")
+    completed = _when(request.get("completed_at"))
+    intro = (
+        f"This certificate records that Lethe, the memory vault of the organisation's AI assistants, "
+        f"erased everything it held about one person (the data subject) in the space '{tenant}', "
+        f"at the request filed as {request.get('reference') or request.get('id') or '-'}, "
+        f"and finished on {completed}. It names the person only by a code: with their id and the "
+        f"verification code given when the request was filed, anyone can check it is about them."
+    )
+    tombstoned, derived = ev.get("tombstoned") or {}, ev.get("derived_purged") or {}
+    keys = ev.get("key_destroyed") or {}
+    index_removed = sum(
+        max(_int(e.get("index_entries_before")) - _int(e.get("index_entries_after")), 0)
+        for e in (tombstoned, derived)
+    )
+    erased = [
+        ("Memories", str(_int(tombstoned.get("memories_forgotten")))),
+        ("Summaries built on them", str(_int(derived.get("derived_tombstoned")))),
+        ("Search index entries", str(index_removed)),
+        ("Encryption keys destroyed", str(_int(keys.get("keys_destroyed")))),
+    ]
+    kms = KMS_NAMES.get(str(keys.get("kms_backend")), str(keys.get("kms_backend") or "the key manager"))
+    method = (
+        "Cryptographic erase: each memory was stored encrypted under a key of this subject alone, and "
+        f"that key was destroyed in {kms}. This is the 'Purge' method of NIST SP 800-88 Rev. 1 "
+        "(cryptographic erase): without the key, every copy of the memories, in the database, its logs "
+        "and its backups, is unreadable. Lethe then removed the leftover ciphertext from the database "
+        "files and checked them byte by byte."
+    )
+    steps = doc.get("steps") if isinstance(doc.get("steps"), list) else []
+    timeline = [
+        (_when(s.get("completed_at")), STEP_NAMES.get(str(s.get("name")), str(s.get("name"))))
+        for s in steps
+        if isinstance(s, dict)
+    ]
+    timeline.append((_when(doc.get("issued_at")), STEP_NAMES["reported"]))
+    remains_raw = doc.get("what_remains") if isinstance(doc.get("what_remains"), list) else []
+    remains = [
+        (str(i.get("item") or "-"), _first_sentence(i.get("why"))) for i in remains_raw if isinstance(i, dict)
+    ]
+    coverage = doc.get("backup_coverage") if isinstance(doc.get("backup_coverage"), dict) else {}
+    before = coverage.get("backups_before_forget") or []
+    backups = (
+        f"{len(before)} backup(s) predate the erasure; "
+        if before
+        else "No recorded backup predates the erasure. "
+    ) + (
+        "Backups hold the database only, never the keys: the subject's content in any backup is "
+        "unreadable, and restoring one does not bring the subject back."
+    )
+    report_id = str(doc.get("report_id") or "-")
+    verify = [
+        "You need the signed JSON certificate, the issuer's public key (lethe-public.pem, fingerprint "
+        f"sha256:{(doc.get('issuer') or {}).get('public_key_sha256', '-')}), obtained independently, "
+        "and Lethe's verifier (lethe verify). No server and no network are needed.",
+        f"lethe verify erasure-certificate-{report_id}.json --public-key lethe-public.pem",
+        "To check whom it is about, add: --subject-id 'ID' --verification-code 'CODE'",
+    ]
+    return Summary(
+        outcome=verdict,
+        exceptions=exceptions,
+        intro=intro,
+        request=[
+            ("Organisation space (tenant)", tenant),
+            ("Request", f"{request.get('reference') or '-'} (id {request.get('id') or '-'})"),
+            ("Filed by", officer),
+            ("Legal basis", LEGAL_BASES.get(basis, basis)),
+            ("Received", _when(request.get("received_at"))),
+            ("Due", _when(request.get("due_at"))),
+            ("Completed", completed),
+        ],
+        erased=erased,
+        method=method,
+        timeline=timeline,
+        remains=remains,
+        backups=backups,
+        verify=verify,
+    )
