@@ -10,6 +10,7 @@ missing one is reported.
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
@@ -95,6 +96,24 @@ def test_reindex_of_a_dropped_index_gives_identical_search_results(lethe):
     assert report.entries == len(rows_before) and report.unreadable == 0
     assert index_rows(c) == rows_before
     assert results(c) == before
+
+
+def test_lethe_reindex_on_a_store_whose_index_was_dropped_gives_identical_search_results(
+    lethe, settings, monkeypatch
+):
+    c = lethe
+    populate(c)
+    before, rows_before = results(c), index_rows(c)
+    with c.uow.write() as conn:
+        conn.execute(search_postings.delete())
+        conn.execute(search_index.delete())
+    assert results(c) != before
+    _cli_env(settings, monkeypatch)
+    result = CliRunner().invoke(cli, ["reindex", "--json"])
+    assert result.exit_code == 0, result.output
+    assert f'"entries": {len(rows_before)}' in result.stdout
+    assert index_rows(c) == rows_before and results(c) == before
+    assert CliRunner().invoke(cli, ["replay", "--check"]).exit_code == 0
 
 
 def test_reindex_records_its_recipe_in_the_store(lethe):
@@ -198,3 +217,33 @@ def test_a_memory_that_cannot_come_back_leaves_the_index(lethe, status):
     with c.uow.read() as conn:
         left = conn.execute(sa.select(search_index).where(search_index.c.memory_id == old.id)).all()
     assert left == []
+
+
+def test_reindex_beside_concurrent_writers_loses_no_index_entry(lethe):
+    c = lethe
+    populate(c)
+    written: list[str] = []
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            for i in range(15):
+                cmd = write_cmd(f"concurrent tea {n} {i}", subject=f"w{n}")
+                written.append(c.memories.write(agent(agent_id=f"w{n}"), cmd).item.id)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(3)]
+    for t in threads:
+        t.start()
+    rebuilds = 0
+    while any(t.is_alive() for t in threads) or rebuilds < 2:
+        c.reindex.rebuild()
+        rebuilds += 1
+    for t in threads:
+        t.join()
+    assert errors == [] and len(written) == 45
+    with c.uow.read() as conn:
+        indexed = {r.memory_id for r in conn.execute(sa.select(search_index.c.memory_id))}
+    assert set(written) <= indexed
+    assert replay.check(c.uow.engine, index=c.reindex.check()).identical
