@@ -124,6 +124,32 @@ def audit_log(
     )
 
 
+def duration(seconds: float | None) -> str:
+    """A duration as people say it: '42 s', '3.5 min', '6.2 h', '12.0 days'."""
+    if seconds is None:
+        return "-"
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+@router.get("/kpis")
+def kpis(request: Request, user: Annotated[User, Depends(viewing("get_audit_kpis"))]) -> Response:
+    figures = container(request).kpis.for_tenant(user.caller)
+    lags = [figures.deletion_lag_p50_seconds, figures.deletion_lag_p95_seconds]
+    longest = max((lag for lag in lags if lag is not None), default=0) or 1
+    return page(
+        request,
+        user,
+        "kpis.html",
+        k=figures,
+        duration=duration,
+        lag_bars=[(name, lag, (lag or 0) / longest) for name, lag in zip(("p50", "p95"), lags, strict=True)],
+        title="KPIs",
+    )
+
+
 @router.get("/audit/public-key.pem")
 def public_key_pem(
     request: Request, user: Annotated[User, Depends(viewing("get_audit_public_key_pem"))]

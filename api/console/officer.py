@@ -129,12 +129,12 @@ def certificate_download(request: Request, user: User, report_id: str, fmt: Repo
     c = container(request)
     report = c.reports.get(user.caller, report_id)
     pem = c.audit.public_key().pem.encode("ascii")
-    name = f"erasure-certificate-{report.id}.{fmt.value}"
-    name = officer_name(c.uow, report) if fmt is not ReportFormat.JSON else None
+    filename = f"erasure-certificate-{report.id}.{fmt.value}"
+    officer = officer_name(c.uow, report) if fmt is not ReportFormat.JSON else None
     return Response(
-        render_report(report, pem, fmt, name),
+        render_report(report, pem, fmt, officer),
         media_type=fmt.media_type,
-        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
     )
 
 

@@ -29,6 +29,7 @@ NAV: tuple[Page, ...] = (
     Page("/console/retractions", "Retractions", "retract_memories"),
     Page("/console/certificates", "Certificates", "list_erasure_requests"),
     Page("/console/audit", "Audit log", "get_audit_checkpoint"),
+    Page("/console/kpis", "KPIs", "get_audit_kpis"),
     Page("/console/tokens", "Tokens", "list_tokens"),
 )
 

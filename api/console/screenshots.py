@@ -205,6 +205,7 @@ def _shoot(sync_playwright: Any, base: str, scene: dict[str, Any], out: Path) ->
         page = session("auditor")
         shot(page, f"/console/certificates/{scene['report']}", "auditor-certificate")
         shot(page, "/console/audit", "auditor-audit-log")
+        shot(page, "/console/kpis", "auditor-kpis")
         page = session("admin")
         shot(page, "/console/tokens", "admin-tokens")
         browser.close()

@@ -184,7 +184,7 @@ PAGES_BY_ROLE = {
         "/console/certificates",
     ],
     "reviewer": ["/console/review", "/console/retractions"],
-    "auditor": ["/console/certificates", "/console/audit", "/console/requests"],
+    "auditor": ["/console/certificates", "/console/audit", "/console/requests", "/console/kpis"],
     "admin": ["/console/tokens"],
 }
 UNLABELLED = """() => [...document.querySelectorAll('input:not([type=hidden]), select, textarea, button, a')]
