@@ -29,6 +29,7 @@ from lethe.keys.protocol import KeyManager
 from lethe.vault.access.sessions import ConsoleSessions
 from lethe.vault.access.tokens import TokenService
 from lethe.vault.audit.certificate import ErasureReports, reported_step
+from lethe.vault.audit.final_certificate import FinalCertificates
 from lethe.vault.audit.forks import AuditForks
 from lethe.vault.audit.kpis import KpiService
 from lethe.vault.audit.log import AuditLog
@@ -201,6 +202,7 @@ def build(
             pseudonyms,
             extra_steps=[compacted_step(compactor), reported_step(audit, signer, reports)],
             log=log,
+            after_run=[FinalCertificates(uow, kms, reports, log).run_due],
         ),
         deadlines=ErasureDeadlines(uow, log=log),
         compactor=compactor,

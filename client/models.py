@@ -137,6 +137,7 @@ class ErasureRequest:
     extended_until: datetime | None = None
     extensions: list[dict[str, Any]] = field(default_factory=list)
     identity_verification_ref: str | None = None
+    final_report_id: str | None = None  # the final certificate, once a KMS's waiting window closed
 
 
 @dataclass(frozen=True)

@@ -101,9 +101,7 @@ def _scan_file(path: str, needles: list[bytes], grep: str | None = None) -> list
     fast = [
         i
         for i, n in enumerate(needles)
-        if grep is not None
-        and greppable(n)
-        and not any(n in other and n != other for other in needles)
+        if grep is not None and greppable(n) and not any(n in other and n != other for other in needles)
     ]
     found: set[int] = set()
     if fast:

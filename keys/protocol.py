@@ -64,6 +64,13 @@ class DestructionReceipt:
 
     ``key_unusable`` and ``material_destroyed`` are separate facts: a soft delete makes
     a key unusable while its material may still be restorable.
+
+    Destruction is immediate (local KMS, Transit hard delete: ``scheduled`` False, the
+    key irrecoverable from ``destroyed_at``) or scheduled by the KMS (a waiting period,
+    a soft-deleted key): then ``pending_until`` says when the KMS will destroy the
+    material, ``irrecoverable_after`` from when nothing can bring the key back, and
+    ``cancellable`` whether the destruction can still be called off. Calling
+    ``destroy_key`` again is how the status is read once the window has passed.
     """
 
     name: str
@@ -73,6 +80,23 @@ class DestructionReceipt:
     material_destroyed: bool
     already_destroyed: bool
     details: dict[str, Any] = field(default_factory=dict)
+    scheduled: bool = False
+    pending_until: str | None = None
+    irrecoverable_after: str | None = None  # None: from destroyed_at (immediate)
+    cancellable: bool = False
+
+    @property
+    def mode(self) -> str:
+        return "scheduled" if self.scheduled else "immediate"
+
+    def window(self) -> dict[str, Any]:
+        """The waiting window as erasure evidence records it."""
+        return {
+            "destruction": self.mode,
+            "pending_until": self.pending_until,
+            "irrecoverable_after": self.irrecoverable_after or self.destroyed_at,
+            "cancellable": self.cancellable,
+        }
 
 
 @dataclass(frozen=True)

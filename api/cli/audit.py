@@ -72,6 +72,12 @@ def verify(
     checkpoint: Path | None = typer.Option(
         None, "--checkpoint", help="An older signed checkpoint (note text, or an older certificate)."
     ),
+    previous: Path | None = typer.Option(
+        None,
+        "--previous",
+        help="For a final certificate (issued when a KMS's waiting window closed): the first "
+        "certificate it follows, checked by its SHA-256.",
+    ),
     consistency_proof: Path | None = typer.Option(
         None,
         "--consistency-proof",
@@ -89,6 +95,7 @@ def verify(
         verification_code = sys.stdin.readline().rstrip("\n")
     older = _read(checkpoint, "checkpoint") if checkpoint is not None else None
     proof = _read(consistency_proof, "consistency proof") if consistency_proof is not None else None
+    first = _read(previous, "first certificate") if previous is not None else None
     started = time.perf_counter()
     result = verify_certificate(
         doc,
@@ -98,6 +105,7 @@ def verify(
         older_checkpoint=older,
         consistency_proof=proof,
         verification_code=verification_code,
+        previous=first,
     )
     elapsed = time.perf_counter() - started
     if as_json:

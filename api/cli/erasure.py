@@ -60,6 +60,8 @@ def _show(job: ErasureJob) -> None:
     console.print(table)
     if job.report_id:
         console.print(f"report: lethe report get {job.report_id} --format pdf -o erasure-{job.id[:8]}.pdf")
+    if job.final_report_id:
+        console.print(f"final certificate (the KMS's waiting window closed): {job.final_report_id}")
 
 
 @app.command()

@@ -40,7 +40,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lethe.keys.signing import Ed25519Signer
-from lethe.vault.audit.certificate_format import FORMAT, KEYED_SCHEME, SIGNATURE_DOMAIN, signed_bytes
+from lethe.vault.audit.certificate_format import (
+    FORMAT,
+    KEY_IRRECOVERABLE,
+    KEYED_SCHEME,
+    SIGNATURE_DOMAIN,
+    signed_bytes,
+)
 from lethe.vault.audit.checkpoint import key_id
 from lethe.vault.audit.log import AuditLog, b64
 from lethe.vault.audit.verify import verify_certificate
@@ -52,7 +58,7 @@ from lethe.vault.erasure.steps import StepContext, StepFailed, StepSpec
 from lethe.vault.errors import LogInconsistent, NotFound, OutOfScope
 from lethe.vault.model import Caller, Role
 from lethe.vault.store.events import canonical_row
-from lethe.vault.store.tables import backups, erasure_reports, events
+from lethe.vault.store.tables import backups, erasure_final_reports, erasure_reports, events
 
 __all__ = [
     "MAX_CONSISTENCY_PROOFS",
@@ -135,6 +141,37 @@ BACKUP_STATEMENT = (
 )
 
 
+KEY_DESTRUCTION_STATEMENT = (
+    "mode 'immediate': the KMS destroyed the key when asked (local KMS, Transit hard delete); "
+    "'scheduled': the KMS made it unusable at once and destroys its material when the waiting "
+    "window closes (pending_until; irrecoverable_after; cancellable says whether it can still be "
+    "called off), after which a final certificate, chained to this one by its SHA-256, follows. "
+    "key_copies lists every copy of the key material and its fate: NIST SP 800-88 counts "
+    "cryptographic erase as Purge only when every copy of the key is destroyed."
+)
+
+
+def key_destruction(steps: Sequence[ErasureStep]) -> dict[str, Any]:
+    """What the certificate says about the key's destruction, from the logged evidence."""
+    evidence = next((s.evidence for s in steps if s.step == "key_destroyed"), {})
+    receipts = [r for r in evidence.get("receipts", []) if isinstance(r, dict)]
+    scheduled = [
+        r for r in receipts if r.get("destruction") == "scheduled" and not r.get("material_destroyed")
+    ]
+    closed = any(s.step == KEY_IRRECOVERABLE for s in steps)
+    pending = [r["pending_until"] for r in scheduled if r.get("pending_until")]
+    after = [r["irrecoverable_after"] for r in receipts if r.get("irrecoverable_after")]
+    return {
+        "mode": "scheduled" if scheduled else "immediate",
+        "pending_until": max(pending) if pending else None,
+        "irrecoverable_after": max(after) if after else None,
+        "cancellable": any(r.get("cancellable") is True for r in scheduled) and not closed,
+        "window_closed": not scheduled or closed,
+        "key_copies": evidence.get("key_copies"),
+        "statement": KEY_DESTRUCTION_STATEMENT,
+    }
+
+
 @dataclass(frozen=True)
 class ErasureReport:
     """A stored certificate: ``document`` is its canonical JSON, byte for byte as signed."""
@@ -171,8 +208,10 @@ def build_certificate(
     steps: Sequence[CertifiedStep],
     consistency_proofs: Sequence[tuple[int, list[bytes]]],
     backups_before: Sequence[dict[str, Any]],
+    supersedes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The unsigned certificate document (plain JSON values only)."""
+    """The unsigned certificate document (plain JSON values only); ``supersedes`` (the
+    first certificate's report id and SHA-256) makes it the final certificate."""
     names = [r.step.step for r in steps]
     remains = [{"item": item, "why": why} for item, why in WHAT_REMAINS]
     if COMPACTED not in names:
@@ -213,7 +252,11 @@ def build_certificate(
         "covers": (
             f"every step up to {names[-1]}; the step that issues this certificate ({REPORTED}) "
             "is logged after it and so is not covered by it"
+            if supersedes is None
+            else f"every step up to {names[-1]}, the {REPORTED} step of the first certificate included"
         ),
+        "key_destruction": key_destruction([r.step for r in steps]),
+        **({"supersedes": supersedes} if supersedes is not None else {}),
         "what_remains": remains,
         "backup_coverage": {"statement": BACKUP_STATEMENT, "backups_before_forget": list(backups_before)},
         "checkpoint": {"note": checkpoint_note},
@@ -283,12 +326,21 @@ class ErasureReports:
         return report
 
     def load(self, report_id: str) -> ErasureReport:
-        """Any tenant's report (for the operator's CLI)."""
+        """Any tenant's report, first or final (for the operator's CLI)."""
         with self._uow.read() as conn:
             row = conn.execute(sa.select(erasure_reports).where(erasure_reports.c.id == report_id)).first()
+            if row is None:
+                t = erasure_final_reports
+                row = conn.execute(sa.select(t).where(t.c.id == report_id)).first()
         if row is None:
             raise NotFound("erasure report not found")
         return _report(row)
+
+    def final_for_job(self, job_id: str) -> ErasureReport | None:
+        t = erasure_final_reports
+        with self._uow.read() as conn:
+            row = conn.execute(sa.select(t).where(t.c.job_id == job_id)).first()
+        return _report(row) if row is not None else None
 
     def for_job(self, job_id: str) -> ErasureReport | None:
         with self._uow.read() as conn:
@@ -311,6 +363,52 @@ class ErasureReports:
         missing = [name for name in (RECEIVED, *required_steps) if name not in recorded]
         if missing:
             raise StepFailed(f"cannot certify: step(s) {', '.join(missing)} not recorded")
+        report_id, issued_at, data = self._certify(job, None)
+        with self._uow.write() as conn:
+            row = conn.execute(sa.select(erasure_reports).where(erasure_reports.c.job_id == job.id)).first()
+            if row is not None:
+                return _report(row)  # another runner issued it first
+            conn.execute(
+                erasure_reports.insert().values(
+                    id=report_id,
+                    job_id=job.id,
+                    tenant_id=job.tenant_id,
+                    issued_at=issued_at,
+                    document=data.decode("utf-8"),
+                )
+            )
+            erasure_repo.set_report(conn, job.id, report_id)
+        return ErasureReport(report_id, job.id, job.tenant_id, issued_at, data)
+
+    def issue_final(self, job: ErasureJob, first: ErasureReport) -> ErasureReport:
+        """The final certificate of a job whose ``key_irrecoverable`` step is recorded: every
+        step, chained to ``first`` by its SHA-256; idempotent per job."""
+        existing = self.final_for_job(job.id)
+        if existing is not None:
+            return existing
+        if not any(s.step == KEY_IRRECOVERABLE for s in job.steps):
+            raise StepFailed(f"cannot issue the final certificate: {KEY_IRRECOVERABLE} not recorded")
+        supersedes = {"report_id": first.id, "certificate_sha256": first.sha256}
+        report_id, issued_at, data = self._certify(job, supersedes)
+        t = erasure_final_reports
+        with self._uow.write() as conn:
+            row = conn.execute(sa.select(t).where(t.c.job_id == job.id)).first()
+            if row is not None:
+                return _report(row)
+            conn.execute(
+                t.insert().values(
+                    id=report_id,
+                    job_id=job.id,
+                    previous_report_id=first.id,
+                    tenant_id=job.tenant_id,
+                    issued_at=issued_at,
+                    document=data.decode("utf-8"),
+                )
+            )
+        return ErasureReport(report_id, job.id, job.tenant_id, issued_at, data)
+
+    def _certify(self, job: ErasureJob, supersedes: dict[str, Any] | None) -> tuple[str, str, bytes]:
+        """Sign a checkpoint, build, sign and self-verify the certificate of the job's steps."""
         try:
             head = self.audit.sign()
         except LogInconsistent as exc:
@@ -343,26 +441,13 @@ class ErasureReports:
             steps=records,
             consistency_proofs=consistency,
             backups_before=before,
+            supersedes=supersedes,
         )
         data = sign_certificate(document, self.signer, self.audit.origin)
         check = verify_certificate(data, self.signer.public_key_pem(), tenant=job.tenant_id)
         if not check.ok:
             raise StepFailed(f"the certificate failed its own verification: {check.summary()}")
-        with self._uow.write() as conn:
-            row = conn.execute(sa.select(erasure_reports).where(erasure_reports.c.job_id == job.id)).first()
-            if row is not None:
-                return _report(row)  # another runner issued it first
-            conn.execute(
-                erasure_reports.insert().values(
-                    id=report_id,
-                    job_id=job.id,
-                    tenant_id=job.tenant_id,
-                    issued_at=issued_at,
-                    document=data.decode("utf-8"),
-                )
-            )
-            erasure_repo.set_report(conn, job.id, report_id)
-        return ErasureReport(report_id, job.id, job.tenant_id, issued_at, data)
+        return report_id, issued_at, data
 
 
 def _report(row: Any) -> ErasureReport:

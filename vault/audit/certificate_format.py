@@ -45,6 +45,7 @@ CODE_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford base32: no I, L,
 CODE_CHARS = 25  # 125 bits
 CORE_STEP_ORDER = ("received", "tombstoned", "derived_purged", "key_destroyed", "verified")
 RECEIVED_EVENT, STEP_EVENT = "erasure.received", "erasure.step"
+KEY_IRRECOVERABLE = "key_irrecoverable"  # the step logged when a KMS's waiting window closed
 MAX_DOCUMENT_BYTES = 32 * 1024 * 1024
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 

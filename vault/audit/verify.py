@@ -27,6 +27,12 @@ subject id with the request's verification code, and an older checkpoint they ke
   confirm any subject id without the code (the certificate holds no salt: a list of
   candidate ids tests nothing); v1 (and v2 for requests filed before codes) recomputes
   SHA-256(salt || tenant || subject_id);
+- ``evidence`` also checks v2's ``key_destruction``: immediate or scheduled as the KMS
+  receipts say, the copies as logged, and a window said closed only with a
+  ``key_irrecoverable`` step showing the material destroyed;
+- ``chain`` (a final certificate, or with ``previous``): the certificate names the first
+  one by report id and SHA-256, as its logged ``reported`` and ``key_irrecoverable``
+  steps do, and (with ``previous``) the first certificate given has that SHA-256;
 - ``tenant`` (with ``tenant``): the certificate is for that tenant;
 - ``older_checkpoint`` (with ``older_checkpoint``): the older checkpoint is signed by
   the pinned key, and the certificate's tree provably extends it (a consistency proof
@@ -63,6 +69,7 @@ from lethe.vault.audit.certificate_format import (
     FORMAT,
     FORMAT_V1,
     FORMATS,
+    KEY_IRRECOVERABLE,
     KEYED_SCHEME,
     MAX_DOCUMENT_BYTES,
     RECEIVED_EVENT,
@@ -145,7 +152,9 @@ class _Verifier:
         tenant: str | None,
         older_checkpoint: str | bytes | None,
         consistency_proof: Any,
+        previous: bytes | None = None,
     ) -> None:
+        self.previous = previous
         self.raw = raw
         self.public_key_pem = public_key_pem
         self.subject_id = subject_id
@@ -392,18 +401,75 @@ class _Verifier:
             raise CheckFailed("key_destroyed: the receipts do not match the number of keys destroyed")
         if any(not isinstance(r, dict) or r.get("key_unusable") is not True for r in receipts):
             raise CheckFailed("key_destroyed: a receipt does not show the key unusable")
+        scheduled = {
+            r.get("generation")
+            for r in receipts
+            if r.get("destruction") == "scheduled" and r.get("material_destroyed") is not True
+        }
         verified = by_name.get("verified", {})
         probes = verified.get("key_probes")
-        if not isinstance(probes, list) or any(
-            not isinstance(p, dict) or p.get("destroyed") is not True for p in probes
-        ):
+        if not isinstance(probes, list) or any(not _probe_ok(p, scheduled) for p in probes):
             raise CheckFailed("verified: a key probe does not show the key destroyed")
+        self.key_destruction(destroyed, scheduled)
         for key in ("retrievable_memories", "projection_rows_with_ciphertext", "index_entries"):
             if verified.get(key) != 0:
                 raise CheckFailed(f"verified: {key} is not 0")
         if verified.get("erasure_fence") is not True:
             raise CheckFailed("verified: the erasure fence is not up")
         return f"{len(receipts)} key(s) destroyed, {len(probes)} probe(s) show them gone"
+
+    def key_destruction(self, destroyed: dict[str, Any], scheduled: set[Any]) -> None:
+        """v2's ``key_destruction`` summary says what the logged receipts say."""
+        summary = self.doc.get("key_destruction")
+        if summary is None:
+            return
+        if not isinstance(summary, dict):
+            raise CheckFailed("key_destruction is not an object")
+        mode = "scheduled" if scheduled else "immediate"
+        if summary.get("mode") != mode or destroyed.get("destruction", mode) != mode:
+            raise CheckFailed(
+                f"key_destruction: the receipts show {mode} destruction, not {summary.get('mode')!r}"
+            )
+        if summary.get("key_copies") != destroyed.get("key_copies"):
+            raise CheckFailed("key_destruction: the key copies differ from the logged inventory")
+        closed = summary.get("window_closed")
+        if mode == "immediate" and closed is not True:
+            raise CheckFailed("key_destruction: an immediate destruction has no open window")
+        if mode == "scheduled" and closed is True:
+            final = next((st for st in steps_of(self.doc) if st.get("name") == KEY_IRRECOVERABLE), None)
+            evidence = final.get("evidence") if isinstance(final, dict) else None
+            receipts = evidence.get("receipts") if isinstance(evidence, dict) else None
+            if not receipts or any(
+                not isinstance(r, dict) or r.get("material_destroyed") is not True for r in receipts
+            ):
+                raise CheckFailed(
+                    f"key_destruction: the window is said closed but no {KEY_IRRECOVERABLE} step shows "
+                    "the key material destroyed"
+                )
+
+    def chain(self) -> str:
+        """A final certificate names the first by its SHA-256, as its logged steps do."""
+        sup = field_of(self.doc, "supersedes", dict)
+        report_id = field_of(sup, "report_id", str, "supersedes.")
+        digest = field_of(sup, "certificate_sha256", str, "supersedes.")
+        by_name = {step_name(st, i): st.get("evidence") for i, st in enumerate(steps_of(self.doc))}
+        reported = by_name.get("reported")
+        if not isinstance(reported, dict) or (
+            reported.get("report_id"),
+            reported.get("certificate_sha256"),
+        ) != (
+            report_id,
+            digest,
+        ):
+            raise CheckFailed("the logged reported step names another first certificate")
+        final = by_name.get(KEY_IRRECOVERABLE)
+        if not isinstance(final, dict) or final.get("previous_certificate_sha256") != digest:
+            raise CheckFailed(f"the logged {KEY_IRRECOVERABLE} step names another first certificate")
+        if self.previous is not None:
+            if hashlib.sha256(bytes(self.previous)).hexdigest() != digest:
+                raise CheckFailed("the first certificate given is not the one this certificate follows")
+            return f"follows certificate {report_id} (SHA-256 {digest[:16]}…, the one given)"
+        return f"follows certificate {report_id} (SHA-256 {digest[:16]}…)"
 
     # what only the auditor knows ---------------------------------------------------------------
 
@@ -497,6 +563,19 @@ class _Verifier:
         return [b64_bytes(p, "a consistency proof hash") for p in field_of(given, "proof", list)]
 
 
+def _probe_ok(probe: Any, scheduled: set[Any]) -> bool:
+    """Destroyed, or (its destruction scheduled by the KMS) unusable and pending."""
+    if not isinstance(probe, dict):
+        return False
+    if probe.get("destroyed") is True:
+        return True
+    return (
+        probe.get("pending") is True
+        and probe.get("unwrap_failed") is True
+        and probe.get("generation") in scheduled
+    )
+
+
 def verify_certificate(
     doc_bytes: bytes,
     public_key_pem: bytes,
@@ -505,9 +584,11 @@ def verify_certificate(
     older_checkpoint: str | bytes | None = None,
     consistency_proof: Any = None,
     verification_code: str | None = None,
+    previous: bytes | None = None,
 ) -> VerificationResult:
     """Check a certificate offline; see the module docstring for each named check.
 
+    ``previous`` is the first certificate a final one follows (checked by its SHA-256).
     ``subject_id`` with ``verification_code`` (the code handed out once when the request
     was filed) confirms whom a v2 certificate is about; a subject id alone confirms
     nothing for v2 (the check fails), as the commitment is keyed by the code.
@@ -518,7 +599,14 @@ def verify_certificate(
     size is not among those the certificate embeds proofs from.
     """
     v = _Verifier(
-        doc_bytes, public_key_pem, subject_id, verification_code, tenant, older_checkpoint, consistency_proof
+        doc_bytes,
+        public_key_pem,
+        subject_id,
+        verification_code,
+        tenant,
+        older_checkpoint,
+        consistency_proof,
+        previous,
     )
     if not v.run("parse", v.parse):
         return VerificationResult(tuple(v.checks))
@@ -534,6 +622,8 @@ def verify_certificate(
             v.run(f"event:{name}", lambda i=i: v.event(i))
     v.run("step_order", v.step_order)
     v.run("evidence", v.evidence)
+    if "supersedes" in v.doc or previous is not None:
+        v.run("chain", v.chain)
     if tenant is not None:
         v.run("tenant", v.tenant_check)
     if subject_id is not None or verification_code is not None:

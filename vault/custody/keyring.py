@@ -90,6 +90,11 @@ class DekCache:
     def __len__(self) -> int:
         return len(self._data)
 
+    @property
+    def ttl_seconds(self) -> float:
+        """How long a plaintext data key may stay cached (the longest another process keeps one)."""
+        return self._ttl
+
 
 def _kms_call(fn, *args):  # type: ignore[no-untyped-def]
     try:

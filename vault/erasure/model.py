@@ -80,6 +80,8 @@ class ErasureJob:
     extensions: tuple[ErasureExtension, ...] = ()
     identity_verification_ref: str | None = None
     requested_by_name: str | None = None
+    # The final certificate, once a KMS's scheduled key destruction has taken effect
+    final_report_id: str | None = None
     # Set only on the job ``ErasureService.request`` returns: the code keying the subject
     # commitment, shown once to the officer for the data subject; never stored.
     verification_code: str | None = field(repr=False, default=None)

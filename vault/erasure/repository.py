@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,7 +30,13 @@ from lethe.vault.erasure.model import (
     ErasureStep,
     LegalHold,
 )
-from lethe.vault.store.tables import erasure_extensions, erasure_jobs, erasure_steps, legal_holds
+from lethe.vault.store.tables import (
+    erasure_extensions,
+    erasure_final_reports,
+    erasure_jobs,
+    erasure_steps,
+    legal_holds,
+)
 
 Row = Any  # a SQLAlchemy row (attribute access by column name)
 _job = erasure_jobs.c
@@ -157,7 +164,10 @@ def load_job(conn: Connection, job_id: str, now: datetime) -> ErasureJob | None:
     ).all()
     ext = extensions_of(conn, job_id)
     names = display_names(conn, row.tenant_id, [row.requested_by, *(e.extended_by for e in ext)])
-    return job_from_rows(row, list(steps), now, ext, names)
+    final = conn.execute(
+        sa.select(erasure_final_reports.c.id).where(erasure_final_reports.c.job_id == job_id)
+    ).scalar_one_or_none()
+    return replace(job_from_rows(row, list(steps), now, ext, names), final_report_id=final)
 
 
 def job_ids(

@@ -24,6 +24,7 @@ from lethe.vault.store.tables import (
     audit_forks,
     checkpoints,
     erasure_extensions,
+    erasure_final_reports,
     erasure_jobs,
     erasure_reports,
     erasure_steps,
@@ -31,7 +32,15 @@ from lethe.vault.store.tables import (
 )
 
 # parents before children; each row is keyed by its primary key (reports also by job)
-KEPT = (erasure_jobs, erasure_steps, erasure_extensions, erasure_reports, legal_holds, audit_forks)
+KEPT = (
+    erasure_jobs,
+    erasure_steps,
+    erasure_extensions,
+    erasure_reports,
+    erasure_final_reports,
+    legal_holds,
+    audit_forks,
+)
 
 
 @dataclass(frozen=True)
@@ -68,7 +77,7 @@ def reimport(conn: Connection, records: LiveRecords) -> dict[str, int]:
         keys = list(table.primary_key.columns)
         for row in rows:
             conn.execute(table.delete().where(sa.and_(*(c == row[c.name] for c in keys))))
-            if table is erasure_reports:
+            if table is erasure_reports or table is erasure_final_reports:
                 conn.execute(table.delete().where(table.c.job_id == row["job_id"]))
         if rows:
             conn.execute(table.insert(), rows)

@@ -95,7 +95,10 @@ class ErasureService:
         clock: Callable[[], datetime] = utcnow,
         *,
         log: EventLog,
+        after_run: Sequence[Callable[[], object]] = (),
     ) -> None:
+        """``after_run``: work the runner does after each pass over the jobs (e.g. issuing
+        final certificates when a KMS's waiting window closes)."""
         self.uow = uow
         self.keyring = keyring
         self.pseudonyms = pseudonyms
@@ -104,6 +107,7 @@ class ErasureService:
         self.runner_id = leases.new_runner_id()
         self.deps = StepDeps(uow, kms, keyring, self.log, clock)
         self.steps: list[StepSpec] = [*core_steps(), *extra_steps]
+        self.after_run = list(after_run)
 
     @property
     def final_status(self) -> str:
@@ -309,7 +313,10 @@ class ErasureService:
         """Advance every unfinished job as far as it goes now; returns how many finished."""
         with self.uow.read() as conn:
             ids = repo.runnable_job_ids(conn)
-        return sum(1 for job_id in ids if self.advance(job_id))
+        finished = sum(1 for job_id in ids if self.advance(job_id))
+        for work in self.after_run:
+            work()
+        return finished
 
     def advance(self, job_id: str) -> bool:
         """Run the job's remaining steps in order; True once it is complete.

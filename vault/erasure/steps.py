@@ -18,15 +18,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lethe.keys.protocol import KeyManager, KmsError, KmsUnavailable
+from lethe.keys.key_copies import inventory
+from lethe.keys.protocol import DestructionReceipt, KeyManager, KmsError, KmsUnavailable
 from lethe.vault.custody.keyring import DESTROYED, SubjectKeyring
 from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
 from lethe.vault.erasure.model import DERIVED_PURGED, KEY_DESTROYED, TOMBSTONED, VERIFIED, ErasureJob
 from lethe.vault.memory import repository as memory_repo
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import EventLog
+from lethe.vault.store.tables import backups
 
 
 class StepFailed(Exception):
@@ -104,11 +107,15 @@ def _purge_derived(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
 
 
 def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
-    """Destroy every live generation of the subject's key at the KMS, then record it."""
+    """Destroy every live generation of the subject's key at the KMS, then record it: each
+    receipt with its waiting window (immediate, or scheduled by the KMS), and the inventory
+    of every copy of the key material and its fate (``keys.key_copies``)."""
     deps, job = ctx.deps, ctx.job
     with deps.uow.read() as conn:
         gens = deps.keyring.generations(conn, job.tenant_id, job.subject_ref)
+        backups_before = conn.execute(sa.select(sa.func.count()).select_from(backups)).scalar_one()
     receipts = []
+    done: list[DestructionReceipt] = []
     for g in gens:
         deps.keyring.revoke(job.tenant_id, job.subject_ref, g.generation)
         if g.state == DESTROYED:
@@ -123,6 +130,7 @@ def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
             raise StepFailed("the KMS did not make the key unusable")
         with deps.uow.write() as conn:
             deps.keyring.mark_destroyed(conn, [g.key_name], deps.clock())
+        done.append(r)
         receipts.append(
             {
                 "generation": g.generation,
@@ -133,12 +141,22 @@ def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
                 "material_destroyed": r.material_destroyed,
                 "already_destroyed": r.already_destroyed,
                 "details": r.details,
+                **r.window(),
             }
         )
+    scheduled = [r for r in done if r.scheduled and not r.material_destroyed]
     return {
         "kms_backend": deps.kms.backend,
         "keys_destroyed": len(receipts),
         "receipts": receipts,
+        "destruction": "scheduled" if scheduled else "immediate",
+        "key_copies": inventory(
+            backend=deps.kms.backend,
+            receipts=done,
+            wrapped_in_store=len(gens),
+            backups_before=int(backups_before),
+            cache_ttl_seconds=deps.keyring.cache.ttl_seconds,
+        ),
         "key_config": {"exportable": False, "plaintext_backup_allowed": False},
         "dek_cache": "revoked in this process; other processes hold no ciphertext to open",
     }
@@ -149,6 +167,7 @@ def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     assert conn is not None
     deps, job = ctx.deps, ctx.job
     gens = deps.keyring.generations(conn, job.tenant_id, job.subject_ref)
+    pending = _scheduled_generations(job)
     probes = []
     for g in gens:
         try:
@@ -161,13 +180,19 @@ def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
                 "unwrap_failed": p.unwrap_failed,
                 "key_present": p.key_present,
                 "destroyed": p.destroyed,
+                # unusable, its material awaiting the KMS's scheduled destruction
+                "pending": not p.destroyed and p.unwrap_failed and g.generation in pending,
             }
         )
     retrievable = memory_repo.count_unforgotten(conn, job.tenant_id, job.subject_ref)
     with_ciphertext = memory_repo.count_with_ciphertext(conn, job.tenant_id, job.subject_ref)
     index_entries = memory_repo.count_index(conn, job.tenant_id, job.subject_ref)
     fenced = deps.keyring.is_fenced(conn, job.tenant_id, job.subject_ref)
-    failures = [f"generation {p['generation']} key still usable" for p in probes if not p["destroyed"]]
+    failures = [
+        f"generation {p['generation']} key still usable"
+        for p in probes
+        if not (p["destroyed"] or p["pending"])
+    ]
     if retrievable:
         failures.append(f"{retrievable} memories still retrievable")
     if with_ciphertext:
@@ -185,3 +210,15 @@ def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
         "index_entries": index_entries,
         "erasure_fence": fenced,
     }
+
+
+def _scheduled_generations(job: ErasureJob) -> set[int]:
+    """Generations whose destruction the KMS scheduled rather than did (key_destroyed receipts)."""
+    for step in job.steps:
+        if step.step == KEY_DESTROYED:
+            return {
+                r["generation"]
+                for r in step.evidence.get("receipts", [])
+                if r.get("destruction") == "scheduled" and not r.get("material_destroyed")
+            }
+    return set()

@@ -302,6 +302,17 @@ erasure_reports = sa.Table(
     sa.Column("document", sa.Text, nullable=False),
 )
 
+erasure_final_reports = sa.Table(  # when a KMS's waiting window closes, chained to erasure_reports
+    "erasure_final_reports",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("job_id", sa.String(36), nullable=False, unique=True),
+    sa.Column("previous_report_id", sa.String(36), nullable=False),
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("issued_at", sa.String(32), nullable=False),
+    sa.Column("document", sa.Text, nullable=False),
+)
+
 audit_forks = sa.Table(
     "audit_forks",
     metadata,

@@ -105,6 +105,11 @@ class ErasureJobOut(Out):
     completed_at: datetime | None
     last_error: str | None
     report_id: str | None
+    final_report_id: str | None = Field(
+        default=None,
+        description="Where the KMS scheduled the key's destruction: the final certificate, issued when "
+        "the waiting window closed, chained to report_id's.",
+    )
     steps: list[ErasureStepOut]
     overdue: bool
     days_left: int | None = Field(description="Whole days left before due_at; negative once overdue.")

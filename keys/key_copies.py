@@ -1,0 +1,84 @@
+"""Which copies of a subject's key material existed, and what became of each.
+
+NIST SP 800-88 counts cryptographic erase as Purge only if every copy of the key that
+could decrypt the data is destroyed; a certificate that says "key destroyed" must
+therefore name the copies. Envelope encryption gives four kinds: the key-encryption
+key at the KMS, the wrapped data keys (in the store and in every backup, useless
+without the KEK), plaintext data keys cached in memory, and whatever the KMS itself
+keeps (its snapshots, replicas, soft-deleted versions). ``inventory`` lists them with
+their fate, from facts the caller measured; it claims Purge only when the KEK is
+destroyed immediately and no plaintext copy can outlive the cache.
+
+Exceptions: none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from lethe.keys.protocol import DestructionReceipt
+
+
+def inventory(
+    *,
+    backend: str,
+    receipts: Sequence[DestructionReceipt],
+    wrapped_in_store: int,
+    backups_before: int,
+    cache_ttl_seconds: float,
+) -> dict[str, Any]:
+    """The copies of the subject's key material and the fate of each, with the verdict."""
+    scheduled = [r for r in receipts if r.scheduled and not r.material_destroyed]
+    if scheduled:
+        until = max(r.pending_until or r.destroyed_at for r in scheduled)
+        kek_fate = f"unusable now; destruction scheduled by the KMS, material destroyed by {until}" + (
+            " (still cancellable at the KMS)" if any(r.cancellable for r in scheduled) else ""
+        )
+    elif backend == "local":
+        kek_fate = (
+            "deleted from the keystore (SQLite secure_delete, WAL truncated, VACUUM), "
+            "keystore files scanned: no wrapped key bytes found"
+            if all(r.material_destroyed for r in receipts)
+            else "deleted from the keystore, but its bytes were found in a keystore file"
+        )
+    else:
+        kek_fate = "hard-deleted at the KMS (not soft-deleted) and read back absent"
+    copies = [
+        {"copy": f"key-encryption key at the KMS ({backend})", "count": len(receipts), "fate": kek_fate},
+        {
+            "copy": "wrapped data keys in the store",
+            "count": wrapped_in_store,
+            "fate": "kept, marked destroyed: ciphertext under the destroyed key-encryption key",
+        },
+        {
+            "copy": "wrapped data keys in Lethe backups taken before the erasure",
+            "count": backups_before,
+            "fate": "unchanged and useless: backups never contain the key dir or the KMS",
+        },
+        {
+            "copy": "plaintext data keys in DEK caches",
+            "count": None,
+            "fate": (
+                "revoked in the erasing process before destruction; in other processes they expire "
+                f"within {cache_ttl_seconds:g} s and can never be unwrapped again"
+            ),
+        },
+        {
+            "copy": "the KMS's own snapshots, replicas and backups"
+            if backend != "local"
+            else "remnants below the keystore (copy-on-write filesystems, SSD firmware, host snapshots)",
+            "count": None,
+            "fate": "outside Lethe's reach: expire them under the KMS or host operator's policy",
+        },
+    ]
+    purge = not scheduled and all(r.material_destroyed for r in receipts)
+    return {
+        "copies": copies,
+        "nist_sp_800_88_purge": purge,
+        "condition": (
+            "cryptographic erase counts as Purge (NIST SP 800-88) when every copy of the key that can "
+            "decrypt the data is destroyed: the KMS's key here, with the copies outside Lethe's reach "
+            "listed above left to their operators"
+        ),
+    }
