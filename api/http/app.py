@@ -36,6 +36,7 @@ from lethe.api.http.logging import RequestContextMiddleware, configure_logging
 from lethe.api.http.metrics import InstrumentedKms, Metrics
 from lethe.api.http.middleware import BodyLimitMiddleware
 from lethe.api.http.routes import audit, erasure, health, memories, review, subject_access, tokens
+from lethe.api.http.verify_page import install_verifier
 from lethe.api.settings import Settings
 from lethe.api.store_lease import serve_lease
 
@@ -88,6 +89,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     problems.install(app, metrics)
     install_docs(app)
+    install_verifier(app)
     mount_console(app)
     routers = [m.router for m in (health, memories, review, erasure, subject_access, tokens, audit)]
     check_route_roles(routers)

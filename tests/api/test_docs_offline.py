@@ -81,3 +81,14 @@ def test_lethe_audit_public_key_pem_writes_the_file_lethe_verify_accepts(
     assert verified.exit_code == 0 and "VERIFIED" in verified.stdout, verified.output
     elsewhere = runner.invoke(cli, ["audit", "public-key", "--pem", "-o", "keys/auditor.pem"])
     assert elsewhere.exit_code == 2 and "cannot write" in elsewhere.output
+
+
+def test_the_browser_verifier_is_one_page_that_loads_and_sends_nothing(api: Api) -> None:
+    r = api.client.get("/verify")
+    assert r.status_code == 200 and "window.letheVerify" in r.text
+    csp = r.headers["content-security-policy"]
+    assert "default-src 'none'" in csp and "connect-src" not in csp  # no fetch, no XHR: default-src 'none'
+    assert ASSET.findall(r.text) == [] and EXTERNAL.findall(r.text) == []
+    saved = api.client.get("/verify", params={"download": 1})
+    assert saved.headers["content-disposition"] == 'attachment; filename="lethe-verify.html"'
+    assert saved.text == r.text

@@ -1,0 +1,156 @@
+"""The verifier that needs no install (/verify, one HTML file) agrees with ``lethe verify``.
+
+It runs in real headless Chromium, opened from disk (file://, offline) for the tamper
+matrix (tests/tamper_matrix.py): for the genuine certificate and every tampered copy,
+the browser fails exactly the checks ``vault.audit.verify`` fails. Then a person uses the
+served page: picks the files, reads VERIFIED, and for a tampered copy which check failed.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from lethe.api.bootstrap import build
+from lethe.api.settings import Settings
+from lethe.keys.signing import Ed25519Signer
+from lethe.vault.audit.verify import verify_certificate
+from tests.browser.conftest import Console, Visit
+from tests.conftest import agent, officer, write_cmd
+from tests.tamper_matrix import TAMPERS
+
+pytestmark = pytest.mark.browser
+PAGE = Path(__file__).resolve().parents[2] / "api" / "http" / "verify.html"
+SUBJECT = "alice@example.com"
+
+
+@dataclass
+class Certified:
+    document: bytes
+    pem: bytes
+    code: str
+    signer: Ed25519Signer
+    origin: str
+
+
+@pytest.fixture(scope="module")
+def certified(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Certified]:
+    c = build(Settings(data_dir=tmp_path_factory.mktemp("verifier") / "data"), create=True)
+    try:
+        for i in range(3):
+            c.memories.write(agent(), write_cmd(f"alice likes tea {i}"))
+        filed = c.erasure.request(officer(), SUBJECT, "gdpr-art17-1a", "DSR-1")
+        c.erasure.run_pending()
+        report = c.reports.load(c.erasure.get(officer(), filed.id).report_id)
+        yield Certified(
+            report.document,
+            c.audit.public_key().pem.encode(),
+            filed.verification_code,
+            c.reports.signer,
+            c.audit.origin,
+        )
+    finally:
+        c.close()
+
+
+def in_browser(page: Any, document: bytes, pem: bytes, **opts: str) -> dict[str, Any]:
+    return page.evaluate(
+        """async ([b64, pem, opts]) => {
+             const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+             return await window.letheVerify(bytes, pem, opts);
+           }""",
+        [base64.b64encode(document).decode(), pem.decode(), opts],
+    )
+
+
+def failed(checks: Any) -> list[str]:
+    return sorted(
+        c["name"] if isinstance(c, dict) else c.name
+        for c in checks
+        if not (c["ok"] if isinstance(c, dict) else c.ok)
+    )
+
+
+@pytest.fixture
+def offline(visit: Visit) -> Visit:
+    visit.page.goto(PAGE.as_uri())
+    visit.base = "file://"  # the page is the file itself: it may request nothing else
+    return visit
+
+
+def test_the_genuine_certificate_passes_the_same_checks_in_the_browser(
+    offline: Visit, certified: Certified
+) -> None:
+    browser = in_browser(
+        offline.page, certified.document, certified.pem, subjectId=SUBJECT, code=certified.code, tenant="t1"
+    )
+    python = verify_certificate(
+        certified.document, certified.pem, subject_id=SUBJECT, tenant="t1", verification_code=certified.code
+    )
+    assert python.ok and browser["ok"], browser["summary"]
+    assert [c["name"] for c in browser["checks"]] == [c.name for c in python.checks]
+    assert browser["summary"] == python.summary()
+
+
+@pytest.mark.parametrize("tamper", TAMPERS, ids=[t.name for t in TAMPERS])
+def test_the_browser_fails_exactly_the_checks_lethe_verify_fails(
+    offline: Visit, certified: Certified, tamper: Any
+) -> None:
+    document = tamper.apply(certified.document, certified.signer, certified.origin)
+    python = verify_certificate(document, certified.pem)
+    assert not python.ok, "the tamper must be caught"
+    browser = in_browser(offline.page, document, certified.pem)
+    assert not browser["ok"]
+    assert failed(browser["checks"]) == failed(python.checks), browser["summary"]
+
+
+def test_subject_checks_agree_for_the_right_and_wrong_subject_and_code(
+    offline: Visit, certified: Certified
+) -> None:
+    other_key = Ed25519Signer.generate().public_key_pem()
+    cases = [
+        ({"subject_id": SUBJECT, "verification_code": certified.code}, certified.pem),
+        ({"subject_id": "mallory@example.com", "verification_code": certified.code}, certified.pem),
+        ({"subject_id": SUBJECT}, certified.pem),
+        ({"subject_id": SUBJECT, "verification_code": "0" * 25}, certified.pem),
+        ({"tenant": "t2"}, certified.pem),
+        ({}, other_key),
+    ]
+    for opts, pem in cases:
+        python = verify_certificate(certified.document, pem, **opts)
+        js = {"subject_id": "subjectId", "verification_code": "code", "tenant": "tenant"}
+        browser = in_browser(offline.page, certified.document, pem, **{js[k]: v for k, v in opts.items()})
+        assert failed(browser["checks"]) == failed(python.checks), (opts, browser["summary"])
+
+
+def test_a_person_verifies_with_the_served_page_and_sees_which_check_fails(
+    visit: Visit, console: Console, certified: Certified, tmp_path: Path
+) -> None:
+    cert, key = tmp_path / "certificate.json", tmp_path / "lethe-public.pem"
+    cert.write_bytes(certified.document)
+    key.write_bytes(certified.pem)
+    page = visit.page
+    visit.go("/verify")
+    page.get_by_label("Certificate (JSON)").set_input_files(str(cert))
+    page.get_by_label("Issuer's public key (PEM, obtained independently)").set_input_files(str(key))
+    page.get_by_label("Subject id (optional)").fill(SUBJECT)
+    page.get_by_label("Verification code (with the subject id)").fill(certified.code)
+    page.get_by_role("button", name="Verify").click()
+    expected = verify_certificate(
+        certified.document, certified.pem, subject_id=SUBJECT, verification_code=certified.code
+    )
+    expect(page.get_by_role("status")).to_have_text(expected.summary())
+    assert expected.summary().startswith("VERIFIED")
+    tampered = tmp_path / "tampered.json"
+    tampered.write_bytes(TAMPERS[7].apply(certified.document, certified.signer, certified.origin))
+    page.get_by_label("Certificate (JSON)").set_input_files(str(tampered))
+    page.get_by_role("button", name="Verify").click()
+    expect(page.get_by_role("status")).to_contain_text("FAILED: event:tombstoned")
+    row = page.locator("tr", has=page.get_by_text("event:tombstoned", exact=True))
+    expect(row).to_contain_text("FAIL")
