@@ -138,3 +138,31 @@ def _query(subject: str):  # type: ignore[no-untyped-def]
     from lethe.vault.model import SearchQuery
 
     return SearchQuery(f"{subject} likes tea", "support", subject_id=subject)
+
+
+def test_a_request_still_running_at_the_restore_is_done_again_on_the_new_branch_and_certified(
+    lethe: Container, settings: Settings, tmp_path: Path
+) -> None:
+    lethe.memories.write(agent(), write_cmd("alice likes tea", subject=SUBJECTS[0]))
+    manifest = create_backup(lethe.uow, tmp_path / "backups", log=lethe.log)
+    filed = lethe.erasure.request(officer(), SUBJECTS[0], "gdpr-art17-1a", "DSR-9")  # not run yet
+    report = restore_backup(lethe.uow, lethe.keyring, manifest, log=lethe.log)
+    lethe.close()
+    assert report.requests_restarted == [filed.id]
+    c = build(settings)
+    try:
+        with pytest.raises(errors.SubjectForgotten):  # the erasure fence is up again
+            c.memories.write(agent(), write_cmd("alice likes coffee", subject=SUBJECTS[0]))
+        c.erasure.run_pending()
+        job = c.erasure.get(officer(), filed.id)
+        assert job.completed_at is not None, job.last_error
+        assert job.received_at == filed.received_at and job.due_at == filed.due_at
+        cert = c.reports.load(job.report_id or "").document
+        pem = c.audit.public_key().pem.encode()
+        result = verify_certificate(
+            cert, pem, subject_id=SUBJECTS[0], verification_code=filed.verification_code
+        )
+        assert result.ok, result.summary()
+        assert json.loads(cert)["steps"][0]["leaf_index"] >= manifest_size(manifest)  # on the new branch
+    finally:
+        c.close()

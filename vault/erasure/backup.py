@@ -46,7 +46,7 @@ from lethe.vault.audit.forks import ReappliedErasure, record_fork
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
-from lethe.vault.erasure.restore_records import read_records, reimport
+from lethe.vault.erasure.restore_records import read_records, reimport, restart_unfinished
 from lethe.vault.errors import BackupError
 from lethe.vault.memory import repository as memory_repo
 from lethe.vault.memory.retraction_ledger import read_ledger, reapply
@@ -94,6 +94,7 @@ class RestoreReport:
     reapplied_requests: list[str] = field(default_factory=list)  # erasures re-applied to the snapshot
     fork_id: str | None = None  # the audit log's fork at the snapshot's tree size
     abandoned_tree_size: int | None = None
+    requests_restarted: list[str] = field(default_factory=list)  # unfinished; their steps run again
 
 
 def _sqlite_path(engine: Engine) -> Path:
@@ -246,6 +247,7 @@ def restore_backup(
     now = clock()
     with uow.write() as conn:
         kept = reimport(conn, records) if records is not None else {}
+        restarted = restart_unfinished(conn, log, records, manifest.tree_size) if records is not None else []
         # The live store's ledger keeps its request ids; keys the KMS reports destroyed fill in the rest.
         subjects = {k: "restore-ledger" for k in destroyed} | {(t, s): r for t, s, r in ledger}
         for (tenant_id, subject_ref), request_id in sorted(subjects.items()):
@@ -302,6 +304,7 @@ def restore_backup(
         [r.request_id for r in reapplied],
         fork.id if fork is not None else None,
         abandoned if forked else None,
+        restarted,
     )
 
 

@@ -8,18 +8,27 @@ them back into the restored one, in the restore's transaction, the newer row win
 both hold one. Certificates are self-contained (their checkpoint and proofs travel inside),
 so they verify after the restore exactly as before it.
 
+A request still running when the store was replaced had logged its steps on the branch
+the restore abandons, so they cannot be certified from the new one: ``restart_unfinished``
+logs its receipt again on the new branch (same request, same time and due date; the
+erasure fence goes up again) and drops its other steps, and the runner does them again.
+
 Exceptions: none of its own; SQLAlchemy errors reach the restore, which rolls back.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from lethe.vault.erasure.model import RECEIVED
 from lethe.vault.store.db import UnitOfWork
+from lethe.vault.store.events import Event, EventLog
+from lethe.vault.store.projection import ERASURE_RECEIVED, apply
 from lethe.vault.store.tables import (
     audit_forks,
     checkpoints,
@@ -83,3 +92,55 @@ def reimport(conn: Connection, records: LiveRecords) -> dict[str, int]:
             conn.execute(table.insert(), rows)
         counts[table.name] = len(rows)
     return counts
+
+
+def restart_unfinished(conn: Connection, log: EventLog, records: LiveRecords, fork_size: int) -> list[str]:
+    """Re-log, on the new branch, the receipt of each unfinished request with a step on the
+    abandoned one, and drop its steps there; returns the request ids restarted."""
+    steps: dict[str, list[dict[str, Any]]] = {}
+    for row in records.rows.get(erasure_steps.name, []):
+        steps.setdefault(row["job_id"], []).append(row)
+    restarted = []
+    for job in records.rows.get(erasure_jobs.name, []):
+        mine = steps.get(job["id"], [])
+        if job["completed_at"] is not None or all(r["event_seq"] <= fork_size for r in mine):
+            continue
+        received = next((r for r in mine if r["step"] == RECEIVED), None)
+        if received is None:
+            continue
+        evidence = json.loads(received["evidence"])
+        payload = {
+            "request_id": job["id"],
+            "legal_basis": job["legal_basis"],
+            "reference": job["reference"],
+            "requested_by": job["requested_by"],
+            "due_at": evidence.get("due_at"),
+        }
+        if not job["commitment_salt"]:
+            payload["subject_commitment"] = job["subject_commitment"]
+        event = Event(
+            ERASURE_RECEIVED,
+            job["tenant_id"],
+            payload,
+            subject_ref=job["subject_ref"],
+            occurred_at=received["completed_at"],
+        )
+        ev = log.append(conn, event)
+        apply(conn, ev)  # the erasure fence, again
+        conn.execute(erasure_steps.delete().where(erasure_steps.c.job_id == job["id"]))
+        conn.execute(
+            erasure_steps.insert().values(
+                job_id=job["id"],
+                step=RECEIVED,
+                completed_at=received["completed_at"],
+                event_seq=ev.seq,
+                evidence=received["evidence"],
+            )
+        )
+        conn.execute(
+            erasure_jobs.update()
+            .where(erasure_jobs.c.id == job["id"])
+            .values(status=RECEIVED, last_error=None, lease_owner=None, lease_until=None)
+        )
+        restarted.append(job["id"])
+    return restarted
