@@ -39,12 +39,14 @@ from lethe.vault.erasure.compaction import Compactor, compacted_step
 from lethe.vault.erasure.deadline_service import ErasureDeadlines
 from lethe.vault.erasure.service import ErasureService
 from lethe.vault.errors import StoreNotReady
+from lethe.vault.memory.embedding import load_embedder
 from lethe.vault.memory.reindex import Reindexer
 from lethe.vault.memory.retention import RetentionService
 from lethe.vault.memory.retraction import RetractionService
 from lethe.vault.memory.review import ReviewService
 from lethe.vault.memory.search import SearchService
 from lethe.vault.memory.service import MemoryService
+from lethe.vault.memory.vectors import VectorIndex
 from lethe.vault.store.db import UnitOfWork, make_engine
 from lethe.vault.store.events import EventLog, SqlEventLog
 from lethe.vault.store.schema import require_current, schema_state, upgrade
@@ -75,6 +77,7 @@ class Container:
     reindex: Reindexer
     kpis: KpiService
     sessions: ConsoleSessions
+    semantic: str = ""  # one line: which embedder ranks searches, or why search is lexical only
     created: list[str] = field(default_factory=list)
 
     def close(self) -> None:
@@ -183,6 +186,8 @@ def build(
     signer = load_signer(settings)
     audit = AuditLog(uow, signer, log_origin(settings))
     reports = ErasureReports(audit, signer)
+    semantic = load_embedder(settings.embedding_model)
+    vectors = VectorIndex(semantic.embedder)
     return Container(
         settings=settings,
         uow=uow,
@@ -190,8 +195,8 @@ def build(
         keyring=keyring,
         pseudonyms=pseudonyms,
         log=log,
-        memories=MemoryService(uow, keyring, pseudonyms, limits, log=log),
-        search=SearchService(uow, keyring, pseudonyms),
+        memories=MemoryService(uow, keyring, pseudonyms, limits, log=log, vectors=vectors),
+        search=SearchService(uow, keyring, pseudonyms, vectors=vectors),
         review=ReviewService(uow, keyring, log=log),
         retractions=RetractionService(uow, log=log),
         retention=RetentionService(uow, keyring, limits, log=log),
@@ -211,8 +216,9 @@ def build(
         forks=AuditForks(uow),
         tokens=TokenService(uow, log=log),
         subject_access=SubjectAccessService(uow, keyring, pseudonyms, signer, log_origin(settings), log=log),
-        reindex=Reindexer(uow, keyring, pseudonyms),
+        reindex=Reindexer(uow, keyring, pseudonyms, vectors=vectors),
         kpis=KpiService(uow),
+        semantic=semantic.status,
         sessions=ConsoleSessions(
             uow,
             idle=timedelta(seconds=settings.console_session_idle_seconds),

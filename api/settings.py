@@ -20,6 +20,7 @@ from limits import parse
 from pydantic import BeforeValidator, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from lethe.vault.memory.embedding import DEFAULT_MODEL, MODELS, NONE
 from lethe.vault.memory.policy import Limits
 from lethe.vault.model import Kind, SourceType
 
@@ -50,6 +51,8 @@ class Settings(BaseSettings):
     max_content_bytes: int = Field(default=16 * 1024, gt=0)
     dek_cache_ttl_seconds: float = Field(default=300.0, gt=0)
     dek_cache_entries: int = Field(default=10_000, gt=0)
+    # Semantic recall (vault.memory.embedding): the embedding model, or "none" for lexical only.
+    embedding_model: str = DEFAULT_MODEL
     compaction_retention_days: float = Field(default=30.0, ge=0)
     backup_dir: Path | None = None
     # HTTP server (api/): request size and read time, rate limits, background work.
@@ -112,6 +115,14 @@ class Settings(BaseSettings):
             kinds[kind] = (setting(kind.value, default), setting(f"{kind.value}_max", maximum))
         sources = {source: setting(source.value, base.source_cap(source)) for source in SourceType}
         return Limits(max_content_bytes=self.max_content_bytes, ttls=kinds, source_ttls=sources).check()
+
+    @field_validator("embedding_model")
+    @classmethod
+    def _known_model(cls, model: str) -> str:
+        """An embedding model this release does not know is a start-up error."""
+        if model not in (*MODELS, NONE):
+            raise ValueError(f"unknown embedding model {model!r}; known: {', '.join((*MODELS, NONE))}")
+        return model
 
     @field_validator("rate_limit", "auth_failure_rate_limit")
     @classmethod

@@ -70,6 +70,7 @@ class Score:
     total: float
     authority: float = 0.0  # the writer's standing (servers before issue 12 send none)
     trust: float = 0.0
+    semantic: float = 0.0  # cosine with the query (servers before issue 16 send none)
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ class SearchResult:
     items: list[ScoredMemory]
     used_tokens: int
     skipped_over_budget: int
+    recall: str = "lexical"  # "hybrid" when sealed vectors ranked the scope too
 
 
 @dataclass(frozen=True)

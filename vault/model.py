@@ -155,3 +155,4 @@ class SearchResult:
     items: list[MemoryItem]
     used_tokens: int
     skipped_over_budget: int
+    recall: str = "lexical"  # "hybrid" when sealed vectors ranked the scope too (memory.search)

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lethe.api.bench import compaction, envelope, forget, http_load, replay, rss, search, writes
+from lethe.api.bench import compaction, envelope, forget, http_load, recall, replay, rss, search, writes
 from lethe.api.bench.context import BenchError, RunContext
 from lethe.api.bench.datagen import make_search_stores
 from lethe.api.bench.machine import machine_info
@@ -84,6 +84,8 @@ class Bench:
                 ctx.figure("compaction", compaction.measure)
             with ctx.phase("5b replay check"):
                 ctx.figure("replay", replay.measure)
+            with ctx.phase("8 golden recall"):
+                ctx.figure("golden_recall", lambda c: recall.measure(c.root))
             ctx.results["figures"]["peak_rss"] = rss.measure(ctx.results)
         finally:
             ctx.close()

@@ -91,6 +91,9 @@ def reindex(as_json: bool = typer.Option(False, "--json")) -> None:
                 "entries": report.entries,
                 "unreadable": report.unreadable,
                 "built_at": report.built_at,
+                "vectors": report.vectors,
+                "embedding_model": report.embedding_model,
+                "embedding_dims": report.embedding_dims,
                 "recipe": {
                     "tokeniser": recipe.tokeniser,
                     "tokeniser_version": recipe.tokeniser_version,
@@ -103,7 +106,12 @@ def reindex(as_json: bool = typer.Option(False, "--json")) -> None:
     console.print(
         f"rebuilt search_index: {report.entries} entries ({report.unreadable} memories left out: key gone); "
         f"recipe {recipe.tokeniser} v{recipe.tokeniser_version}, "
-        f"{recipe.term_hash} v{recipe.term_hash_version}"
+        f"{recipe.term_hash} v{recipe.term_hash_version}; "
+        + (
+            f"{report.vectors} sealed vectors of {report.embedding_model}"
+            if report.embedding_model
+            else c.semantic
+        )
     )
 
 

@@ -37,7 +37,7 @@ from langgraph.store.base import InvalidNamespaceError, MatchCondition
 
 KINDS = ("preference", "fact", "skill", "task_summary", "working_note")
 ENVELOPE = "lethe_store"
-NO_TERMS = "*"  # a query with no terms: Lethe ranks by standing, confidence and recency alone
+NO_TERMS = "*"  # a query with no terms: Lethe ranks by confidence and recency alone
 
 
 @dataclass(frozen=True)

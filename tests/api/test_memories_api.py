@@ -67,9 +67,10 @@ def test_seed_scenario_quarantine_search_promote(api: Api) -> None:
 
     r = api.client.post("/v1/memories/search", json={"query": "tea", "purpose": "support"}, headers=agent)
     result = r.json()
-    assert r.status_code == 200 and set(result) == {"items", "used_tokens", "skipped_over_budget"}
+    assert r.status_code == 200 and set(result) == {"items", "used_tokens", "skipped_over_budget", "recall"}
+    assert result["recall"] == "hybrid"
     assert [i["id"] for i in result["items"]] == [trusted["id"]]
-    parts = {"lexical", "authority", "trust", "confidence", "recency", "total"}
+    parts = {"lexical", "semantic", "authority", "trust", "confidence", "recency", "total"}
     assert set(result["items"][0]["score"]) == parts
     assert result["used_tokens"] > 0 and result["skipped_over_budget"] == 0
     assert_problem(api.client.get(f"/v1/memories/{untrusted['id']}", headers=agent), 404)

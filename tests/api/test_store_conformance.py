@@ -286,7 +286,7 @@ def test_reads_extend_a_ttl(store: BaseStore) -> None:
         alive.append(store.get(where, "k", refresh_ttl=True) is not None)
     if isinstance(store, LetheStore):
         assert alive[-1] is False
-        pytest.xfail("Lethe's expiry is set by the first write; reads (and later writes) do not extend it")
+        pytest.xfail("Lethe's expiry counts from the last write; reads do not extend it")
     assert all(alive)
 
 

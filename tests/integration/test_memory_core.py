@@ -12,6 +12,7 @@ from freezegun import freeze_time
 from lethe.vault import errors
 from lethe.vault.clock import utcnow
 from lethe.vault.erasure.forgetting import tombstone_subject
+from lethe.vault.memory import ranking
 from lethe.vault.model import Provenance, SearchQuery, SourceType, Status, WriteCommand
 from lethe.vault.store import replay
 from lethe.vault.store.tables import memories
@@ -205,8 +206,9 @@ def test_ranking_blends_overlap_standing_confidence_and_recency_and_shows_its_pa
     assert scores[partial.id]["recency"] == pytest.approx(1.0, abs=1e-3)
     for s in scores.values():
         assert (s["authority"], s["trust"]) == (0.75, 0.75)  # user statements: authority user, trusted
+        relevance = ranking.relevance(s["lexical"], s.get("semantic"))  # lexical, or the hybrid blend
         assert s["total"] == pytest.approx(
-            0.45 * s["lexical"]
+            0.45 * relevance
             + 0.35 * s["authority"]
             + 0.05 * s["trust"]
             + 0.075 * s["confidence"]

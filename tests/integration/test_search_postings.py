@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import pytest
 import sqlalchemy as sa
+from alembic import command
 
 from lethe.vault import errors
 from lethe.vault.memory.search import MAX_QUERY_TERMS
 from lethe.vault.model import SearchQuery
+from lethe.vault.store import schema
 from lethe.vault.store.schema import upgrade
 from lethe.vault.store.tables import search_index, search_postings
 from tests.conftest import agent, officer, write_cmd
@@ -117,9 +119,11 @@ def test_a_rebuild_writes_the_same_postings(lethe):
 def test_migration_0011_writes_postings_for_a_store_indexed_before_it(lethe):
     tea = lethe.memories.write(agent(), write_cmd("alice drinks green tea")).item
     engine = lethe.uow.engine
-    with engine.begin() as conn:
-        conn.execute(sa.text("DROP TABLE search_postings"))
-        conn.execute(sa.text("UPDATE alembic_version SET version_num = '0010'"))
+    with engine.begin() as conn:  # back to the schema before 0011: the index had no postings
+        cfg = schema._config()
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0010")
+        assert "search_postings" not in sa.inspect(conn).get_table_names()
         assert conn.execute(sa.select(sa.func.count()).select_from(search_index)).scalar_one() == 1
     upgrade(engine)
     assert postings(lethe, tea.id) == 4

@@ -1,8 +1,14 @@
-"""Sealing memory content for one subject, and opening stored rows for callers.
+"""Sealing memory content and its embedding for one subject, and opening stored rows.
 
 The envelope plaintext carries the subject id next to the content, so the subject id
 exists in clear nowhere in the database. The AAD binds tenant, subject ref, memory id
 and version: ciphertext moved to another row, tenant or version does not open.
+
+A memory's embedding is personal data too (an embedding inverts back to most of a short
+text), so it is sealed under the same subject data key, with its own AAD that also binds
+the model id: a vector opens only for the memory, version and model it was made for, and
+destroying the subject's key shreds it with the content. Vectors are opened as raw
+little-endian float32 bytes; the caller scores them in memory and never writes them.
 """
 
 from __future__ import annotations
@@ -31,6 +37,17 @@ def seal(
     return encrypt_for_subject(dek, body, aad(tenant_id, subject_ref, memory_id, version))
 
 
+def vector_aad(tenant_id: str, subject_ref: str, memory_id: str, version: int, model: str) -> bytes:
+    return f"lethe/vector/v1|{tenant_id}|{subject_ref}|{memory_id}|{version}|{model}".encode()
+
+
+def seal_vector(
+    dek: bytes, tenant_id: str, subject_ref: str, memory_id: str, version: int, model: str, vector: bytes
+) -> bytes:
+    """AES-256-GCM of a vector's float32 bytes under the subject's data key."""
+    return encrypt_for_subject(dek, vector, vector_aad(tenant_id, subject_ref, memory_id, version, model))
+
+
 def unseal(dek: bytes, row: Any) -> tuple[str, str]:
     """(subject_id, content) of a memories row; ``DecryptionFailed`` if not authentic."""
     body = decrypt_for_subject(
@@ -50,27 +67,50 @@ def open_rows(
     caller treats them as absent, never as an error that could leak which one failed.
     """
     wanted = {(r.tenant_id, r.subject_ref, r.key_generation) for r in rows if r.ciphertext is not None}
-    keys = _key_rows(conn, wanted)
+    deks = subject_deks(conn, keyring, wanted)
     out: dict[tuple[str, str], tuple[str, str]] = {}
-    deks: dict[tuple[str, str, int], bytes | None] = {}
     for r in rows:
-        k = (r.tenant_id, r.subject_ref, r.key_generation)
-        if r.ciphertext is None or k not in keys:
-            continue
-        if k not in deks:
-            kr = keys[k]
-            try:
-                deks[k] = keyring.key_for_read(k[0], k[1], k[2], kr.key_name, kr.wrapped_dek, kr.state)
-            except KeyUnavailable:
-                deks[k] = None
-        dek = deks[k]
-        if dek is None:
+        dek = deks.get((r.tenant_id, r.subject_ref, r.key_generation))
+        if r.ciphertext is None or dek is None:
             continue
         try:
             out[(r.tenant_id, r.id)] = unseal(dek, r)
         except DecryptionFailed:
             continue
     return out
+
+
+def open_vectors(conn: Connection, keyring: SubjectKeyring, rows: Sequence[Any]) -> dict[str, bytes]:
+    """The float32 bytes of sealed vectors, keyed by memory id (rows of one tenant: tenant_id,
+    subject_ref, key_generation, memory_id, version, model, sealed). One key lookup per
+    (subject, generation); a vector whose key is gone or whose bytes or binding do not
+    authenticate is left out, as ``open_rows`` leaves out content."""
+    deks = subject_deks(conn, keyring, {(r.tenant_id, r.subject_ref, r.key_generation) for r in rows})
+    out: dict[str, bytes] = {}
+    for r in rows:
+        dek = deks.get((r.tenant_id, r.subject_ref, r.key_generation))
+        if dek is None:
+            continue
+        context = vector_aad(r.tenant_id, r.subject_ref, r.memory_id, r.version, r.model)
+        try:
+            out[r.memory_id] = decrypt_for_subject(dek, r.sealed, context)
+        except DecryptionFailed:
+            continue
+    return out
+
+
+def subject_deks(
+    conn: Connection, keyring: SubjectKeyring, wanted: set[tuple[str, str, int]]
+) -> dict[tuple[str, str, int], bytes | None]:
+    """The data key of each (tenant, subject, generation); None where it is destroyed or gone."""
+    keys = _key_rows(conn, wanted)
+    deks: dict[tuple[str, str, int], bytes | None] = {}
+    for k, kr in keys.items():
+        try:
+            deks[k] = keyring.key_for_read(k[0], k[1], k[2], kr.key_name, kr.wrapped_dek, kr.state)
+        except KeyUnavailable:
+            deks[k] = None
+    return deks
 
 
 def _key_rows(conn: Connection, wanted: Iterable[tuple[str, str, int]]) -> dict[tuple[str, str, int], Any]:

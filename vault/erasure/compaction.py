@@ -35,6 +35,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from lethe.keys.filescan import FileScanFailed, find_in_files, greppable
 from lethe.vault.clock import iso, to_db, utcnow
+from lethe.vault.erasure import vector_samples
 from lethe.vault.erasure.model import DERIVED_PURGED
 from lethe.vault.erasure.steps import StepContext, StepFailed, StepSpec
 from lethe.vault.model import GONE
@@ -357,7 +358,9 @@ def scan_store(engine: Engine, ciphertexts: list[bytes], sample: int = SCAN_SAMP
 def compacted_step(compactor: Compactor) -> StepSpec:
     """The erasure job's ``compacted`` step: remove the subject's dead ciphertext, show it is gone.
 
-    The byte scan samples the ciphertext that is still there before compacting it. If
+    The byte scan samples the ciphertext that is still there before compacting it; a second
+    scan (``vector_scan``) looks for the sealed vectors the job's earlier steps removed
+    (``erasure.vector_samples``). If
     none is left to sample (a crash after an earlier attempt compacted it), the evidence
     says the scan was not performed and why; the row check is complete either way.
     """
@@ -369,17 +372,22 @@ def compacted_step(compactor: Compactor) -> StepSpec:
         scope = ErasedScope(job.tenant_id, job.subject_ref, tuple(derived))
         ever = compactor.ciphertext_events(scope)
         present = compactor.dead_ciphertexts(scope=scope)
+        vectors = vector_samples.take(job.id) or []  # deleted earlier in this job, held in memory
         result = compactor.compact(
             only_forgotten=True, scope=scope, reclaim=True, scan_for=present or None, vacuum=None
         )
+        vector_scan = _scan_vectors(compactor.uow.engine, vectors)
         still = compactor.ciphertext_events(scope, still_held=True)
         if still or result.scan.get("slices_found") or result.scan.get("rows_still_holding_them"):
             raise StepFailed("dead ciphertext is still present in the store after compaction")
+        if vector_scan.get("slices_found"):
+            raise StepFailed("sealed vectors of the subject are still present in the store after compaction")
         evidence = result.evidence()
         evidence["row_check"] = {
             "events_that_held_ciphertext": ever,
             "events_still_holding_ciphertext": still,
         }
+        evidence["vector_scan"] = vector_scan
         if present:
             evidence["scan"]["performed"] = True
         else:
@@ -396,3 +404,20 @@ def compacted_step(compactor: Compactor) -> StepSpec:
         return evidence
 
     return StepSpec(COMPACTED, run, transactional=False)
+
+
+def _scan_vectors(engine: Engine, vectors: list[bytes]) -> dict[str, Any]:
+    """The byte scan for the sealed vectors this job removed (``erasure.vector_samples``);
+    if a slice is still found, reclaim with VACUUM and scan once more."""
+    if not vectors:
+        return {
+            "performed": False,
+            "sealed_vectors": 0,
+            "reason": "no sealed vectors were removed by this job in this process",
+        }
+    scan = scan_store(engine, vectors)
+    if scan.get("slices_found") and is_sqlite(engine):
+        reclaim_space(engine, vacuum=True)
+        scan = {**scan_store(engine, vectors), "vacuum_after_scan_found": True}
+    scan.pop("rows_still_holding_them", None)  # vectors are not events: the row check is the count
+    return {"performed": True, "sealed_vectors": len(vectors), **scan}

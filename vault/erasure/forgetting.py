@@ -35,6 +35,8 @@ class TombstoneEvidence:
     memories_forgotten: int
     index_entries_before: int
     index_entries_after: int
+    sealed_vectors_before: int = 0
+    sealed_vectors_after: int = 0
 
 
 def tombstone_subject(
@@ -48,6 +50,7 @@ def tombstone_subject(
     """Append ``subject.forgotten`` to ``log`` and apply it, inside the caller's write transaction."""
     live = memory_repo.count_unforgotten(conn, tenant_id, subject_ref)
     before = memory_repo.count_index(conn, tenant_id, subject_ref)
+    vectors_before = memory_repo.count_vectors(conn, tenant_id, subject_ref)
     key = keyring.current(conn, tenant_id, subject_ref)
     generation = key.generation if key is not None else 0
     if key is not None:
@@ -65,13 +68,16 @@ def tombstone_subject(
     )
     apply(conn, event)
     after = memory_repo.count_index(conn, tenant_id, subject_ref)
-    return TombstoneEvidence(event.seq, generation, live, before, after)
+    vectors_after = memory_repo.count_vectors(conn, tenant_id, subject_ref)
+    return TombstoneEvidence(event.seq, generation, live, before, after, vectors_before, vectors_after)
 
 
 @dataclass(frozen=True)
 class DerivedPurge:
     ids: list[str]  # the summaries tombstoned, sorted
     index_entries_removed: int
+    sealed_vectors_removed: int = 0
+    sealed: tuple[bytes, ...] = ()  # their bytes, for the compaction's byte scan (memory only)
 
 
 def purge_derived(
@@ -86,6 +92,7 @@ def purge_derived(
     derived = derived_from(conn, tenant_id, roots, skip={Status.FORGOTTEN})
     ids = [s.id for s in derived]
     removed = memory_repo.count_index(conn, tenant_id, memory_ids=ids)
+    sealed = tuple(memory_repo.sealed_vectors(conn, tenant_id, memory_ids=ids))
     for s in derived:
         payload = {
             "version": s.version + 1,
@@ -98,4 +105,4 @@ def purge_derived(
                 conn, Event(MEMORY_TOMBSTONED, tenant_id, payload, s.id, s.subject_ref, occurred_at=iso(now))
             ),
         )
-    return DerivedPurge(ids, removed)
+    return DerivedPurge(ids, removed, len(sealed), sealed)

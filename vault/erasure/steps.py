@@ -24,6 +24,7 @@ from sqlalchemy.engine import Connection
 from lethe.keys.key_copies import inventory
 from lethe.keys.protocol import DestructionReceipt, KeyManager, KmsError, KmsUnavailable
 from lethe.vault.custody.keyring import DESTROYED, SubjectKeyring
+from lethe.vault.erasure import vector_samples
 from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
 from lethe.vault.erasure.model import DERIVED_PURGED, KEY_DESTROYED, TOMBSTONED, VERIFIED, ErasureJob
 from lethe.vault.memory import repository as memory_repo
@@ -82,6 +83,7 @@ def core_steps() -> list[StepSpec]:
 def _tombstone(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     assert conn is not None
     deps, job = ctx.deps, ctx.job
+    vector_samples.hold(job.id, memory_repo.sealed_vectors(conn, job.tenant_id, job.subject_ref))
     ev = tombstone_subject(conn, deps.log, deps.keyring, job.tenant_id, job.subject_ref, job.id)
     return {
         "event_seq": ev.seq,
@@ -89,6 +91,8 @@ def _tombstone(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
         "memories_forgotten": ev.memories_forgotten,
         "index_entries_before": ev.index_entries_before,
         "index_entries_after": ev.index_entries_after,
+        "sealed_vectors_before": ev.sealed_vectors_before,
+        "sealed_vectors_after": ev.sealed_vectors_after,
     }
 
 
@@ -98,11 +102,14 @@ def _purge_derived(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     job = ctx.job
     own = memory_repo.count_index(conn, job.tenant_id, job.subject_ref)
     purge = purge_derived(conn, ctx.deps.log, job.tenant_id, job.subject_ref, job.id, ctx.deps.clock())
+    vector_samples.hold(job.id, list(purge.sealed))
     return {
         "derived_tombstoned": len(purge.ids),
         "derived_ids": purge.ids,
         "index_entries_before": own + purge.index_entries_removed,
         "index_entries_after": memory_repo.count_index(conn, job.tenant_id, job.subject_ref, purge.ids),
+        "sealed_vectors_purged": purge.sealed_vectors_removed,
+        "sealed_vectors_after": memory_repo.count_vectors(conn, job.tenant_id, job.subject_ref, purge.ids),
     }
 
 
@@ -187,6 +194,7 @@ def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     retrievable = memory_repo.count_unforgotten(conn, job.tenant_id, job.subject_ref)
     with_ciphertext = memory_repo.count_with_ciphertext(conn, job.tenant_id, job.subject_ref)
     index_entries = memory_repo.count_index(conn, job.tenant_id, job.subject_ref)
+    sealed_vectors = memory_repo.count_vectors(conn, job.tenant_id, job.subject_ref)
     fenced = deps.keyring.is_fenced(conn, job.tenant_id, job.subject_ref)
     failures = [
         f"generation {p['generation']} key still usable"
@@ -199,6 +207,8 @@ def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
         failures.append(f"{with_ciphertext} projection rows still hold ciphertext")
     if index_entries:
         failures.append(f"{index_entries} search index entries remain")
+    if sealed_vectors:
+        failures.append(f"{sealed_vectors} sealed vectors remain")
     if not fenced:
         failures.append("erasure fence is not up")
     if failures:
@@ -208,6 +218,7 @@ def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
         "retrievable_memories": retrievable,
         "projection_rows_with_ciphertext": with_ciphertext,
         "index_entries": index_entries,
+        "sealed_vectors": sealed_vectors,
         "erasure_fence": fenced,
     }
 

@@ -9,6 +9,11 @@ its *recipe* (tokeniser and term-hash function, each versioned): ``rebuild`` rec
 it and records the recipe in ``index_recipes``; ``IndexCheck`` lets ``replay --check``
 compare the live index with the one the log would give.
 
+With an embedder configured (``memory.embedding``), a rebuild also embeds every indexed
+memory again and seals its vector under the subject's key (``memory.vectors``), and records
+the embedder's model id and width beside the recipe: change the model setting, run
+``lethe reindex``, and every vector is of the new model.
+
 A rebuild runs in one write transaction: writers wait for it, none lands half-indexed,
 and a failure leaves the old index whole. Contents are opened in memory only, a page at a
 time, and never logged.
@@ -34,8 +39,9 @@ from lethe.vault.custody.pseudonyms import (
     TOKENISER_VERSION,
     Pseudonymizer,
 )
-from lethe.vault.custody.sealing import open_rows
+from lethe.vault.custody.sealing import open_rows, subject_deks
 from lethe.vault.memory import repository as repo
+from lethe.vault.memory.vectors import VectorIndex
 from lethe.vault.model import Status
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.tables import index_recipes, memories, search_index
@@ -64,13 +70,23 @@ class ReindexReport:
     unreadable: int  # indexed-state memories whose ciphertext did not open (key gone): left out
     recipe: IndexRecipe
     built_at: str
+    vectors: int = 0  # sealed vectors written (0 without an embedder)
+    embedding_model: str | None = None  # the embedder's model id (name@version/dims), if any
+    embedding_dims: int | None = None
 
 
 def expected_entries(
-    rows_from: Connection, keys_from: Connection, keyring: SubjectKeyring, pseudonyms: Pseudonymizer
+    rows_from: Connection,
+    keys_from: Connection,
+    keyring: SubjectKeyring,
+    pseudonyms: Pseudonymizer,
+    vectors: VectorIndex | None = None,
+    vector_rows: list[dict[str, object]] | None = None,
 ) -> Iterator[tuple[list[dict[str, str]], int]]:
     """The index rows the projection in ``rows_from`` and the keys in ``keys_from`` give, a page
-    at a time, each with the count of memories on the page that did not open."""
+    at a time, each with the count of memories on the page that did not open. Given an
+    embedder (``vectors``), each page's memories are embedded again and their sealed vectors
+    put in ``vector_rows`` (the caller writes and clears them page by page)."""
     after: tuple[str, str] = ("", "")
     cols = [memories.c[n] for n in ("id", "tenant_id", "subject_ref", "key_generation", "sealed_version")]
     while True:
@@ -93,8 +109,27 @@ def expected_entries(
             for _subject, content in [opened.get((r.tenant_id, r.id), (None, None))]
             if content is not None
         ]
+        if vectors is not None and vectors.model is not None and vector_rows is not None:
+            vector_rows.extend(_sealed_vectors(keys_from, keyring, vectors, page, opened))
         yield rows, len(page) - len(rows)
         after = (page[-1].tenant_id, page[-1].id)
+
+
+def _sealed_vectors(
+    conn: Connection, keyring: SubjectKeyring, vectors: VectorIndex, page: list, opened: dict
+) -> list[dict[str, object]]:
+    """The page's opened memories embedded in one batch and sealed under their subjects' keys."""
+    live = [r for r in page if (r.tenant_id, r.id) in opened]
+    deks = subject_deks(conn, keyring, {(r.tenant_id, r.subject_ref, r.key_generation) for r in live})
+    embedded = vectors.embed([opened[(r.tenant_id, r.id)][1] for r in live]) or []
+    out = []
+    for r, vector in zip(live, embedded, strict=True):
+        dek = deks.get((r.tenant_id, r.subject_ref, r.key_generation))
+        if dek is not None:
+            out.append(
+                vectors.row(dek, r.tenant_id, r.subject_ref, r.id, r.sealed_version, r.key_generation, vector)
+            )
+    return out
 
 
 def recorded_recipe(conn: Connection, name: str = SEARCH_INDEX) -> IndexRecipe | None:
@@ -116,21 +151,30 @@ class Reindexer:
         keyring: SubjectKeyring,
         pseudonyms: Pseudonymizer,
         clock: Callable[[], datetime] = utcnow,
+        vectors: VectorIndex | None = None,
     ) -> None:
         self.uow = uow
         self.keyring = keyring
         self.pseudonyms = pseudonyms
         self.clock = clock
+        self.vectors = vectors or VectorIndex(None)
 
     def rebuild(self) -> ReindexReport:
-        """Drop every index entry and write them again from the projection and the keys."""
-        entries = unreadable = 0
+        """Drop every index entry and write them again from the projection and the keys; with
+        an embedder, every indexed memory is embedded again and its vector sealed anew."""
+        entries = unreadable = written = 0
+        v = self.vectors
         with self.uow.write() as conn:
             repo.drop_all_index_entries(conn)
-            for rows, missed in expected_entries(conn, conn, self.keyring, self.pseudonyms):
+            vector_rows: list[dict[str, object]] = []
+            for rows, missed in expected_entries(conn, conn, self.keyring, self.pseudonyms, v, vector_rows):
                 repo.add_index_rows(conn, rows)
+                repo.add_vectors(conn, vector_rows)
                 entries += len(rows)
                 unreadable += missed
+                written += len(vector_rows)
+                vector_rows.clear()
+            dims = v.embedder.dims if v.embedder is not None else None
             built_at = iso(self.clock())
             conn.execute(index_recipes.delete().where(index_recipes.c.name == SEARCH_INDEX))
             conn.execute(
@@ -142,9 +186,11 @@ class Reindexer:
                     term_hash_version=CURRENT_RECIPE.term_hash_version,
                     entries=entries,
                     built_at=built_at,
+                    embedding_model=v.model,
+                    embedding_dims=dims,
                 )
             )
-        return ReindexReport(entries, unreadable, CURRENT_RECIPE, built_at)
+        return ReindexReport(entries, unreadable, CURRENT_RECIPE, built_at, written, v.model, dims)
 
     def recipe(self) -> IndexRecipe | None:
         with self.uow.read() as conn:

@@ -30,6 +30,7 @@ from lethe.vault.store.tables import (
     events,
     idempotency_keys,
     memories,
+    memory_vectors,
     review_decisions,
     search_index,
     search_postings,
@@ -230,8 +231,48 @@ def add_index_rows(conn: Connection, rows: list[dict[str, str]]) -> None:
             conn.execute(search_postings.insert(), postings)
 
 
-def drop_all_index_entries(conn: Connection) -> None:
-    """Empty the index (a rebuild writes it again)."""
+def add_vectors(conn: Connection, rows: list[dict[str, object]]) -> None:
+    """Store sealed vectors (``memory_vectors`` rows; sealed by ``custody.sealing.seal_vector``)."""
+    if rows:
+        conn.execute(memory_vectors.insert(), rows)
+
+
+def count_vectors(
+    conn: Connection, tenant_id: str, subject_ref: str | None = None, memory_ids: Iterable[str] = ()
+) -> int:
+    """The tenant's sealed vectors of the subject, or of these memories, or of either."""
+    ids = list(memory_ids)
+    conds = []
+    if subject_ref is not None:
+        conds.append(memory_vectors.c.subject_ref == subject_ref)
+    if ids:
+        conds.append(memory_vectors.c.memory_id.in_(ids))
+    if not conds:
+        return 0
+    q = sa.select(sa.func.count()).select_from(memory_vectors)
+    return conn.execute(q.where(memory_vectors.c.tenant_id == tenant_id, sa.or_(*conds))).scalar_one()
+
+
+def sealed_vectors(
+    conn: Connection, tenant_id: str, subject_ref: str | None = None, memory_ids: Iterable[str] = ()
+) -> list[bytes]:
+    """The sealed bytes of the subject's vectors, or of these memories' (for a byte scan)."""
+    ids = list(memory_ids)
+    conds = []
+    if subject_ref is not None:
+        conds.append(memory_vectors.c.subject_ref == subject_ref)
+    if ids:
+        conds.append(memory_vectors.c.memory_id.in_(ids))
+    if not conds:
+        return []
+    q = sa.select(memory_vectors.c.sealed).where(memory_vectors.c.tenant_id == tenant_id, sa.or_(*conds))
+    return list(conn.execute(q).scalars())
+
+
+def drop_all_index_entries(conn: Connection, vectors: bool = True) -> None:
+    """Empty the index (a rebuild writes it again); its sealed vectors too unless told not to."""
+    if vectors:
+        conn.execute(memory_vectors.delete())
     conn.execute(search_postings.delete())
     conn.execute(search_index.delete())
 

@@ -18,28 +18,33 @@ lacks; ``InvalidCommand`` (422) for a limit, budget, kind or query out of bounds
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from lethe.vault.clock import to_db, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
-from lethe.vault.custody.sealing import open_rows
+from lethe.vault.custody.sealing import open_rows, open_vectors
 from lethe.vault.errors import InvalidCommand, OutOfScope
 from lethe.vault.memory import repository as repo
 from lethe.vault.memory.ranking import rank_columns, score
 from lethe.vault.memory.validation import normal_subject_id
+from lethe.vault.memory.vectors import VectorIndex
 from lethe.vault.memory.visibility import agent_scope
 from lethe.vault.model import Caller, Kind, Role, SearchQuery, SearchResult, Status
 from lethe.vault.store.db import UnitOfWork
-from lethe.vault.store.tables import memories
+from lethe.vault.store.tables import memories, memory_vectors
 
 MAX_LIMIT = 100
 PAGE = 200  # ranked rows fetched per round trip
 MAX_QUERY_CHARS = 4096  # the HTTP schema uses the same bound
 MAX_QUERY_TERMS = 64  # distinct terms a query may rank by
+# Sealed vectors a hybrid search opens and scores at most; a larger scope (an agent's whole
+# purpose in a very large tenant) is ranked lexically, and the result says so.
+MAX_SEMANTIC_SCOPE = 20_000
 
 
 class SearchService:
@@ -56,7 +61,11 @@ class SearchService:
         keyring: SubjectKeyring,
         pseudonyms: Pseudonymizer,
         clock: Callable[[], datetime] = utcnow,
+        vectors: VectorIndex | None = None,
+        blend: dict[str, float] | None = None,
     ) -> None:
+        self.vectors = vectors or VectorIndex(None)
+        self.blend = blend  # hybrid relevance weights; None: ``ranking.RELEVANCE``
         self.uow = uow
         self.keyring = keyring
         self.pseudonyms = pseudonyms
@@ -96,39 +105,128 @@ class SearchService:
             filters.append(memories.c.subject_ref == subject_ref)
         if q.kinds:
             filters.append(memories.c.kind.in_(list(q.kinds)))
-        ranked = (
-            sa.select(
-                memories.c.id,
-                memories.c.confidence,
-                memories.c.token_estimate,
-                lexical,
-                authority,
-                trust,
-                recency,
-            )
-            .where(*filters)
-            .order_by(total.desc(), memories.c.id)
+        columns = (
+            memories.c.id,
+            memories.c.confidence,
+            memories.c.token_estimate,
+            lexical,
+            authority,
+            trust,
+            recency,
         )
         with self.uow.read() as conn:
-            chosen, used, skipped, offset = [], 0, 0, 0
-            while len(chosen) < q.limit:  # page down the ranking until the limit is met
-                page = conn.execute(ranked.limit(PAGE).offset(offset)).all()
-                for c in page:
-                    if len(chosen) == q.limit:
-                        break
-                    if used + c.token_estimate > q.token_budget:
-                        skipped += 1
-                        continue
-                    chosen.append(
-                        (c.id, score(c.lexical, c.authority_rank, c.trust_rank, c.confidence, c.recency))
-                    )
-                    used += c.token_estimate
-                if len(page) < PAGE:
+            ranking, recall = None, "lexical"
+            if self.vectors.embedder is not None:
+                ranking = self._hybrid(conn, caller.tenant_id, q.query, columns, filters)
+                recall = "hybrid" if ranking is not None else "lexical"
+            if ranking is None:
+                ranked = sa.select(*columns).where(*filters).order_by(total.desc(), memories.c.id)
+                ranking = _pages(conn, ranked)
+            chosen, used, skipped = [], 0, 0
+            for cid, tokens, parts in ranking:  # down the ranking until the limit is met
+                if len(chosen) == q.limit:
                     break
-                offset += PAGE
+                if used + tokens > q.token_budget:
+                    skipped += 1
+                    continue
+                chosen.append((cid, parts))
+                used += tokens
             rows = repo.by_ids(conn, caller.tenant_id, [cid for cid, _ in chosen])
             opened = open_rows(conn, self.keyring, list(rows.values()))
         keys = [((caller.tenant_id, cid), score) for cid, score in chosen]
         items = [repo.to_item(rows[k[1]], *opened[k], score=score) for k, score in keys if k in opened]
         used = sum(rows[i.id].token_estimate for i in items)
-        return SearchResult(items=items, used_tokens=used, skipped_over_budget=skipped)
+        return SearchResult(items=items, used_tokens=used, skipped_over_budget=skipped, recall=recall)
+
+    def _hybrid(
+        self,
+        conn: Connection,
+        tenant_id: str,
+        query: str,
+        columns: tuple[sa.ColumnElement, ...],
+        filters: list[sa.ColumnElement[bool]],
+    ) -> list[Ranked] | None:
+        """The whole scope ranked by blended relevance (``memory.ranking``), or None when the
+        scope holds more than ``MAX_SEMANTIC_SCOPE`` memories (the caller ranks lexically)."""
+        v = memory_vectors
+        joined = memories.outerjoin(
+            v,
+            sa.and_(
+                v.c.tenant_id == memories.c.tenant_id,
+                v.c.memory_id == memories.c.id,
+                v.c.model == self.vectors.model,
+            ),
+        )
+        stmt = (
+            sa.select(
+                *columns,
+                memories.c.tenant_id,
+                memories.c.subject_ref,
+                v.c.key_generation,
+                v.c.memory_id,
+                v.c.version,
+                v.c.model,
+                v.c.sealed,
+            )
+            .select_from(joined)
+            .where(*filters)
+            .limit(MAX_SEMANTIC_SCOPE + 1)
+        )
+        rows = conn.execute(stmt).all()
+        if len(rows) > MAX_SEMANTIC_SCOPE:
+            return None
+        sealed = [r for r in rows if r.sealed is not None]
+        opened = open_vectors(conn, self.keyring, sealed)
+        similarity = _cosines(self.vectors, query, opened)
+        ranked = [
+            (
+                r.id,
+                r.token_estimate,
+                score(
+                    r.lexical,
+                    r.authority_rank,
+                    r.trust_rank,
+                    r.confidence,
+                    r.recency,
+                    similarity.get(r.id, 0.0),
+                    self.blend,
+                ),
+            )
+            for r in rows
+        ]
+        ranked.sort(key=lambda x: (-x[2]["total"], x[0]))
+        return ranked
+
+
+Ranked = tuple[str, int, dict[str, float]]
+
+
+def _pages(conn: Connection, ranked: sa.Select) -> Iterator[Ranked]:
+    """The SQL ranking, ``PAGE`` rows per round trip, as long as the caller reads on."""
+    offset = 0
+    while True:
+        page = conn.execute(ranked.limit(PAGE).offset(offset)).all()
+        for c in page:
+            yield (
+                c.id,
+                c.token_estimate,
+                score(c.lexical, c.authority_rank, c.trust_rank, c.confidence, c.recency),
+            )
+        if len(page) < PAGE:
+            return
+        offset += PAGE
+
+
+def _cosines(vectors: VectorIndex, query: str, opened: dict[str, bytes]) -> dict[str, float]:
+    """Each opened vector's cosine with the query's (all rows are unit length): one matrix
+    product in memory; the plaintext vectors live only in this frame."""
+    if not opened:
+        return {}
+    import numpy as np
+
+    ids = list(opened)
+    matrix = np.frombuffer(b"".join(opened[i] for i in ids), dtype="<f4").reshape(len(ids), -1)
+    q = np.frombuffer((vectors.embed([query]) or [b""])[0], dtype="<f4")
+    if matrix.shape[1] != q.shape[0]:
+        return {}
+    return dict(zip(ids, (matrix @ q).tolist(), strict=True))

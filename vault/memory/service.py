@@ -44,6 +44,7 @@ from lethe.vault.memory import repository as repo
 from lethe.vault.memory.policy import DEFAULT_POLICY, Limits, Policy, Standing, standing_for
 from lethe.vault.memory.retention import kept_until
 from lethe.vault.memory.validation import ValidWrite, normal_subject_id, validate_write
+from lethe.vault.memory.vectors import VectorIndex
 from lethe.vault.memory.visibility import may_read
 from lethe.vault.model import GONE, Caller, MemoryItem, Status, WriteCommand
 from lethe.vault.store.db import UnitOfWork
@@ -122,7 +123,9 @@ class MemoryService:
         clock: Callable[[], datetime] = utcnow,
         *,
         log: EventLog,
+        vectors: VectorIndex | None = None,
     ) -> None:
+        self.vectors = vectors or VectorIndex(None)
         self.uow = uow
         self.keyring = keyring
         self.pseudonyms = pseudonyms
@@ -207,11 +210,23 @@ class MemoryService:
         terms = self.pseudonyms.term_hashes(tenant_id, w.cmd.content)
         return repo.index_row(tenant_id, w.subject_ref, memory_id, terms)
 
+    def _vector_row(self, w: _Prepared, at: _Target, vector: bytes) -> dict[str, object]:
+        return self.vectors.row(
+            w.key.data_key,
+            w.caller.tenant_id,
+            w.subject_ref,
+            at.memory_id,
+            at.version,
+            w.key.generation,
+            vector,
+        )
+
     def write(self, caller: Caller, cmd: WriteCommand) -> WriteOutcome:
         cmd = replace(cmd, subject_id=normal_subject_id(cmd.subject_id))
         now = self.clock()
         w = self._prepare(caller, cmd, now, lambda ref: self.keyring.key_for_write(caller.tenant_id, ref))
         tenant_id = caller.tenant_id
+        vectors = self.vectors.embed([cmd.content])  # before the write lock: a model may be slow
         try:
             with self.uow.write() as conn:
                 first = self._idempotent_replay(conn, tenant_id, w.agent_id, cmd, w.request_hash)
@@ -236,6 +251,8 @@ class MemoryService:
                 if at.version > 1:
                     repo.drop_index_entry(conn, tenant_id, at.memory_id)
                 repo.add_index_rows(conn, [self._index_row(w, at.memory_id)])
+                if vectors is not None:
+                    repo.add_vectors(conn, [self._vector_row(w, at, vectors[0])])
                 row = repo.by_id(conn, tenant_id, at.memory_id)
         except IntegrityError as exc:
             # A concurrent writer took the id or the idempotency key first.
@@ -258,7 +275,7 @@ class MemoryService:
                 keys[ref] = self.keyring.key_for_write(caller.tenant_id, ref)
             return keys[ref]
 
-        batch, index_rows = [], []
+        batch, index_rows, placed = [], [], []
         for cmd in (replace(c, subject_id=normal_subject_id(c.subject_id)) for c in cmds):
             if cmd.id is not None or cmd.supersedes_id is not None or cmd.expected_version:
                 raise InvalidCommand("a bulk import only creates new memories")
@@ -266,12 +283,16 @@ class MemoryService:
             at = _Target(str(uuid.uuid4()), 1, now)
             batch.append(self._written_event(w, at, now))
             index_rows.append(self._index_row(w, at.memory_id))
+            placed.append((w, at))
+        vectors = self.vectors.embed([w.cmd.content for w, _ in placed])  # one batch, before the lock
+        vector_rows = [self._vector_row(w, at, v) for (w, at), v in zip(placed, vectors or (), strict=False)]
         try:
             with self.uow.write() as conn:
                 for ref, key in keys.items():
                     self._check_fence(conn, caller.tenant_id, ref, key.generation)
                 apply_many(conn, self.log.append_many(conn, batch))
                 repo.add_index_rows(conn, index_rows)
+                repo.add_vectors(conn, vector_rows)
         except IntegrityError as exc:
             raise IdempotencyConflict("an idempotency key in the batch was already used") from exc
         return len(batch)

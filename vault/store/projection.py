@@ -24,6 +24,7 @@ from lethe.vault.store.tables import (
     forgotten_subjects,
     idempotency_keys,
     memories,
+    memory_vectors,
     retractions,
     review_decisions,
     search_index,
@@ -209,7 +210,12 @@ def _drop_index_entry(conn: Connection, e: Event) -> None:
 
 
 def drop_index_entry(conn: Connection, tenant_id: str, memory_id: str) -> None:
-    """Take one memory out of the derived search index: its postings and its row."""
+    """Take one memory out of the derived search index: its postings, sealed vector and row."""
+    conn.execute(
+        memory_vectors.delete().where(
+            memory_vectors.c.tenant_id == tenant_id, memory_vectors.c.memory_id == memory_id
+        )
+    )
     conn.execute(
         search_postings.delete().where(
             search_postings.c.tenant_id == tenant_id, search_postings.c.memory_id == memory_id
@@ -223,7 +229,12 @@ def drop_index_entry(conn: Connection, tenant_id: str, memory_id: str) -> None:
 
 
 def drop_subject_index(conn: Connection, tenant_id: str, subject_ref: str) -> None:
-    """Take all of a subject's memories out of the derived search index."""
+    """Take all of a subject's memories out of the derived search index, vectors included."""
+    conn.execute(
+        memory_vectors.delete().where(
+            memory_vectors.c.tenant_id == tenant_id, memory_vectors.c.subject_ref == subject_ref
+        )
+    )
     of_subject = sa.select(search_index.c.memory_id).where(
         search_index.c.tenant_id == tenant_id, search_index.c.subject_ref == subject_ref
     )

@@ -24,6 +24,7 @@ from lethe.vault.store.tables import (
     forgotten_subjects,
     idempotency_keys,
     memories,
+    memory_vectors,
     metadata,
     retractions,
     review_decisions,
@@ -86,7 +87,7 @@ def check(
     """Replay into a scratch in-memory database and diff it against the live projection
     (and, given ``index``, the live search index against the one the replay gives)."""
     scratch = make_engine("sqlite://")
-    metadata.create_all(scratch, tables=[*COMPARED, search_index, search_postings])
+    metadata.create_all(scratch, tables=[*COMPARED, search_index, search_postings, memory_vectors])
     with UnitOfWork(engine).read() as src, scratch.begin() as dst:
         n = _apply_all(src, dst, progress)
         report = ReplayReport(events=n)

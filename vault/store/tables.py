@@ -1,8 +1,9 @@
 """The relational schema (SQLAlchemy Core). Alembic migrations create and evolve it.
 
 ``events`` is the source of truth and append-only; ``memories``, ``search_index`` (with
-its postings, ``search_postings``), ``idempotency_keys``, ``forgotten_subjects``,
-``review_decisions`` and ``retractions`` are projections that ``replay`` rebuilds from it.
+its postings, ``search_postings``, and sealed vectors, ``memory_vectors``),
+``idempotency_keys``, ``forgotten_subjects``, ``review_decisions`` and ``retractions``
+are projections that ``replay`` rebuilds from it.
 ``subject_keys`` holds only *wrapped* data keys.
 
 A memory is identified by (``tenant_id``, ``id``), never by its id alone: ids a client
@@ -97,6 +98,24 @@ search_postings = sa.Table(
     sa.Index("ix_search_postings_memory", "tenant_id", "memory_id", "term_hash"),
 )
 
+# A memory's embedding, sealed under its subject's data key (``custody.sealing``): derived
+# like the search index, written and dropped with it, never a plaintext vector. ``model``
+# is the embedder's id (``memory.embedding.model_id``); ``version`` the memory version the
+# AAD binds.
+memory_vectors = sa.Table(
+    "memory_vectors",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("memory_id", sa.String(36), nullable=False),
+    sa.Column("subject_ref", sa.String(64), nullable=False),
+    sa.Column("key_generation", sa.Integer, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("model", sa.String(128), nullable=False),
+    sa.Column("sealed", sa.LargeBinary, nullable=False),
+    sa.PrimaryKeyConstraint("tenant_id", "memory_id"),
+    sa.Index("ix_memory_vectors_subject", "tenant_id", "subject_ref"),
+)
+
 idempotency_keys = sa.Table(
     "idempotency_keys",
     metadata,
@@ -177,12 +196,16 @@ index_recipes = sa.Table(
     sa.Column("term_hash_version", sa.Integer, nullable=False),
     sa.Column("entries", sa.BigInteger),
     sa.Column("built_at", sa.String(32)),
+    # The embedder whose sealed vectors the rebuild wrote (model id name@version/dims), if any.
+    sa.Column("embedding_model", sa.String(128)),
+    sa.Column("embedding_dims", sa.Integer),
 )
 
 PROJECTION_TABLES = (
     memories,
     search_index,
     search_postings,
+    memory_vectors,
     idempotency_keys,
     forgotten_subjects,
     review_decisions,

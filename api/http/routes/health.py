@@ -29,7 +29,8 @@ def healthz() -> Health:
 @router.get("/readyz", name="readyz", response_model=Health, responses=problem_responses(503))
 def readyz(container: ContainerDep, request: Request) -> Health:
     """Ready to serve: the store reads and commits a write, its schema is current, the KMS is
-    healthy, and a shared rate-limit storage (Redis) answers."""
+    healthy, and a shared rate-limit storage (Redis) answers. ``semantic recall`` says which
+embedder ranks searches, or why search is lexical only (it never fails readiness)."""
     checks = check_readiness(container.uow, container.kms)
     lease = getattr(request.app.state, "store_lease", None)
     if lease is not None and not lease.held:
@@ -37,6 +38,8 @@ def readyz(container: ContainerDep, request: Request) -> Health:
     if request.app.state.settings.rate_limit_storage != "memory://":
         ok = request.app.state.rate_limiter.reachable()
         checks.append(Check("rate limit storage", ok, "ok" if ok else "unreachable"))
+    # Informational, never a failure: a store without the semantic extra still serves (lexically).
+    checks.append(Check("semantic recall", True, container.semantic))
     failed = [c for c in checks if not c.ok]
     for c in failed:
         log.warning("readiness check failed", extra={"task": c.name, "error": c.detail})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, Field
 
@@ -100,6 +101,7 @@ class Score(BaseModel):
     """The parts of a search score and their weighted total (``vault.memory.ranking``)."""
 
     lexical: float
+    semantic: float = 0.0  # cosine with the query (0 when the search was lexical only)
     authority: float
     trust: float
     confidence: float
@@ -138,3 +140,4 @@ class SearchOut(Out):
     items: list[ScoredMemoryOut]
     used_tokens: int
     skipped_over_budget: int
+    recall: Literal["hybrid", "lexical"] = "lexical"  # hybrid: sealed vectors ranked the scope too

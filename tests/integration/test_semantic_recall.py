@@ -1,0 +1,192 @@
+"""Semantic recall with sealed vectors (issue 16, items 2, 3 and 5), SQLite and PostgreSQL.
+
+Each memory's embedding is stored only as AES-256-GCM ciphertext under its subject's data
+key, bound to tenant, subject, memory, version and model; search opens the vectors of the
+caller's scope and blends their similarity with lexical relevance. Forgetting removes the
+vectors with the index (counted in the certificate's evidence), a vector cannot be opened
+once the key is destroyed, the compaction's byte scan looks for them, and no plaintext
+vector is ever in the data directory. ``lethe reindex`` embeds again and records the model.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pydantic
+import pytest
+import sqlalchemy as sa
+
+from lethe.api.bootstrap import build
+from lethe.api.settings import Settings
+from lethe.keys.filescan import find_in_files
+from lethe.vault.custody.sealing import open_vectors
+from lethe.vault.erasure.compaction import sqlite_files
+from lethe.vault.memory import embedding, search
+from lethe.vault.model import Provenance, SearchQuery, SourceType
+from lethe.vault.store.tables import index_recipes, memory_vectors
+from tests.conftest import agent, officer, write_cmd
+
+TEA = "Alice prefers green tea in the morning"
+OTHERS = (
+    "Alice works as a nurse at the hospital",
+    "Alice plays the violin in a band",
+    "Alice drives a red Volvo",
+)
+
+
+def populate(c) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    return {text: c.memories.write(agent(), write_cmd(text)).item.id for text in (TEA, *OTHERS)}
+
+
+def vector_rows(c) -> list:  # type: ignore[no-untyped-def]
+    with c.uow.read() as conn:
+        return conn.execute(sa.select(memory_vectors)).all()
+
+
+def found(c, query: str, **kw) -> list[str]:  # type: ignore[no-untyped-def]
+    r = c.search.search(agent(), SearchQuery(query=query, purpose="support", **kw))
+    return [i.content for i in r.items]
+
+
+def test_search_finds_by_meaning_what_lexical_search_cannot(lethe):
+    populate(lethe)
+    query = "what does she like to drink"
+    assert (
+        set(lethe.pseudonyms.term_hashes("t1", query)) & set(lethe.pseudonyms.term_hashes("t1", TEA)) == set()
+    )
+    result = lethe.search.search(agent(), SearchQuery(query=query, purpose="support", limit=1))
+    assert result.recall == "hybrid" and [i.content for i in result.items] == [TEA]
+    assert result.items[0].score["semantic"] > 0
+
+
+def test_every_memory_has_one_sealed_vector_of_the_configured_model(lethe):
+    ids = populate(lethe)
+    rows = vector_rows(lethe)
+    model = lethe.search.vectors.model
+    assert {r.memory_id for r in rows} == set(ids.values()) and {r.model for r in rows} == {model}
+    dims = lethe.search.vectors.embedder.dims
+    assert all(len(r.sealed) == 1 + 12 + 4 * dims + 16 for r in rows)  # format, nonce, body, tag
+
+
+def test_no_plaintext_vector_is_in_the_store(lethe, backend):
+    populate(lethe)
+    plain = lethe.search.vectors.embed([TEA, *OTHERS])
+    rows = vector_rows(lethe)
+    assert not any(p[:64] in r.sealed for p in plain for r in rows)
+    if backend == "sqlite":  # the database file and WAL, scanned by a child process
+        hits = find_in_files(sqlite_files(lethe.uow.engine), [p[i : i + 32] for p in plain for i in (0, 512)])
+        assert all(found == [] for found in hits.values()), hits
+
+
+def test_a_sealed_vector_opens_only_for_its_memory_version_and_model(lethe):
+    populate(lethe)
+    rows = [SimpleNamespace(**r._mapping) for r in vector_rows(lethe)]
+    with lethe.uow.read() as conn:
+        assert len(open_vectors(conn, lethe.keyring, rows)) == len(rows)
+        a, b = rows[0], rows[1]
+        moved = [SimpleNamespace(**{**vars(a), "memory_id": b.memory_id})]
+        older = [SimpleNamespace(**{**vars(a), "version": a.version + 1})]
+        other_model = [SimpleNamespace(**{**vars(a), "model": "another-model@1/256"})]
+        for tampered in (moved, older, other_model):
+            assert open_vectors(conn, lethe.keyring, tampered) == {}
+
+
+def test_a_vector_cannot_be_opened_after_its_subjects_key_is_destroyed(lethe):
+    populate(lethe)
+    rows = vector_rows(lethe)  # a copy, as a backup or a stolen disk would hold
+    job = lethe.erasure.request(officer(), "alice@example.com", "gdpr-art17-1a", "T-1")
+    lethe.erasure.run_pending()
+    assert lethe.erasure.get(officer(), job.id).completed_at is not None
+    with lethe.uow.read() as conn:
+        assert open_vectors(conn, lethe.keyring, rows) == {}
+
+
+def test_forget_removes_the_vectors_and_the_evidence_counts_them(lethe, backend):
+    populate(lethe)
+    bob = lethe.memories.write(agent(), write_cmd("Bob drinks black coffee", subject="bob@example.com")).item
+    job = lethe.erasure.request(officer(), "alice@example.com", "gdpr-art17-1a", "T-1")
+    lethe.erasure.run_pending()
+    steps = {s.step: s.evidence for s in lethe.erasure.get(officer(), job.id).steps}
+    assert steps["tombstoned"]["sealed_vectors_before"] == 4
+    assert steps["tombstoned"]["sealed_vectors_after"] == 0
+    assert steps["derived_purged"]["sealed_vectors_after"] == 0
+    assert steps["verified"]["sealed_vectors"] == 0
+    scan = steps["compacted"]["vector_scan"]
+    assert scan["performed"] and scan["sealed_vectors"] == 4
+    if backend == "sqlite":
+        assert scan["slices_found"] == 0 and scan["ciphertexts_scanned"] == 4 and scan["slices"] == 12
+    assert [r.memory_id for r in vector_rows(lethe)] == [bob.id]
+
+
+def test_a_summary_built_from_a_forgotten_memory_loses_its_vector_in_derived_purged(lethe):
+    ids = populate(lethe)
+    prov = Provenance(SourceType.SUMMARY, "summary", sources=(ids[TEA],))
+    summary = lethe.memories.write(
+        agent(),
+        write_cmd(
+            "Carol's team notes a tea preference", subject="carol", kind="task_summary", provenance=prov
+        ),
+    ).item
+    job = lethe.erasure.request(officer(), "alice@example.com", "gdpr-art17-1a", "T-1")
+    lethe.erasure.run_pending()
+    steps = {s.step: s.evidence for s in lethe.erasure.get(officer(), job.id).steps}
+    assert steps["derived_purged"]["derived_ids"] == [summary.id]
+    assert steps["derived_purged"]["sealed_vectors_purged"] == 1
+    assert vector_rows(lethe) == []
+
+
+def test_reindex_embeds_every_memory_again_and_records_the_model(lethe):
+    populate(lethe)
+    with lethe.uow.write() as conn:
+        conn.execute(memory_vectors.delete())
+    assert (
+        lethe.search.search(agent(), SearchQuery(query="tea", purpose="support")).items[0].score["semantic"]
+        == 0
+    )
+    report = lethe.reindex.rebuild()
+    v = lethe.search.vectors
+    assert (
+        report.vectors == 4 and report.embedding_model == v.model and report.embedding_dims == v.embedder.dims
+    )
+    with lethe.uow.read() as conn:
+        row = conn.execute(sa.select(index_recipes).where(index_recipes.c.name == "search_index")).one()
+    assert (row.embedding_model, row.embedding_dims) == (v.model, v.embedder.dims)
+    assert len(vector_rows(lethe)) == 4
+    assert found(lethe, "what does she like to drink", limit=1) == [TEA]
+
+
+def test_a_scope_larger_than_the_cap_is_ranked_lexically_and_says_so(lethe, monkeypatch):
+    populate(lethe)
+    monkeypatch.setattr(search, "MAX_SEMANTIC_SCOPE", 3)
+    result = lethe.search.search(agent(), SearchQuery(query="green tea", purpose="support"))
+    assert result.recall == "lexical" and result.items[0].content == TEA
+    assert "semantic" not in result.items[0].score
+
+
+def test_without_an_embedder_search_is_lexical_and_says_why(settings):
+    c = build(settings.model_copy(update={"embedding_model": "none"}), create=True)
+    try:
+        assert "lexical only" in c.semantic
+        c.memories.write(agent(), write_cmd(TEA))
+        assert vector_rows(c) == []
+        assert c.search.search(agent(), SearchQuery(query="green tea", purpose="support")).recall == "lexical"
+    finally:
+        c.close()
+
+
+def test_a_missing_semantic_extra_leaves_search_lexical_with_a_clear_message(monkeypatch):
+    import sys
+
+    embedding.load_embedder.cache_clear()
+    monkeypatch.setitem(sys.modules, "wordllama", None)
+    monkeypatch.delitem(sys.modules, "lethe.vault.memory.wordllama_embedder", raising=False)
+    try:
+        choice = embedding.load_embedder(embedding.DEFAULT_MODEL)
+        assert choice.embedder is None and "lethe-vault[semantic]" in choice.status
+    finally:
+        embedding.load_embedder.cache_clear()
+
+
+def test_an_unknown_embedding_model_is_a_settings_error(tmp_path):
+    with pytest.raises(pydantic.ValidationError, match="unknown embedding model"):
+        Settings(data_dir=tmp_path, embedding_model="bert-from-the-hub")
