@@ -29,8 +29,8 @@ def healthz() -> Health:
 @router.get("/readyz", name="readyz", response_model=Health, responses=problem_responses(503))
 def readyz(container: ContainerDep, request: Request) -> Health:
     """Ready to serve: the store reads and commits a write, its schema is current, the KMS is
-    healthy, and a shared rate-limit storage (Redis) answers. ``semantic recall`` says which
-embedder ranks searches, or why search is lexical only (it never fails readiness)."""
+        healthy, and a shared rate-limit storage (Redis) answers. ``semantic recall`` says which
+    embedder ranks searches, or why search is lexical only (it never fails readiness)."""
     checks = check_readiness(container.uow, container.kms)
     lease = getattr(request.app.state, "store_lease", None)
     if lease is not None and not lease.held:
