@@ -6,16 +6,16 @@ the memory and dropped with its index entry. An existing store has none: semanti
 recall covers a memory once ``lethe reindex`` embeds it (or it is written again).
 ``index_recipes`` records the embedder a rebuild used (model id and width).
 
-Revision ID: 0014
-Revises: 0013
+Revision ID: 0015
+Revises: 0014
 Create Date: 2026-12-13 09:00:00.000000
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0014"
-down_revision = "0013"
+revision = "0015"
+down_revision = "0014"
 branch_labels = None
 depends_on = None
 
