@@ -64,7 +64,7 @@ class Console:
         )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     tmp = tmp_path_factory.mktemp("console")
     env = {"LETHE_ERASURE_INTERVAL_SECONDS": "0.3", "LETHE_RATE_LIMIT": "100000/minute"}
@@ -85,7 +85,7 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
         server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
     if not os.path.exists(CHROMIUM):
         if os.environ.get("CI"):
