@@ -66,12 +66,10 @@ class StoreLease:
             self._conn = None
         self.held = False
         try:
-            conn = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            conn = _try_pg_lock(self._engine, exclusive=False)
         except Exception:
             return 0  # the database is still away: try again on the next tick
-        got = conn.execute(sa.text("SELECT pg_try_advisory_lock_shared(:k)"), {"k": _PG_LEASE}).scalar_one()
-        if not got:  # a restore or migration holds it now: stay not ready, keep trying
-            _end_session(conn)
+        if conn is None:  # a restore or migration holds it now: stay not ready, keep trying
             return 0
         self._conn, self.held = conn, True
         return 1
@@ -131,19 +129,7 @@ def exclusive_lease(data_dir: Path, engine: Engine, what: str) -> Iterator[Store
         + (" or the database's lease" if engine.dialect.name == "postgresql" else "")
         + ")"
     )
-    try:
-        fd = _lock_file(data_dir, exclusive=True)
-    except BlockingIOError:
-        raise refusal from None
-    conn = None
-    if engine.dialect.name == "postgresql":
-        conn = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-        got = conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": _PG_LEASE}).scalar_one()
-        if not got:
-            conn.close()
-            os.close(fd)
-            raise refusal
-    with StoreLease(fd, conn) as lease:
+    with _take_now(data_dir, engine, exclusive=True, refusal=refusal) as lease:
         yield lease
 
 
@@ -155,17 +141,30 @@ def shared_lease(data_dir: Path, engine: Engine, what: str) -> Iterator[StoreLea
         + (" or the database's lease" if engine.dialect.name == "postgresql" else "")
         + "); run it again when that has finished"
     )
+    with _take_now(data_dir, engine, exclusive=False, refusal=refusal) as lease:
+        yield lease
+
+
+def _try_pg_lock(engine: Engine, exclusive: bool) -> Connection | None:
+    """A session holding the store's advisory lock, or None if someone holds it the other way."""
+    conn = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+    fn = "pg_try_advisory_lock" if exclusive else "pg_try_advisory_lock_shared"
+    if conn.execute(sa.text(f"SELECT {fn}(:k)"), {"k": _PG_LEASE}).scalar_one():
+        return conn
+    _end_session(conn)
+    return None
+
+
+def _take_now(data_dir: Path, engine: Engine, exclusive: bool, refusal: StoreNotReady) -> StoreLease:
+    """Both locks of the lease without waiting, or ``refusal``."""
     try:
-        fd = _lock_file(data_dir, exclusive=False, wait=False)
+        fd = _lock_file(data_dir, exclusive=exclusive, wait=False)
     except BlockingIOError:
         raise refusal from None
     conn = None
     if engine.dialect.name == "postgresql":
-        conn = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-        got = conn.execute(sa.text("SELECT pg_try_advisory_lock_shared(:k)"), {"k": _PG_LEASE}).scalar_one()
-        if not got:
-            conn.close()
+        conn = _try_pg_lock(engine, exclusive)
+        if conn is None:
             os.close(fd)
             raise refusal
-    with StoreLease(fd, conn) as lease:
-        yield lease
+    return StoreLease(fd, conn)
