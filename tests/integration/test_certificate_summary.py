@@ -138,3 +138,19 @@ def test_the_outcome_names_every_exception(lethe: Container) -> None:
         NOT_VERIFIED,
         ["the check 'signature' failed: bad signature"],
     )
+
+
+def test_a_key_still_in_its_waiting_period_is_not_called_purged_on_page_one(lethe: Container) -> None:
+    from lethe.vault.audit.render_summary import summarise
+
+    report, _ = certified(lethe)
+    doc = report.parsed()
+    assert "destroyed in" in summarise(doc, PASSED).method  # the local KMS destroys at once
+    doc["key_destruction"] = {
+        **doc["key_destruction"],
+        "mode": "scheduled",
+        "window_closed": False,
+        "irrecoverable_after": "2027-01-15T00:00:00Z",
+    }
+    method = summarise(doc, PASSED).method
+    assert "made unusable" in method and "2027-01-15 00:00 UTC" in method and "final certificate" in method

@@ -161,11 +161,24 @@ def summarise(
         ("Search index entries", str(index_removed)),
         ("Encryption keys destroyed", str(_int(keys.get("keys_destroyed")))),
     ]
+    vectors = _int(tombstoned.get("sealed_vectors_before")) - _int(tombstoned.get("sealed_vectors_after"))
+    if vectors > 0:
+        erased.insert(2, ("Sealed embeddings", str(vectors)))
+    window = doc.get("key_destruction") if isinstance(doc.get("key_destruction"), dict) else {}
+    pending = window.get("window_closed") is False
     kms = KMS_NAMES.get(str(keys.get("kms_backend")), str(keys.get("kms_backend") or "the key manager"))
+    destroyed = (
+        f"that key was made unusable in {kms}, which destroys its material when its waiting period "
+        f"ends ({_when(window.get('irrecoverable_after'))}). It counts as the 'Purge' method of NIST SP "
+        "800-88 Rev. 1 (cryptographic erase) only then: a final certificate, chained to this one, "
+        "follows when the key manager confirms it"
+        if pending
+        else f"that key was destroyed in {kms}. This is the 'Purge' method of NIST SP 800-88 Rev. 1 "
+        "(cryptographic erase)"
+    )
     method = (
         "Cryptographic erase: each memory was stored encrypted under a key of this subject alone, and "
-        f"that key was destroyed in {kms}. This is the 'Purge' method of NIST SP 800-88 Rev. 1 "
-        "(cryptographic erase): without the key, every copy of the memories, in the database, its logs "
+        f"{destroyed}. Without the key, every copy of the memories, in the database, its logs "
         "and its backups, is unreadable. Lethe then removed the leftover ciphertext from the database "
         "files and checked them byte by byte."
     )
