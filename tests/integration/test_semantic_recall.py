@@ -157,7 +157,7 @@ def test_reindex_embeds_every_memory_again_and_records_the_model(lethe):
 
 def test_a_scope_larger_than_the_cap_is_ranked_lexically_and_says_so(lethe, monkeypatch):
     populate(lethe)
-    monkeypatch.setattr(search, "MAX_SEMANTIC_SCOPE", 3)
+    monkeypatch.setattr(search, "MAX_RANKED_IN_MEMORY", 3)
     result = lethe.search.search(agent(), SearchQuery(query="green tea", purpose="support"))
     assert result.recall == "lexical" and result.items[0].content == TEA
     assert "semantic" not in result.items[0].score

@@ -20,7 +20,12 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lethe.keys.envelope import DecryptionFailed, decrypt_for_subject, encrypt_for_subject
+from lethe.keys.envelope import (
+    DecryptionFailed,
+    decrypt_for_subject,
+    decrypt_many_for_subject,
+    encrypt_for_subject,
+)
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.errors import KeyUnavailable
 from lethe.vault.store.tables import subject_keys
@@ -38,7 +43,12 @@ def seal(
 
 
 def vector_aad(tenant_id: str, subject_ref: str, memory_id: str, version: int, model: str) -> bytes:
-    return f"lethe/vector/v1|{tenant_id}|{subject_ref}|{memory_id}|{version}|{model}".encode()
+    return vector_aad_prefix(tenant_id, subject_ref) + f"{memory_id}|{version}|{model}".encode()
+
+
+def vector_aad_prefix(tenant_id: str, subject_ref: str) -> bytes:
+    """What every vector AAD of one subject starts with (a search builds it once per subject)."""
+    return f"lethe/vector/v1|{tenant_id}|{subject_ref}|".encode()
 
 
 def seal_vector(
@@ -82,20 +92,38 @@ def open_rows(
 
 def open_vectors(conn: Connection, keyring: SubjectKeyring, rows: Sequence[Any]) -> dict[str, bytes]:
     """The float32 bytes of sealed vectors, keyed by memory id (rows of one tenant: tenant_id,
-    subject_ref, key_generation, memory_id, version, model, sealed). One key lookup per
-    (subject, generation); a vector whose key is gone or whose bytes or binding do not
-    authenticate is left out, as ``open_rows`` leaves out content."""
-    deks = subject_deks(conn, keyring, {(r.tenant_id, r.subject_ref, r.key_generation) for r in rows})
+    subject_ref, key_generation, memory_id, version, model, sealed). A vector whose key is
+    gone or whose bytes or binding do not authenticate is left out, as ``open_rows`` leaves
+    out content."""
+    if not rows:
+        return {}
+    sealed = [(r.subject_ref, r.key_generation, r.memory_id, r.version, r.model, r.sealed) for r in rows]
+    return open_tenant_vectors(conn, keyring, rows[0].tenant_id, sealed)
+
+
+def open_tenant_vectors(
+    conn: Connection,
+    keyring: SubjectKeyring,
+    tenant_id: str,
+    sealed: Sequence[tuple[str, int, str, int, str, bytes]],
+) -> dict[str, bytes]:
+    """``open_vectors`` for one tenant's (subject_ref, generation, memory_id, version, model,
+    sealed) tuples, as a search reads them: one key lookup and one AEAD context per
+    (subject, generation), the AAD's common prefix built once per subject."""
+    by_key: dict[tuple[str, int], list[tuple[str, int, str, int, str, bytes]]] = {}
+    for s in sealed:
+        by_key.setdefault((s[0], s[1]), []).append(s)
+    deks = subject_deks(conn, keyring, {(tenant_id, ref, gen) for ref, gen in by_key})
     out: dict[str, bytes] = {}
-    for r in rows:
-        dek = deks.get((r.tenant_id, r.subject_ref, r.key_generation))
+    for (ref, gen), group in by_key.items():
+        dek = deks.get((tenant_id, ref, gen))
         if dek is None:
             continue
-        context = vector_aad(r.tenant_id, r.subject_ref, r.memory_id, r.version, r.model)
-        try:
-            out[r.memory_id] = decrypt_for_subject(dek, r.sealed, context)
-        except DecryptionFailed:
-            continue
+        prefix = vector_aad_prefix(tenant_id, ref)
+        items = [(blob, prefix + f"{mid}|{ver}|{model}".encode()) for _, _, mid, ver, model, blob in group]
+        for s, plain in zip(group, decrypt_many_for_subject(dek, items), strict=True):
+            if plain is not None:
+                out[s[2]] = plain
     return out
 
 

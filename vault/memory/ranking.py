@@ -48,12 +48,53 @@ def _ranked(column: sa.ColumnElement, ranks: dict) -> sa.ColumnElement:
     return sa.case(*((column == k.value, v) for k, v in ranks.items()), else_=0.0)
 
 
+def lexical_hits(
+    dialect: str, tenant_id: str | sa.BindParameter, query_terms: list[str] | sa.BindParameter
+) -> sa.Select:
+    """(memory_id, hits) of every memory of the tenant with a posting for a query term: one
+    primary-key range per term, so the cost follows those terms' postings, not the scope.
+
+    On SQLite the grouping key is ``+memory_id``: the unary plus is SQLite's documented way
+    to keep a term from choosing an index, and without it the planner reads the tenant's
+    whole ``ix_search_postings_memory`` range (every posting of the tenant) to save a sort.
+    """
+    p = search_postings
+    key = sa.literal_column("+search_postings.memory_id") if dialect == "sqlite" else p.c.memory_id
+    return (
+        sa.select(p.c.memory_id, sa.func.count().label("hits"))
+        .where(p.c.tenant_id == tenant_id, p.c.term_hash.in_(query_terms))
+        .group_by(key)
+    )
+
+
+def rank_time(dialect: str, now: datetime) -> str | datetime:
+    """``now`` as ``standing_columns`` compares it with ``created_at`` in this dialect."""
+    return iso(now).replace("T", " ").rstrip("Z") if dialect == "sqlite" else to_db(now)
+
+
+def standing_columns(dialect: str, now: datetime | sa.BindParameter) -> tuple[sa.ColumnElement, ...]:
+    """authority and trust = their ranks above; recency = 2^(-age_days / 30); labelled.
+    ``now`` is a time, or a bound parameter that takes ``rank_time`` (a cached statement)."""
+    if isinstance(now, datetime):
+        now = sa.literal(rank_time(dialect, now), sa.String if dialect == "sqlite" else sa.DateTime)
+    if dialect == "sqlite":
+        age = sa.func.julianday(now) - sa.func.julianday(memories.c.created_at)
+    else:
+        age = sa.extract("epoch", now - memories.c.created_at) / 86400.0
+    age = sa.case((age < 0, 0.0), else_=age)
+    recency = sa.func.exp(-math.log(2) / RECENCY_HALF_LIFE_DAYS * age)
+    authority = _ranked(memories.c.authority, AUTHORITY_RANK)
+    trust = _ranked(memories.c.trust, TRUST_RANK)
+    return authority.label("authority_rank"), trust.label("trust_rank"), recency.label("recency")
+
+
 def rank_columns(dialect: str, query_terms: list[str], now: datetime) -> tuple[sa.ColumnElement, ...]:
-    """Score in SQL: the database ranks the whole scope without shipping it to Python.
+    """Score in SQL: the database ranks the whole scope without shipping it to Python (the
+    lexical search; a scope under the cap is ranked in memory, ``memory.ranked_scope``).
 
     lexical = share of query terms with a posting for the memory (an index seek per query
-    term in ``search_postings`` for each memory of the scope, never a scan of text); authority and
-    trust = their ranks above; recency = 2^(-age_days / 30); total = weighted blend.
+    term in ``search_postings`` for each memory of the scope, never a scan of text); the
+    standing columns as ``standing_columns``; total = weighted blend.
     Returns the labelled components and the total.
     """
     if query_terms:
@@ -70,30 +111,15 @@ def rank_columns(dialect: str, query_terms: list[str], now: datetime) -> tuple[s
         lexical = sa.cast(hits, sa.Float) / len(query_terms)
     else:
         lexical = sa.literal(0.0, sa.Float)
-    if dialect == "sqlite":
-        age = sa.func.julianday(iso(now).replace("T", " ").rstrip("Z")) - sa.func.julianday(
-            memories.c.created_at
-        )
-    else:
-        age = sa.extract("epoch", sa.literal(to_db(now), sa.DateTime) - memories.c.created_at) / 86400.0
-    age = sa.case((age < 0, 0.0), else_=age)
-    recency = sa.func.exp(-math.log(2) / RECENCY_HALF_LIFE_DAYS * age)
-    authority = _ranked(memories.c.authority, AUTHORITY_RANK)
-    trust = _ranked(memories.c.trust, TRUST_RANK)
+    authority, trust, recency = standing_columns(dialect, now)
     total = (
         WEIGHTS["lexical"] * lexical
-        + WEIGHTS["authority"] * authority
-        + WEIGHTS["trust"] * trust
+        + WEIGHTS["authority"] * authority.element
+        + WEIGHTS["trust"] * trust.element
         + WEIGHTS["confidence"] * memories.c.confidence
-        + WEIGHTS["recency"] * recency
+        + WEIGHTS["recency"] * recency.element
     )
-    return (
-        lexical.label("lexical"),
-        authority.label("authority_rank"),
-        trust.label("trust_rank"),
-        recency.label("recency"),
-        total,
-    )
+    return lexical.label("lexical"), authority, trust, recency, total
 
 
 def relevance(lexical: float, semantic: float | None, blend: dict[str, float] | None = None) -> float:

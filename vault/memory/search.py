@@ -7,10 +7,11 @@ and the cost follows the size of the scope, not of the store. Ranking is
 ``memory.ranking``. Only the items that make the cut are decrypted.
 
 Lexical scores come from the inverted index (``search_postings``: one row per keyed term
-hash of a memory), read by index seeks for the query's terms and the scope's memories
-only; nothing scans text. A query is bounded (``MAX_QUERY_CHARS`` characters,
-``MAX_QUERY_TERMS`` distinct terms after ``Pseudonymizer.term_hashes`` tokenises it) so
-that the seeks per scored memory stay few.
+hash of a memory): a scope of at most ``MAX_RANKED_IN_MEMORY`` memories is read once and
+ranked in memory (``memory.ranked_scope``), its hits from one primary-key range per query
+term; a larger one is ranked by SQL, with an index seek per query term for each memory of
+the scope. Nothing scans text. A query is bounded (``MAX_QUERY_CHARS`` characters,
+``MAX_QUERY_TERMS`` distinct terms after ``Pseudonymizer.term_hashes`` tokenises it).
 
 Exceptions: ``OutOfScope`` (403) for a non-agent caller or a purpose the credential
 lacks; ``InvalidCommand`` (422) for a limit, budget, kind or query out of bounds.
@@ -27,24 +28,27 @@ from sqlalchemy.engine import Connection
 from lethe.vault.clock import to_db, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
-from lethe.vault.custody.sealing import open_rows, open_vectors
+from lethe.vault.custody.sealing import open_rows
 from lethe.vault.errors import InvalidCommand, OutOfScope
+from lethe.vault.memory import ranked_scope
 from lethe.vault.memory import repository as repo
+from lethe.vault.memory.ranked_scope import Ranked
 from lethe.vault.memory.ranking import rank_columns, score
 from lethe.vault.memory.validation import normal_subject_id
 from lethe.vault.memory.vectors import VectorIndex
 from lethe.vault.memory.visibility import agent_scope
 from lethe.vault.model import Caller, Kind, Role, SearchQuery, SearchResult, Status
 from lethe.vault.store.db import UnitOfWork
-from lethe.vault.store.tables import memories, memory_vectors
+from lethe.vault.store.tables import memories
 
 MAX_LIMIT = 100
 PAGE = 200  # ranked rows fetched per round trip
 MAX_QUERY_CHARS = 4096  # the HTTP schema uses the same bound
 MAX_QUERY_TERMS = 64  # distinct terms a query may rank by
-# Sealed vectors a hybrid search opens and scores at most; a larger scope (an agent's whole
-# purpose in a very large tenant) is ranked lexically, and the result says so.
-MAX_SEMANTIC_SCOPE = 20_000
+# Memories a search ranks in memory at most (``memory.ranked_scope``: with an embedder, the
+# sealed vectors it opens and scores); a larger scope (an agent's whole purpose in a very
+# large tenant) is ranked lexically by SQL a page at a time, and the result says so.
+MAX_RANKED_IN_MEMORY = 20_000
 
 
 class SearchService:
@@ -91,37 +95,37 @@ class SearchService:
                 f"a query may have at most {MAX_QUERY_TERMS} distinct terms (words of two or more characters)"
             )
         now = self.clock()
-        lexical, authority, trust, recency, total = rank_columns(
-            self.uow.engine.dialect.name, query_terms, now
-        )
-        relevant = lexical.element > 0 if query_terms else sa.false()
-        filters = [
-            *agent_scope(caller, q.purpose, relevant),
-            memories.c.status == Status.ACTIVE.value,
-            memories.c.expires_at > to_db(now),
-        ]
+        subject_ref = None
         if q.subject_id is not None:
             subject_ref = self.pseudonyms.subject_ref(caller.tenant_id, normal_subject_id(q.subject_id))
-            filters.append(memories.c.subject_ref == subject_ref)
-        if q.kinds:
-            filters.append(memories.c.kind.in_(list(q.kinds)))
-        columns = (
-            memories.c.id,
-            memories.c.confidence,
-            memories.c.token_estimate,
-            lexical,
-            authority,
-            trust,
-            recency,
-        )
         with self.uow.read() as conn:
-            ranking, recall = None, "lexical"
-            if self.vectors.embedder is not None:
-                ranking = self._hybrid(conn, caller.tenant_id, q.query, columns, filters)
-                recall = "hybrid" if ranking is not None else "lexical"
+            ranking: Iterator[Ranked] | None = None
+            recall = "lexical"
+            in_scope = ranked_scope.scope_rows(
+                conn,
+                caller,
+                q.purpose,
+                self.vectors,
+                query_terms,
+                now,
+                subject_ref,
+                q.kinds,
+                MAX_RANKED_IN_MEMORY,
+            )
+            if in_scope is not None:
+                ranking = ranked_scope.rank(
+                    conn,
+                    self.keyring,
+                    self.vectors,
+                    caller.tenant_id,
+                    q.query,
+                    query_terms,
+                    in_scope,
+                    self.blend,
+                )
+                recall = "hybrid" if self.vectors.embedder is not None else "lexical"
             if ranking is None:
-                ranked = sa.select(*columns).where(*filters).order_by(total.desc(), memories.c.id)
-                ranking = _pages(conn, ranked)
+                ranking = self._ranked_by_sql(conn, caller, q, query_terms, now, subject_ref)
             chosen, used, skipped = [], 0, 0
             for cid, tokens, parts in ranking:  # down the ranking until the limit is met
                 if len(chosen) == q.limit:
@@ -138,67 +142,40 @@ class SearchService:
         used = sum(rows[i.id].token_estimate for i in items)
         return SearchResult(items=items, used_tokens=used, skipped_over_budget=skipped, recall=recall)
 
-    def _hybrid(
+    def _ranked_by_sql(
         self,
         conn: Connection,
-        tenant_id: str,
-        query: str,
-        columns: tuple[sa.ColumnElement, ...],
-        filters: list[sa.ColumnElement[bool]],
-    ) -> list[Ranked] | None:
-        """The whole scope ranked by blended relevance (``memory.ranking``), or None when the
-        scope holds more than ``MAX_SEMANTIC_SCOPE`` memories (the caller ranks lexically)."""
-        v = memory_vectors
-        joined = memories.outerjoin(
-            v,
-            sa.and_(
-                v.c.tenant_id == memories.c.tenant_id,
-                v.c.memory_id == memories.c.id,
-                v.c.model == self.vectors.model,
-            ),
+        caller: Caller,
+        q: SearchQuery,
+        query_terms: list[str],
+        now: datetime,
+        subject_ref: str | None,
+    ) -> Iterator[Ranked]:
+        """A scope too large to rank in memory, ranked lexically by the database a page at a time."""
+        lexical, authority, trust, recency, total = rank_columns(
+            self.uow.engine.dialect.name, query_terms, now
         )
-        stmt = (
-            sa.select(
-                *columns,
-                memories.c.tenant_id,
-                memories.c.subject_ref,
-                v.c.key_generation,
-                v.c.memory_id,
-                v.c.version,
-                v.c.model,
-                v.c.sealed,
-            )
-            .select_from(joined)
-            .where(*filters)
-            .limit(MAX_SEMANTIC_SCOPE + 1)
+        relevant = lexical.element > 0 if query_terms else sa.false()
+        columns = (
+            memories.c.id,
+            memories.c.confidence,
+            memories.c.token_estimate,
+            lexical,
+            authority,
+            trust,
+            recency,
         )
-        rows = conn.execute(stmt).all()
-        if len(rows) > MAX_SEMANTIC_SCOPE:
-            return None
-        sealed = [r for r in rows if r.sealed is not None]
-        opened = open_vectors(conn, self.keyring, sealed)
-        similarity = _cosines(self.vectors, query, opened)
-        ranked = [
-            (
-                r.id,
-                r.token_estimate,
-                score(
-                    r.lexical,
-                    r.authority_rank,
-                    r.trust_rank,
-                    r.confidence,
-                    r.recency,
-                    similarity.get(r.id, 0.0),
-                    self.blend,
-                ),
-            )
-            for r in rows
+        filters = [
+            *agent_scope(caller, q.purpose, relevant),
+            memories.c.status == Status.ACTIVE.value,
+            memories.c.expires_at > to_db(now),
         ]
-        ranked.sort(key=lambda x: (-x[2]["total"], x[0]))
-        return ranked
-
-
-Ranked = tuple[str, int, dict[str, float]]
+        if subject_ref is not None:
+            filters.append(memories.c.subject_ref == subject_ref)
+        if q.kinds:
+            filters.append(memories.c.kind.in_(list(q.kinds)))
+        ranked = sa.select(*columns).where(*filters).order_by(total.desc(), memories.c.id)
+        return _pages(conn, ranked)
 
 
 def _pages(conn: Connection, ranked: sa.Select) -> Iterator[Ranked]:
@@ -215,18 +192,3 @@ def _pages(conn: Connection, ranked: sa.Select) -> Iterator[Ranked]:
         if len(page) < PAGE:
             return
         offset += PAGE
-
-
-def _cosines(vectors: VectorIndex, query: str, opened: dict[str, bytes]) -> dict[str, float]:
-    """Each opened vector's cosine with the query's (all rows are unit length): one matrix
-    product in memory; the plaintext vectors live only in this frame."""
-    if not opened:
-        return {}
-    import numpy as np
-
-    ids = list(opened)
-    matrix = np.frombuffer(b"".join(opened[i] for i in ids), dtype="<f4").reshape(len(ids), -1)
-    q = np.frombuffer((vectors.embed([query]) or [b""])[0], dtype="<f4")
-    if matrix.shape[1] != q.shape[0]:
-        return {}
-    return dict(zip(ids, (matrix @ q).tolist(), strict=True))

@@ -32,12 +32,19 @@ def agent_scope(
 ) -> list[sa.ColumnElement[bool]]:
     """The WHERE clauses of an agent's search in one purpose (status and expiry apart);
     ``relevant``, if given, must hold for an operator memory to be included."""
+    return scope_clauses(caller.tenant_id, caller.agent_id, purpose, relevant)
+
+
+def scope_clauses(
+    tenant_id: Any, agent_id: Any, purpose: Any, relevant: sa.ColumnElement[bool] | None = None
+) -> list[sa.ColumnElement[bool]]:
+    """``agent_scope`` for values or bound parameters (a statement built once and cached)."""
     operator = memories.c.authority == OPERATOR
     return [
-        memories.c.tenant_id == caller.tenant_id,
+        memories.c.tenant_id == tenant_id,
         memories.c.purpose == purpose,
         sa.or_(
-            memories.c.agent_id == caller.agent_id,
+            memories.c.agent_id == agent_id,
             operator if relevant is None else sa.and_(operator, relevant),
         ),
     ]

@@ -1,0 +1,226 @@
+"""One scope ranked in memory: lexical hits from the postings, with an embedder the
+scope's sealed vectors opened and scored (hybrid), standing, confidence and recency from
+the rows; as arrays. Scopes over the cap are ranked by SQL instead (``memory.search``).
+
+The cost of a search, for a scope of n memories and a query of t terms: one read of the
+scope's rows with their sealed vectors (the hard filters are its WHERE clause), one grouped
+read of the postings of the t terms in the tenant (a primary-key range per term: it follows
+those terms' postings, not n x t seeks), one AEAD open per vector under one context per
+subject key, and an n x d matrix product. Score dictionaries are built only for the rows
+the caller reads down to (the limit and the budget): what the search returns.
+
+The order and the scores are those of ``ranking.score`` (the same operations on the same
+floats, in the same order), ties broken by memory id like the lexical search's SQL.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any, NamedTuple
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from lethe.vault.clock import to_db
+from lethe.vault.custody.keyring import SubjectKeyring
+from lethe.vault.custody.sealing import open_tenant_vectors
+from lethe.vault.memory.ranking import RELEVANCE, WEIGHTS, lexical_hits, rank_time, score, standing_columns
+from lethe.vault.memory.vectors import VectorIndex
+from lethe.vault.memory.visibility import scope_clauses
+from lethe.vault.model import Caller, Status
+from lethe.vault.store.tables import memories, memory_vectors
+
+Ranked = tuple[str, int, dict[str, float]]
+
+
+class Scope(NamedTuple):
+    """The scope's rows as columns (one list per column, row i across them)."""
+
+    ids: list[str]
+    tokens: list[int]
+    hits: list[int]
+    authority: list[float]
+    trust: list[float]
+    confidence: list[float]
+    recency: list[float]
+    sealed: list[tuple[str, int, int, str, bytes] | None]  # (subject_ref, generation, version, model, bytes)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def scope_rows(
+    conn: Connection,
+    caller: Caller,
+    purpose: str,
+    vectors: VectorIndex,
+    query_terms: list[str],
+    now: datetime,
+    subject_ref: str | None,
+    kinds: Sequence[str],
+    cap: int,
+) -> Scope | None:
+    """The scope's active, unexpired rows (of one subject, of some kinds, if given) with their
+    postings hits and sealed vectors, in one statement; None if the scope holds more than
+    ``cap`` memories. An operator memory is in the scope only when a query term matches it
+    (``memory.visibility``)."""
+    dialect = conn.dialect.name
+    stmt = _statement(dialect, vectors.model, bool(query_terms), subject_ref is not None, bool(kinds), cap)
+    params: dict[str, Any] = {
+        "tenant": caller.tenant_id,
+        "agent": caller.agent_id,
+        "purpose": purpose,
+        "now": to_db(now),
+        "now_rank": rank_time(dialect, now),
+    }
+    if query_terms:
+        params["query_hashes"] = query_terms
+    if subject_ref is not None:
+        params["subject_ref"] = subject_ref
+    if kinds:
+        params["kinds"] = list(kinds)
+    rows = conn.execute(stmt, params).all()
+    if len(rows) > cap:
+        return None
+    if not rows:
+        return Scope([], [], [], [], [], [], [], [])
+    ids, tokens, hit, authority, trust, recency, confidence, ref, gen, version, model, blob = zip(
+        *rows, strict=True
+    )
+    sealed = [
+        None if b is None else (r, g, ver, m, b)
+        for r, g, ver, m, b in zip(ref, gen, version, model, blob, strict=True)
+    ]
+    return Scope(
+        list(ids),
+        list(tokens),
+        list(hit),
+        list(authority),
+        list(trust),
+        list(confidence),
+        list(recency),
+        sealed,
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _statement(
+    dialect: str, model: str | None, terms: bool, subject: bool, kinds: bool, cap: int
+) -> sa.Select:
+    """The scope statement of one shape, built once: the values are bound parameters
+    (building the expression was a tenth of a search)."""
+    v = memory_vectors
+    joined: sa.FromClause = memories
+    sealed_columns: list[sa.ColumnElement] = [sa.null()] * 5
+    if model is not None:
+        joined = memories.outerjoin(
+            v,
+            sa.and_(
+                v.c.tenant_id == memories.c.tenant_id,
+                v.c.memory_id == memories.c.id,
+                v.c.model == model,
+            ),
+        )
+        sealed_columns = [v.c.subject_ref, v.c.key_generation, v.c.version, v.c.model, v.c.sealed]
+    tenant = sa.bindparam("tenant", type_=sa.String)
+    if terms:
+        postings = lexical_hits(dialect, tenant, sa.bindparam("query_hashes", expanding=True)).subquery("hits")
+        joined = joined.outerjoin(postings, postings.c.memory_id == memories.c.id)
+        hits: sa.ColumnElement = sa.func.coalesce(postings.c.hits, 0)
+        relevant: sa.ColumnElement[bool] = postings.c.hits.is_not(None)
+    else:
+        hits, relevant = sa.literal(0, sa.Integer), sa.false()
+    filters = [
+        *scope_clauses(tenant, sa.bindparam("agent"), sa.bindparam("purpose"), relevant),
+        memories.c.status == Status.ACTIVE.value,
+        memories.c.expires_at > sa.bindparam("now", type_=sa.DateTime),
+    ]
+    if subject:
+        filters.append(memories.c.subject_ref == sa.bindparam("subject_ref"))
+    if kinds:
+        filters.append(memories.c.kind.in_(sa.bindparam("kinds", expanding=True)))
+    now_rank = sa.bindparam("now_rank", type_=sa.String if dialect == "sqlite" else sa.DateTime)
+    return (
+        sa.select(
+            memories.c.id,
+            memories.c.token_estimate,
+            hits,
+            *standing_columns(dialect, now_rank),
+            memories.c.confidence,
+            *sealed_columns,
+        )
+        .select_from(joined)
+        .where(*filters)
+        .limit(cap + 1)
+    )
+
+
+def rank(
+    conn: Connection,
+    keyring: SubjectKeyring,
+    vectors: VectorIndex,
+    tenant_id: str,
+    query: str,
+    query_terms: list[str],
+    scope: Scope,
+    blend: dict[str, float] | None = None,
+) -> Iterator[Ranked]:
+    """The scope's memories by score, best first (see the module docstring); the relevance
+    is the lexical share alone without an embedder, else the hybrid blend."""
+    import numpy as np
+
+    if not len(scope):
+        return
+    f64 = np.float64
+    lexical = np.array(scope.hits, dtype=f64)
+    if query_terms:
+        lexical = lexical / len(query_terms)
+    hybrid = vectors.embedder is not None
+    semantic = _similarities(conn, keyring, vectors, tenant_id, query, scope) if hybrid else None
+    authority, trust = np.array(scope.authority, dtype=f64), np.array(scope.trust, dtype=f64)
+    confidence, recency = np.array(scope.confidence, dtype=f64), np.array(scope.recency, dtype=f64)
+    w, b = WEIGHTS, blend or RELEVANCE
+    relevance = (
+        lexical if semantic is None else b["lexical"] * lexical + b["semantic"] * np.maximum(0.0, semantic)
+    )
+    standing = ((w["authority"] * authority + w["trust"] * trust) + w["confidence"] * confidence) + w[
+        "recency"
+    ] * recency
+    total = w["lexical"] * relevance + standing
+    order = np.lexsort((np.array(scope.ids), -total))
+    for i in order.tolist():
+        parts = score(
+            float(lexical[i]),
+            scope.authority[i],
+            scope.trust[i],
+            scope.confidence[i],
+            scope.recency[i],
+            None if semantic is None else float(semantic[i]),
+            blend,
+        )
+        yield scope.ids[i], scope.tokens[i], parts
+
+
+def _similarities(
+    conn: Connection, keyring: SubjectKeyring, vectors: VectorIndex, tenant_id: str, query: str, scope: Scope
+) -> Any:
+    """Each memory's cosine with the query (all vectors are unit length), 0 where it has no
+    vector that opens; one matrix product; the plaintext vectors live only in this frame."""
+    import numpy as np
+
+    out = np.zeros(len(scope), dtype=np.float64)
+    sealed = [
+        (s[0], s[1], scope.ids[i], s[2], s[3], s[4]) for i, s in enumerate(scope.sealed) if s is not None
+    ]
+    opened = open_tenant_vectors(conn, keyring, tenant_id, sealed)
+    if not opened:
+        return out
+    q = np.frombuffer((vectors.embed([query]) or [b""])[0], dtype="<f4")
+    at = [i for i, m in enumerate(scope.ids) if m in opened]
+    matrix = np.frombuffer(b"".join([opened[scope.ids[i]] for i in at]), dtype="<f4").reshape(len(at), -1)
+    if matrix.shape[1] != q.shape[0]:
+        return out
+    out[at] = (matrix @ q).astype(np.float64)
+    return out
