@@ -126,7 +126,8 @@ def _statement(
         sealed_columns = [v.c.subject_ref, v.c.key_generation, v.c.version, v.c.model, v.c.sealed]
     tenant = sa.bindparam("tenant", type_=sa.String)
     if terms:
-        postings = lexical_hits(dialect, tenant, sa.bindparam("query_hashes", expanding=True)).subquery("hits")
+        query_hashes = sa.bindparam("query_hashes", expanding=True)
+        postings = lexical_hits(dialect, tenant, query_hashes).subquery("hits")
         joined = joined.outerjoin(postings, postings.c.memory_id == memories.c.id)
         hits: sa.ColumnElement = sa.func.coalesce(postings.c.hits, 0)
         relevant: sa.ColumnElement[bool] = postings.c.hits.is_not(None)
