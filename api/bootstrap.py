@@ -34,6 +34,7 @@ from lethe.vault.audit.forks import AuditForks
 from lethe.vault.audit.kpis import KpiService
 from lethe.vault.audit.log import AuditLog
 from lethe.vault.custody.keyring import DekCache, SubjectKeyring
+from lethe.vault.custody.opened_vectors import OpenedVectors
 from lethe.vault.custody.pseudonyms import Pseudonymizer, create_pepper
 from lethe.vault.erasure.compaction import Compactor, compacted_step
 from lethe.vault.erasure.deadline_service import ErasureDeadlines
@@ -178,7 +179,12 @@ def build(
     )
     if wrap_kms is not None:
         kms = wrap_kms(kms)
-    keyring = SubjectKeyring(kms, uow, DekCache(settings.dek_cache_entries, settings.dek_cache_ttl_seconds))
+    keyring = SubjectKeyring(
+        kms,
+        uow,
+        DekCache(settings.dek_cache_entries, settings.dek_cache_ttl_seconds),
+        OpenedVectors(settings.vector_cache_entries, settings.dek_cache_ttl_seconds),
+    )
     pseudonyms = Pseudonymizer.from_file(settings.key_dir / PEPPER)
     limits = settings.limits()
     log = SqlEventLog()  # the one event log every command appends through

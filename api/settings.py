@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     max_content_bytes: int = Field(default=16 * 1024, gt=0)
     dek_cache_ttl_seconds: float = Field(default=300.0, gt=0)
     dek_cache_entries: int = Field(default=10_000, gt=0)
+    # Vectors a process keeps opened for searches, bound to their data key's cache entry and
+    # TTL (vault.custody.opened_vectors); 0 opens every vector from its ciphertext each time.
+    vector_cache_entries: int = Field(default=50_000, ge=0)
     # Semantic recall (vault.memory.embedding): the embedding model, or "none" for lexical only.
     embedding_model: str = DEFAULT_MODEL
     compaction_retention_days: float = Field(default=30.0, ge=0)
@@ -59,6 +62,11 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=64 * 1024, gt=0)
     body_read_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)  # the whole body, else 408
     rate_limit: str = "600/minute"  # per token; syntax of the `limits` package
+    # Searches one server process runs at once (the others wait their turn, holding no
+    # thread): a search steps SQLite through a scope's rows, and threads doing that together
+    # only hand Python's lock back and forth (measured: 16 at once served half the searches
+    # per second of one at a time). Scale with `lethe serve --workers` instead.
+    search_concurrency: int = Field(default=1, ge=1, le=64)
     auth_failure_rate_limit: str = "30/minute"  # failed authentications per client address
     # Where rate-limit counts live: per process (memory://) or shared by every node (redis://...).
     rate_limit_storage: str = "memory://"

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
+import anyio
 from fastapi import APIRouter, FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
@@ -82,6 +83,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.rate_limiter = limiter
+    app.state.search_limiter = anyio.CapacityLimiter(settings.search_concurrency)
     app.state.auth_failure_limiter = RateLimiter(
         settings.auth_failure_rate_limit,
         "failed authentication from this address",

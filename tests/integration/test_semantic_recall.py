@@ -190,3 +190,55 @@ def test_a_missing_semantic_extra_leaves_search_lexical_with_a_clear_message(mon
 def test_an_unknown_embedding_model_is_a_settings_error(tmp_path):
     with pytest.raises(pydantic.ValidationError, match="unknown embedding model"):
         Settings(data_dir=tmp_path, embedding_model="bert-from-the-hub")
+
+
+def _subject_keys(c) -> list:  # type: ignore[no-untyped-def]
+    from lethe.vault.store.tables import subject_keys
+
+    with c.uow.read() as conn:
+        return conn.execute(sa.select(subject_keys)).all()
+
+
+def _scores(c, query: str) -> list[tuple[str, dict[str, float]]]:  # type: ignore[no-untyped-def]
+    r = c.search.search(agent(), SearchQuery(query=query, purpose="support"))
+    return [(i.id, {k: v for k, v in i.score.items() if k not in ("recency", "total")}) for i in r.items]
+
+
+def test_searches_served_from_opened_vectors_rank_as_searches_that_open_every_vector(lethe, settings):
+    populate(lethe)
+    cold = build(settings.model_copy(update={"vector_cache_entries": 0}))
+    try:
+        first = _scores(lethe, "what does she like to drink")
+        assert len(lethe.keyring.opened) == 4  # the scope's vectors, opened once
+        assert _scores(lethe, "what does she like to drink") == first  # now from the cache
+        assert _scores(cold, "what does she like to drink") == first and len(cold.keyring.opened) == 0
+    finally:
+        cold.close()
+
+
+def test_a_cached_vector_is_never_scored_once_another_node_destroyed_its_key(lethe, settings):
+    populate(lethe)
+    assert found(lethe, "what does she like to drink", limit=1) == [TEA]
+    assert len(lethe.keyring.opened) == 4
+    other = build(settings)  # a second node on the same store
+    try:
+        (key,) = _subject_keys(other)
+        with other.uow.write() as conn:  # the key destroyed there, the rows left as they are
+            other.keyring.mark_destroyed(conn, [key.key_name], key.created_at)
+        assert found(lethe, "what does she like to drink") == []  # nothing opens, nothing scores
+        assert lethe.keyring.opened.get((key.tenant_id, key.subject_ref, key.generation)) == {}
+        assert len(lethe.keyring.opened) == 0
+    finally:
+        other.close()
+
+
+def test_forget_drops_the_subjects_opened_vectors_in_the_forgetting_process(lethe):
+    populate(lethe)
+    found(lethe, "what does she like to drink")
+    assert len(lethe.keyring.opened) == 4
+    lethe.erasure.request(officer(), "alice@example.com", "gdpr-art17-1a", "T-1")
+    lethe.erasure.run_pending()
+    assert len(lethe.keyring.opened) == 0
+    (key,) = _subject_keys(lethe)
+    lethe.keyring.opened.put((key.tenant_id, key.subject_ref, key.generation), [(("m", 1, "x"), b"v")])
+    assert len(lethe.keyring.opened) == 0  # revoked: a search in flight cannot put them back

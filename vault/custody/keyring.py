@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection
 
 from lethe.keys.protocol import KeyDestroyed, KeyManager, KmsError, KmsUnavailable, UnwrapFailed
 from lethe.vault.clock import to_db, utcnow
+from lethe.vault.custody.opened_vectors import OpenedVectors
 from lethe.vault.errors import KeyUnavailable, StoreUnavailable, SubjectForgotten
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.tables import forgotten_subjects, subject_keys
@@ -115,10 +116,18 @@ class SubjectKeyring:
     ``StoreUnavailable`` (503, the KMS or the database cannot be reached or refused).
     """
 
-    def __init__(self, kms: KeyManager, uow: UnitOfWork, cache: DekCache | None = None) -> None:
+    def __init__(
+        self,
+        kms: KeyManager,
+        uow: UnitOfWork,
+        cache: DekCache | None = None,
+        opened: OpenedVectors | None = None,
+    ) -> None:
         self.kms = kms
         self.uow = uow
         self.cache = cache if cache is not None else DekCache()  # an empty cache is falsy (len 0)
+        # Vectors opened with these keys, dropped and refused with them (``custody.opened_vectors``).
+        self.opened = opened if opened is not None else OpenedVectors(ttl_seconds=self.cache.ttl_seconds)
 
     def current(self, conn: Connection, tenant_id: str, subject_ref: str):  # type: ignore[no-untyped-def]
         """The newest key row of the subject (any state), or None."""
@@ -223,6 +232,7 @@ class SubjectKeyring:
         """The data key of one generation; ``KeyUnavailable`` once it is destroyed."""
         if state != ACTIVE:
             self.cache.revoke(tenant_id, subject_ref, generation)
+            self.opened.revoke((tenant_id, subject_ref, generation))
             raise KeyUnavailable("the subject's key is not available")
         return self._unwrap(tenant_id, subject_ref, generation, name, wrapped)
 
@@ -236,3 +246,4 @@ class SubjectKeyring:
 
     def revoke(self, tenant_id: str, subject_ref: str, generation: int) -> None:
         self.cache.revoke(tenant_id, subject_ref, generation)
+        self.opened.revoke((tenant_id, subject_ref, generation))

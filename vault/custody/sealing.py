@@ -28,7 +28,7 @@ from lethe.keys.envelope import (
 )
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.errors import KeyUnavailable
-from lethe.vault.store.tables import subject_keys
+from lethe.vault.store.tables import memory_vectors, subject_keys
 
 
 def aad(tenant_id: str, subject_ref: str, memory_id: str, version: int) -> bytes:
@@ -91,39 +91,96 @@ def open_rows(
 
 
 def open_vectors(conn: Connection, keyring: SubjectKeyring, rows: Sequence[Any]) -> dict[str, bytes]:
-    """The float32 bytes of sealed vectors, keyed by memory id (rows of one tenant: tenant_id,
-    subject_ref, key_generation, memory_id, version, model, sealed). A vector whose key is
-    gone or whose bytes or binding do not authenticate is left out, as ``open_rows`` leaves
-    out content."""
-    if not rows:
-        return {}
-    sealed = [(r.subject_ref, r.key_generation, r.memory_id, r.version, r.model, r.sealed) for r in rows]
-    return open_tenant_vectors(conn, keyring, rows[0].tenant_id, sealed)
+    """The float32 bytes of sealed vectors, keyed by memory id (rows of any tenant: tenant_id,
+    subject_ref, key_generation, memory_id, version, model, sealed), read from the rows
+    given, never from a cache. One key lookup per (subject, generation); a vector whose key
+    is gone or whose bytes or binding do not authenticate is left out."""
+    deks = subject_deks(conn, keyring, {(r.tenant_id, r.subject_ref, r.key_generation) for r in rows})
+    out: dict[str, bytes] = {}
+    for r in rows:
+        dek = deks.get((r.tenant_id, r.subject_ref, r.key_generation))
+        if dek is None:
+            continue
+        context = vector_aad(r.tenant_id, r.subject_ref, r.memory_id, r.version, r.model)
+        plain = decrypt_many_for_subject(dek, [(r.sealed, context)])[0]
+        if plain is not None:
+            out[r.memory_id] = plain
+    return out
 
 
-def open_tenant_vectors(
+def scope_vectors(
     conn: Connection,
     keyring: SubjectKeyring,
     tenant_id: str,
-    sealed: Sequence[tuple[str, int, str, int, str, bytes]],
+    model: str,
+    wanted: Sequence[tuple[str, str, int, int]],
 ) -> dict[str, bytes]:
-    """``open_vectors`` for one tenant's (subject_ref, generation, memory_id, version, model,
-    sealed) tuples, as a search reads them: one key lookup and one AEAD context per
-    (subject, generation), the AAD's common prefix built once per subject."""
-    by_key: dict[tuple[str, int], list[tuple[str, int, str, int, str, bytes]]] = {}
-    for s in sealed:
-        by_key.setdefault((s[0], s[1]), []).append(s)
+    """The opened vectors of one tenant's memories, given as (memory_id, subject_ref, key
+    generation, sealed version), for ``model``; keyed by memory id. Every subject key's
+    state is read in ``conn`` first: a destroyed (or missing) key opens nothing and drops
+    what ``keyring.opened`` held for it. Vectors cached for a live key are served from
+    there; the rest are read, opened (one AEAD context per subject key, the AAD's common
+    prefix built once) and cached. A vector whose key, version or bytes do not match is
+    left out, as ``open_rows`` leaves out content."""
+    by_key: dict[tuple[str, int], list[tuple[str, int]]] = {}
+    for memory_id, ref, gen, version in wanted:
+        by_key.setdefault((ref, gen), []).append((memory_id, version))
     deks = subject_deks(conn, keyring, {(tenant_id, ref, gen) for ref, gen in by_key})
     out: dict[str, bytes] = {}
-    for (ref, gen), group in by_key.items():
+    missing: dict[str, tuple[str, int, int]] = {}
+    for (ref, gen), memories in by_key.items():
+        key = (tenant_id, ref, gen)
+        if deks.get(key) is None:
+            keyring.opened.discard(key)
+            continue
+        cached = keyring.opened.get(key)
+        for memory_id, version in memories:
+            vector = cached.get((memory_id, version, model))
+            if vector is None:
+                missing[memory_id] = (ref, gen, version)
+            else:
+                out[memory_id] = vector
+    if missing:
+        out.update(_open_missing(conn, keyring, tenant_id, model, missing, deks))
+    return out
+
+
+def _open_missing(
+    conn: Connection,
+    keyring: SubjectKeyring,
+    tenant_id: str,
+    model: str,
+    missing: dict[str, tuple[str, int, int]],
+    deks: dict[tuple[str, str, int], bytes | None],
+) -> dict[str, bytes]:
+    """Read and open the sealed vectors of ``missing`` (memory id -> subject_ref, generation,
+    version) and cache them under their subject key."""
+    v = memory_vectors
+    ids = list(missing)
+    groups: dict[tuple[str, int], list[tuple[str, int, bytes]]] = {}
+    for i in range(0, len(ids), 500):
+        rows = conn.execute(
+            sa.select(v.c.memory_id, v.c.subject_ref, v.c.key_generation, v.c.version, v.c.sealed).where(
+                v.c.tenant_id == tenant_id, v.c.model == model, v.c.memory_id.in_(ids[i : i + 500])
+            )
+        )
+        for memory_id, ref, gen, version, blob in rows:
+            if missing[memory_id] == (ref, gen, version):  # the memory's own version and key
+                groups.setdefault((ref, gen), []).append((memory_id, version, blob))
+    out: dict[str, bytes] = {}
+    for (ref, gen), group in groups.items():
         dek = deks.get((tenant_id, ref, gen))
         if dek is None:
             continue
         prefix = vector_aad_prefix(tenant_id, ref)
-        items = [(blob, prefix + f"{mid}|{ver}|{model}".encode()) for _, _, mid, ver, model, blob in group]
-        for s, plain in zip(group, decrypt_many_for_subject(dek, items), strict=True):
-            if plain is not None:
-                out[s[2]] = plain
+        items = [(blob, prefix + f"{mid}|{ver}|{model}".encode()) for mid, ver, blob in group]
+        opened = [
+            (g, plain)
+            for g, plain in zip(group, decrypt_many_for_subject(dek, items), strict=True)
+            if plain is not None
+        ]
+        keyring.opened.put((tenant_id, ref, gen), (((g[0], g[1], model), plain) for g, plain in opened))
+        out.update((g[0], plain) for g, plain in opened)
     return out
 
 

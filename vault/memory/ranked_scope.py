@@ -25,27 +25,30 @@ from sqlalchemy.engine import Connection
 
 from lethe.vault.clock import to_db
 from lethe.vault.custody.keyring import SubjectKeyring
-from lethe.vault.custody.sealing import open_tenant_vectors
+from lethe.vault.custody.sealing import scope_vectors
 from lethe.vault.memory.ranking import RELEVANCE, WEIGHTS, lexical_hits, rank_time, score, standing_columns
 from lethe.vault.memory.vectors import VectorIndex
 from lethe.vault.memory.visibility import scope_clauses
 from lethe.vault.model import Caller, Status
-from lethe.vault.store.tables import memories, memory_vectors
+from lethe.vault.store.tables import memories
 
 Ranked = tuple[str, int, dict[str, float]]
 
 
 class Scope(NamedTuple):
-    """The scope's rows as columns (one list per column, row i across them)."""
+    """The scope's rows as columns (one list per column, row i across them), in the order
+    of ``_statement``'s select list."""
 
     ids: list[str]
     tokens: list[int]
     hits: list[int]
     authority: list[float]
     trust: list[float]
-    confidence: list[float]
     recency: list[float]
-    sealed: list[tuple[str, int, int, str, bytes] | None]  # (subject_ref, generation, version, model, bytes)
+    confidence: list[float]
+    subject_refs: list[str]
+    key_generations: list[int]
+    sealed_versions: list[int]
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -67,7 +70,7 @@ def scope_rows(
     ``cap`` memories. An operator memory is in the scope only when a query term matches it
     (``memory.visibility``)."""
     dialect = conn.dialect.name
-    stmt = _statement(dialect, vectors.model, bool(query_terms), subject_ref is not None, bool(kinds), cap)
+    stmt = _statement(dialect, bool(query_terms), subject_ref is not None, bool(kinds), cap)
     params: dict[str, Any] = {
         "tenant": caller.tenant_id,
         "agent": caller.agent_id,
@@ -85,45 +88,15 @@ def scope_rows(
     if len(rows) > cap:
         return None
     if not rows:
-        return Scope([], [], [], [], [], [], [], [])
-    ids, tokens, hit, authority, trust, recency, confidence, ref, gen, version, model, blob = zip(
-        *rows, strict=True
-    )
-    sealed = [
-        None if b is None else (r, g, ver, m, b)
-        for r, g, ver, m, b in zip(ref, gen, version, model, blob, strict=True)
-    ]
-    return Scope(
-        list(ids),
-        list(tokens),
-        list(hit),
-        list(authority),
-        list(trust),
-        list(confidence),
-        list(recency),
-        sealed,
-    )
+        return Scope([], [], [], [], [], [], [], [], [], [])
+    return Scope(*(list(column) for column in zip(*rows, strict=True)))
 
 
 @functools.lru_cache(maxsize=64)
-def _statement(
-    dialect: str, model: str | None, terms: bool, subject: bool, kinds: bool, cap: int
-) -> sa.Select:
+def _statement(dialect: str, terms: bool, subject: bool, kinds: bool, cap: int) -> sa.Select:
     """The scope statement of one shape, built once: the values are bound parameters
     (building the expression was a tenth of a search)."""
-    v = memory_vectors
     joined: sa.FromClause = memories
-    sealed_columns: list[sa.ColumnElement] = [sa.null()] * 5
-    if model is not None:
-        joined = memories.outerjoin(
-            v,
-            sa.and_(
-                v.c.tenant_id == memories.c.tenant_id,
-                v.c.memory_id == memories.c.id,
-                v.c.model == model,
-            ),
-        )
-        sealed_columns = [v.c.subject_ref, v.c.key_generation, v.c.version, v.c.model, v.c.sealed]
     tenant = sa.bindparam("tenant", type_=sa.String)
     if terms:
         query_hashes = sa.bindparam("query_hashes", expanding=True)
@@ -150,7 +123,9 @@ def _statement(
             hits,
             *standing_columns(dialect, now_rank),
             memories.c.confidence,
-            *sealed_columns,
+            memories.c.subject_ref,
+            memories.c.key_generation,
+            memories.c.sealed_version,
         )
         .select_from(joined)
         .where(*filters)
@@ -208,14 +183,16 @@ def _similarities(
     conn: Connection, keyring: SubjectKeyring, vectors: VectorIndex, tenant_id: str, query: str, scope: Scope
 ) -> Any:
     """Each memory's cosine with the query (all vectors are unit length), 0 where it has no
-    vector that opens; one matrix product; the plaintext vectors live only in this frame."""
+    vector that opens; one matrix product; the plaintext vectors live only in this frame
+    and in the key-bound cache (``custody.opened_vectors``)."""
     import numpy as np
 
     out = np.zeros(len(scope), dtype=np.float64)
-    sealed = [
-        (s[0], s[1], scope.ids[i], s[2], s[3], s[4]) for i, s in enumerate(scope.sealed) if s is not None
-    ]
-    opened = open_tenant_vectors(conn, keyring, tenant_id, sealed)
+    assert vectors.model is not None
+    wanted = list(
+        zip(scope.ids, scope.subject_refs, scope.key_generations, scope.sealed_versions, strict=True)
+    )
+    opened = scope_vectors(conn, keyring, tenant_id, vectors.model, wanted)
     if not opened:
         return out
     q = np.frombuffer((vectors.embed([query]) or [b""])[0], dtype="<f4")

@@ -21,12 +21,19 @@ from lethe.vault.errors import StoreUnavailable
 
 _EVENT_LOG_LOCK = 0x4C455448  # "LETH": the advisory lock that serialises appends
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# Connections kept open per engine: as many as a server's request threads use at once (16
+# concurrent clients kept SQLAlchemy's default 5 busy opening and closing connections, a
+# sixth of a server's time); more than that open on demand and close when returned.
+POOL_SIZE = 16
+POOL_OVERFLOW = 16
 
 
 def make_engine(url: str, *, echo: bool = False) -> Engine:
     """Create an engine with the per-dialect settings Lethe relies on."""
     if url.startswith("sqlite"):
-        engine = sa.create_engine(url, echo=echo, connect_args={"timeout": 30})
+        in_memory = url in ("sqlite://", "sqlite:///:memory:") or "mode=memory" in url
+        pool = {} if in_memory else {"pool_size": POOL_SIZE, "max_overflow": POOL_OVERFLOW}
+        engine = sa.create_engine(url, echo=echo, connect_args={"timeout": 30}, **pool)
 
         @sa.event.listens_for(engine, "connect")
         def _on_connect(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
@@ -49,7 +56,9 @@ def make_engine(url: str, *, echo: bool = False) -> Engine:
             conn.exec_driver_sql(f"BEGIN {mode}")
 
         return engine
-    return sa.create_engine(url, echo=echo, pool_pre_ping=True)
+    return sa.create_engine(
+        url, echo=echo, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW
+    )
 
 
 def is_sqlite(engine: Engine) -> bool:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import time
 
-from fastapi import APIRouter, Response
+import anyio
+from fastapi import APIRouter, Request, Response
 
 from lethe.api.http.auth import CallerDep
 from lethe.api.http.problems import problem_responses
@@ -66,12 +67,16 @@ def get_memory(memory_id: ResourceId, caller: CallerDep, container: ContainerDep
     response_model=SearchOut,
     responses=problem_responses(401, 403, 413, 422, 429, 503),
 )
-def search_memories(
-    body: SearchIn, caller: CallerDep, container: ContainerDep, metrics: MetricsDep
+async def search_memories(
+    body: SearchIn, caller: CallerDep, container: ContainerDep, metrics: MetricsDep, request: Request
 ) -> SearchOut:
     """Scoped, ranked retrieval within a token budget."""
     start = time.perf_counter()
-    result = container.search.search(caller, body.to_query())
+    # A worker thread of its own, at most ``search_concurrency`` at once (``Settings``): the
+    # queue is in the event loop, so waiting searches hold none of the threads other requests use.
+    result = await anyio.to_thread.run_sync(
+        container.search.search, caller, body.to_query(), limiter=request.app.state.search_limiter
+    )
     metrics.search_seconds.observe(time.perf_counter() - start)
     metrics.search_items.observe(len(result.items))
     return SearchOut.from_domain(result)

@@ -1,0 +1,100 @@
+"""Opened vectors, cached with the data key that opened them and never longer.
+
+A search scores every vector of its scope; opening a thousand sealed vectors (reading
+their ciphertext and one AEAD open each) was a third of a search. This cache keeps the
+float32 bytes a process opened, grouped by the (tenant, subject, key generation) whose
+data key opened them, under the same rules as ``keyring.DekCache``:
+- an entry lives at most the DEK cache's TTL from when it was opened, and the whole
+  cache holds at most ``max_vectors`` vectors (least recently used subjects go first);
+- revoking a key generation (forget, in this process, before the key is destroyed)
+  drops its vectors and refuses them forever, like its key;
+- a caller uses an entry only after reading the key's state in its own transaction
+  (``sealing.subject_deks``): a key destroyed by another node is seen there, and that
+  subject's entries are dropped unused. So a cached vector is never scored after its
+  key is gone, and never held longer than the data key that could reopen it.
+Entries are keyed by memory id, sealed version and model, exactly what the vector's AAD
+binds: a new version or another model misses, and is opened from its ciphertext.
+Plaintext vectors stay in this process's memory: never written, logged or shared.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+
+KeyId = tuple[str, str, int]  # (tenant_id, subject_ref, generation)
+VectorId = tuple[str, int, str]  # (memory_id, sealed version, model)
+
+
+class OpenedVectors:
+    """Bounded, TTL'd, revocable cache of opened vectors per subject key (see the module)."""
+
+    def __init__(
+        self,
+        max_vectors: int = 50_000,
+        ttl_seconds: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._max = max_vectors
+        self._ttl = ttl_seconds
+        self._clock = clock
+        self._data: OrderedDict[KeyId, tuple[float, dict[VectorId, bytes]]] = OrderedDict()
+        self._count = 0
+        self._revoked: set[KeyId] = set()
+        self._lock = threading.Lock()
+
+    def get(self, key: KeyId) -> dict[VectorId, bytes]:
+        """The vectors cached for one subject key (a copy of the mapping; empty if none)."""
+        with self._lock:
+            hit = self._data.get(key)
+            if hit is None:
+                return {}
+            if hit[0] < self._clock():
+                self._drop(key)
+                return {}
+            self._data.move_to_end(key)
+            return dict(hit[1])
+
+    def put(self, key: KeyId, vectors: Iterable[tuple[VectorId, bytes]]) -> None:
+        """Add vectors opened with ``key``'s data key (refused for a revoked key, or with a
+        cache of size 0); an entry's clock starts when its first vector is cached."""
+        if self._max <= 0:
+            return
+        with self._lock:
+            if key in self._revoked:
+                return
+            hit = self._data.get(key)
+            if hit is None or hit[0] < self._clock():
+                if hit is not None:
+                    self._drop(key)
+                hit = (self._clock() + self._ttl, {})
+                self._data[key] = hit
+            before = len(hit[1])
+            hit[1].update(vectors)
+            self._count += len(hit[1]) - before
+            self._data.move_to_end(key)
+            while self._count > self._max and self._data:
+                self._drop(next(iter(self._data)))
+
+    def discard(self, key: KeyId) -> None:
+        """Drop one subject key's vectors (its key was found gone); they may be cached again
+        only if the key is active again, which a destroyed key never is."""
+        with self._lock:
+            self._drop(key)
+
+    def revoke(self, key: KeyId) -> None:
+        """Drop one subject key's vectors and refuse them from now on (forget)."""
+        with self._lock:
+            self._revoked.add(key)
+            self._drop(key)
+
+    def _drop(self, key: KeyId) -> None:
+        hit = self._data.pop(key, None)
+        if hit is not None:
+            self._count -= len(hit[1])
+
+    def __len__(self) -> int:
+        """How many vectors are cached."""
+        return self._count
