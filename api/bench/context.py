@@ -57,6 +57,7 @@ class RunContext:
         self.kms = kms
         self.root = root
         self.loaders = loaders
+        self.previous: Path | None = None  # an earlier release's checkout (``lethe bench --previous``)
         self.say = say
         self.results: dict[str, Any] = results
         self.progress_every = 15.0

@@ -1,9 +1,13 @@
 """Figure 6, ``http_search``: authenticated search over HTTP against a real ``lethe serve``.
 
-The server runs as a subprocess over the large store; the load comes from a separate
-process (``loadgen``: ``Scale.concurrency`` threads, keep-alive connections), bounded in
-time and count. Baseline: an authenticated request that does no search (``GET`` of a
-missing memory).
+The server runs as a subprocess over the large store with ``Scale.http_workers`` worker
+processes; the load comes from a separate process, ``wrk`` when it is installed (a C load
+generator, so the load takes little of the cores the server is measured on), else
+``loadgen`` (``Scale.concurrency`` threads, keep-alive connections), bounded in time.
+Baselines: an authenticated request that does no search (``GET`` of a missing memory),
+and, with ``lethe bench --previous DIR``, the same search load against an earlier
+release's ``lethe serve`` (a checkout in DIR) on the same store, workers and machine, in
+the same run: "today's" figure the issue's ratio is taken against.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+from lethe.api.bench import wrk
 from lethe.api.bench.context import BenchError, RunContext
 from lethe.api.bench.rss import peak_rss_mb
 from lethe.api.bench.scales import AGENT_ID, PURPOSE, TARGETS
@@ -53,25 +58,30 @@ def measure(ctx: RunContext) -> dict[str, Any]:
     port = free_port()
     server, log_path = _serve(ctx, port)
     runs: dict[str, Any] = {}
+    plan = {name: _requests(method, path, body) for name, method, path, body in _plan(ctx, rng)}
     try:
         _wait_ready(server, port, log_path)
-        for name, method, path, body in _plan(ctx, rng):
+        for name, requests in plan.items():
             with ctx.phase(f"6 HTTP {name} (server + load generator subprocesses)") as info:
-                requests = [
-                    {
-                        "method": method,
-                        "path": path or f"/v1/memories/{uuid.uuid4()}",
-                        "body": json.dumps(body()) if body else None,
-                    }
-                    for _ in range(64)
-                ]
-                runs[name] = _loadgen(ctx, port, tokens, requests)
+                runs[name] = _load(ctx, port, tokens, requests)
                 info["load_generator_peak_rss_mb"] = runs[name].get("peak_rss_mb")
         server_rss = peak_rss_mb(server.pid)
     finally:
         terminate(server, timeout=30)
     ctx.subprocess_rss("lethe serve", server_rss)
-    ctx.subprocess_rss("load generator", max(r.get("peak_rss_mb") or 0 for r in runs.values()))
+    rss = [r.get("peak_rss_mb") or 0 for r in runs.values()]
+    if any(rss):
+        ctx.subprocess_rss("load generator", max(rss))
+    previous = None
+    if ctx.previous is not None:
+        port = free_port()
+        server, log_path = _serve(ctx, port, previous=ctx.previous)
+        try:
+            _wait_ready(server, port, log_path)
+            with ctx.phase("6 HTTP search, previous release (server + load generator subprocesses)"):
+                previous = _load(ctx, port, tokens, plan["search"])
+        finally:
+            terminate(server, timeout=30)
     head = runs["search"]
     met = head["requests_per_s"] >= 500 and head["latency"]["p99_ms"] <= 100 and head["errors"] == 0
     return {
@@ -90,6 +100,11 @@ def measure(ctx: RunContext) -> dict[str, Any]:
         "met": met,
         "server_peak_rss_mb": server_rss,
         "rate_limit": RATE_LIMIT,
+        "workers": s.http_workers,
+        "generator": head.get("generator", "loadgen"),
+        "previous": previous,
+        "previous_release": str(ctx.previous) if ctx.previous is not None else None,
+        "ratio_previous": ratio(head["requests_per_s"], previous["requests_per_s"]) if previous else None,
     }
 
 
@@ -116,22 +131,61 @@ def _plan(ctx: RunContext, rng: random.Random) -> list[tuple[str, str, str | Non
     ]
 
 
-def _serve(ctx: RunContext, port: int) -> tuple[subprocess.Popen[bytes], Path]:
-    """``lethe serve`` on the large store, its output in ``logs/serve.log`` under the root."""
+def _requests(method: str, path: str | None, body: Body) -> list[dict[str, Any]]:
+    """64 prepared requests of one load (a None path: a fresh missing memory each)."""
+    return [
+        {
+            "method": method,
+            "path": path or f"/v1/memories/{uuid.uuid4()}",
+            "body": json.dumps(body()) if body else None,
+        }
+        for _ in range(64)
+    ]
+
+
+def _load(ctx: RunContext, port: int, tokens: list[str], requests: list[dict[str, Any]]) -> dict[str, Any]:
+    s = ctx.scale
+    if wrk.available():
+        return wrk.run(ctx.root, port, tokens, requests, s.concurrency, s.http_seconds, s.http_warmup)
+    return _loadgen(ctx, port, tokens, requests)
+
+
+def _serve(ctx: RunContext, port: int, previous: Path | None = None) -> tuple[subprocess.Popen[bytes], Path]:
+    """``lethe serve`` on the large store, its output in ``logs/serve.log`` under the root;
+    ``previous``: the release checked out there instead of this one (its folders mapped to
+    ``lethe.*`` through a path of symlinks, as its own setup.py maps them)."""
     env = {"data_dir": str(ctx.root / "search-large"), "kms": ctx.kms, "rate_limit": RATE_LIMIT}
     if ctx.kms == "vault":
         env |= ctx.openbao_spec()
-    log_path = ctx.root / "logs" / "serve.log"
+    extra: dict[str, str] = {}
+    if previous is not None:
+        extra["PYTHONPATH"] = str(_release_path(ctx.root / "previous-release", previous))
+    log_path = ctx.root / "logs" / ("serve-previous.log" if previous else "serve.log")
     log_path.parent.mkdir(exist_ok=True)
+    workers = ["--workers", str(ctx.scale.http_workers)]
     with log_path.open("w") as log:
         server = subprocess.Popen(
-            [sys.executable, "-c", SERVE, "serve", "--host", "127.0.0.1", "--port", str(port)],
+            [sys.executable, "-c", SERVE, "serve", "--host", "127.0.0.1", "--port", str(port), *workers],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=clean_env(**env),
+            env={**clean_env(**env), **extra},
         )
     return server, log_path
+
+
+def _release_path(root: Path, checkout: Path) -> Path:
+    """A folder whose ``lethe/<folder>`` entries link to ``checkout``'s folders (put first on
+    PYTHONPATH, it is what ``import lethe.api`` finds)."""
+    package = root / "lethe"
+    package.mkdir(parents=True, exist_ok=True)
+    for folder in ("vault", "keys", "api", "client", "integrations"):
+        link = package / folder
+        if not link.exists() and (checkout / folder).is_dir():
+            link.symlink_to((checkout / folder).resolve(), target_is_directory=True)
+    if not (package / "api").exists():
+        raise BenchError(f"--previous {checkout}: no api/ folder there (a checkout of Lethe?)")
+    return root
 
 
 def _wait_ready(server: subprocess.Popen[bytes], port: int, log_path: Path) -> None:

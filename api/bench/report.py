@@ -334,18 +334,35 @@ def _http(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
     out = ["## 6. HTTP"]
     if "search" not in h:
         return out
-    loads = (
+    loads = [
         (f"search, scope {h['scope_items']:,}", h["search"]),
         ("search, one subject", h["search_subject"]),
         ("auth only (404)", h["auth_only"]),
+    ]
+    if h.get("previous"):
+        loads.append((f"search, scope {h['scope_items']:,}, previous release", h["previous"]))
+    workers = h.get("workers", 1)
+    generator = (
+        "`wrk` (2 threads, one keep-alive connection each, the agent tokens in turn)"
+        if h.get("generator") == "wrk"
+        else "a separate Python process (one thread, keep-alive connection and agent token each)"
     )
+    previous = []
+    if h.get("previous"):
+        previous = [
+            para(
+                f"The previous release (checkout `{h['previous_release']}`, `lethe bench --previous`) served",
+                "the same search load on the same store with the same workers in this run:",
+                f"{fmt(h['previous']['requests_per_s'])} req/s; this release serves",
+                f"{fmt(h['ratio_previous'], 2)}x as many.",
+            )
+        ]
     return [
         *out,
         para(
-            "A real `lethe serve` subprocess (uvicorn, one process) on a free loopback port, over the",
-            f"{h['store_items']:,}-item store; the load comes from a separate Python process:",
-            f"{h['concurrency']} threads, one keep-alive connection and one agent token each,",
-            f"{h['seconds']:g} s after a warm-up, at most {h['max_requests']:,} requests. The per-token",
+            f"A real `lethe serve --workers {workers}` subprocess (uvicorn) on a free loopback port,",
+            f"over the {h['store_items']:,}-item store; the load comes from {generator}:",
+            f"{h['concurrency']} connections, {h['seconds']:g} s after a warm-up. The per-token",
             f"rate limit is raised to `{h['rate_limit']}` so it does not cap the load (the limiter",
             "still runs on every request). Latency as the client sees it. Baseline: an authenticated",
             "`GET` of a missing memory (404): the same authentication, rate limiting and routing, no",
@@ -358,6 +375,7 @@ def _http(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
                 for label, r in loads
             ],
         ),
+        *previous,
         para(
             f"Ratio search/auth-only throughput {fmt(h['ratio'], 3)}. Target: >= 500 req/s and p99",
             "<= 100 ms on 2 cores (the load generator runs on the same cores).",

@@ -36,6 +36,7 @@ class Bench:
         loaders: int | None = None,
         say: Callable[[str], None] | None = None,
         command: str = "lethe bench",
+        previous: Path | None = None,
     ) -> None:
         results: dict[str, Any] = {
             "schema": 1,
@@ -58,6 +59,7 @@ class Bench:
             say=say or (lambda _msg: None),
             results=results,
         )
+        self.ctx.previous = previous
 
     def run(self) -> dict[str, Any]:
         """Measure every figure, clean up, and return the results (``errors`` lists the misses)."""

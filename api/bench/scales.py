@@ -48,6 +48,7 @@ class Scale:
     http_warmup: float
     http_max_requests: int
     concurrency: int = 16
+    http_workers: int = 2  # `lethe serve --workers`: one per core of the 2-core machine the targets are for
     write_rounds: int = 5
 
 

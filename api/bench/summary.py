@@ -143,9 +143,9 @@ def _replay(rp: dict[str, Any]) -> list[Row]:
 
 
 def _http(h: dict[str, Any]) -> list[Row]:
-    return [
+    rows = [
         row(
-            f"6. HTTP search, concurrency {h['concurrency']}",
+            f"6. HTTP search, concurrency {h['concurrency']}, {h.get('workers', 1)} workers",
             f"{fmt(h['requests_per_s'])} req/s, p99 {fmt(h['p99_ms'])} ms",
             f"{fmt(h['auth_only']['requests_per_s'])} req/s auth only, p99 "
             f"{fmt(h['auth_only']['latency']['p99_ms'])} ms",
@@ -154,6 +154,19 @@ def _http(h: dict[str, Any]) -> list[Row]:
             verdict(h),
         )
     ]
+    if h.get("previous"):
+        ratio_previous = h["ratio_previous"]
+        rows.append(
+            row(
+                "6b. HTTP search against the previous release",
+                f"{fmt(h['requests_per_s'])} req/s",
+                f"{fmt(h['previous']['requests_per_s'])} req/s, previous release",
+                fmt(ratio_previous, 2) + "x",
+                ">= 4x",
+                "met" if ratio_previous >= 4 else "missed",
+            )
+        )
+    return rows
 
 
 def _rss_rows(m: dict[str, Any]) -> list[Row]:

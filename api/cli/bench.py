@@ -63,6 +63,14 @@ def bench(
     loaders: int | None = typer.Option(
         None, "--loaders", min=1, help="Data-generation worker processes (default: min(2, cores))."
     ),
+    previous: Path | None = typer.Option(
+        None,
+        "--previous",
+        exists=True,
+        file_okay=False,
+        help="A checkout of an earlier release: its `lethe serve` is measured on the same store in the "
+        "same run, as the HTTP search baseline (e.g. `git worktree add /tmp/prev v0.1.0`).",
+    ),
 ) -> None:
     """Measure Lethe against same-machine baselines; --output writes the Markdown report."""
     # Lazy: the benchmark pulls in hvac (its OpenBao figure) and every figure's module; at
@@ -81,7 +89,13 @@ def bench(
 
     try:
         runner = Bench(
-            SCALES[scale.value], kms=kms.value, workdir=workdir, loaders=loaders, say=say, command=command
+            SCALES[scale.value],
+            kms=kms.value,
+            workdir=workdir,
+            loaders=loaders,
+            say=say,
+            command=command,
+            previous=previous,
         )
         results = runner.run()
     except BenchError as exc:

@@ -1,0 +1,117 @@
+"""The HTTP load of figure 6 through ``wrk`` (Debian's package), when it is installed.
+
+``wrk`` is a C load generator: on a 2-core machine the Python load generator (``loadgen``)
+takes a core's share of CPU from the server it measures, wrk a small fraction of it. The
+requests, tokens and counting are the same: each request is the next of the prepared
+list with the next token, a warm-up run is discarded, and only answers with the expected
+status count as served (every other status is an error). A Lua ``done`` hook prints the
+figures as one JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+_SCRIPT = """
+local requests = %(requests)s
+local tokens = %(tokens)s
+local expected = %(expected)d
+local threads = {}
+local n = 0
+
+function setup(thread)
+  thread:set("offset", #threads * 7919)
+  table.insert(threads, thread)
+end
+
+function init(args)
+  ok, other = 0, 0
+  n = offset
+end
+
+function request()
+  n = n + 1
+  local r = requests[(n %% #requests) + 1]
+  local headers = {["Authorization"] = "Bearer " .. tokens[(n %% #tokens) + 1]}
+  if r.body then headers["Content-Type"] = "application/json" end
+  return wrk.format(r.method, r.path, headers, r.body)
+end
+
+function response(status, headers, body)
+  if status == expected then ok = ok + 1 else other = other + 1 end
+end
+
+function done(summary, latency, requests)
+  local served, wrong = 0, 0
+  for _, t in ipairs(threads) do
+    served = served + t:get("ok")
+    wrong = wrong + t:get("other")
+  end
+  local e = summary.errors
+  io.write(string.format(
+    '{"served": %%d, "wrong_status": %%d, "socket_errors": %%d, "seconds": %%.6f, ' ..
+    '"p50_ms": %%.3f, "p95_ms": %%.3f, "p99_ms": %%.3f, "max_ms": %%.3f}\\n',
+    served, wrong, e.connect + e.read + e.write + e.timeout, summary.duration / 1e6,
+    latency:percentile(50) / 1000, latency:percentile(95) / 1000, latency:percentile(99) / 1000,
+    latency.max / 1000))
+end
+"""
+
+
+def available() -> bool:
+    return shutil.which("wrk") is not None
+
+
+def _lua(values: list[Any]) -> str:
+    """A Lua table literal of strings or {method, path, body} records (JSON strings are valid Lua)."""
+    items = []
+    for v in values:
+        if isinstance(v, dict):
+            body = "nil" if v["body"] is None else json.dumps(v["body"])
+            items.append(f"{{method={json.dumps(v['method'])}, path={json.dumps(v['path'])}, body={body}}}")
+        else:
+            items.append(json.dumps(v))
+    return "{" + ", ".join(items) + "}"
+
+
+def run(
+    workdir: Path,
+    port: int,
+    tokens: list[str],
+    requests: list[dict[str, Any]],
+    concurrency: int,
+    seconds: float,
+    warmup: float,
+) -> dict[str, Any]:
+    """A warm-up, then ``seconds`` of load from ``concurrency`` connections on two threads;
+    the result in the shape of ``loadgen``'s (requests, errors, requests_per_s, latency)."""
+    expected = 404 if requests[0]["method"] == "GET" else 200
+    script = workdir / "wrk-load.lua"
+    script.write_text(
+        _SCRIPT % {"requests": _lua(requests), "tokens": _lua(tokens), "expected": expected}
+    )
+    url = f"http://127.0.0.1:{port}"
+    base = ["wrk", "-t2", f"-c{concurrency}", "--timeout", "30s", "-s", str(script)]
+    if warmup > 0:
+        subprocess.run([*base, f"-d{max(1, round(warmup))}s", url], capture_output=True, check=True)
+    out = subprocess.run(
+        [*base, f"-d{max(1, round(seconds))}s", url], capture_output=True, text=True, check=True
+    )
+    line = next(x for x in reversed(out.stdout.splitlines()) if x.startswith("{"))
+    r = json.loads(line)
+    return {
+        "requests": r["served"],
+        "errors": r["wrong_status"] + r["socket_errors"],
+        "statuses": {str(expected): r["served"], "other": r["wrong_status"]},
+        "seconds": round(r["seconds"], 3),
+        "requests_per_s": round(r["served"] / r["seconds"], 1) if r["seconds"] else 0.0,
+        "latency": {k: round(r[k], 3) for k in ("p50_ms", "p95_ms", "p99_ms", "max_ms")},
+        "threads": 2,
+        "connections": concurrency,
+        "generator": "wrk",
+        "peak_rss_mb": None,
+    }
