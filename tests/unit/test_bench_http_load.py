@@ -1,0 +1,56 @@
+"""The HTTP figure's plumbing: wrk counts only expected answers, and --previous maps a checkout."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from lethe.api.bench import wrk
+from lethe.api.bench.context import BenchError
+from lethe.api.bench.http_load import _release_path
+
+
+class _Handler(BaseHTTPRequestHandler):
+    seen: list[tuple[str, str, str]] = []
+
+    def do_GET(self) -> None:
+        _Handler.seen.append((self.command, self.path, self.headers.get("Authorization", "")))
+        code = 404 if self.path.startswith("/missing") else 500
+        self.send_response(code)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.skipif(not wrk.available(), reason="wrk is not installed (Debian package wrk)")
+def test_wrk_counts_expected_answers_as_served_and_every_other_status_as_an_error(tmp_path: Path):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        requests = [
+            {"method": "GET", "path": "/missing/1", "body": None},
+            {"method": "GET", "path": "/broken", "body": None},
+        ]
+        r = wrk.run(tmp_path, server.server_port, ["tok-a", "tok-b"], requests, 2, 1, 0)
+    finally:
+        server.shutdown()
+    assert r["requests"] > 0 and r["errors"] > 0
+    assert abs(r["requests"] - r["errors"]) <= 4  # the two requests alternate
+    tokens = {auth for _, _, auth in _Handler.seen}
+    assert tokens == {"Bearer tok-a", "Bearer tok-b"}
+
+
+def test_a_previous_release_is_mapped_from_its_folders_and_a_non_checkout_is_refused(tmp_path: Path):
+    checkout = tmp_path / "prev"
+    for folder in ("vault", "keys", "api"):
+        (checkout / folder).mkdir(parents=True)
+    root = _release_path(tmp_path / "mapped", checkout)
+    assert (root / "lethe" / "api").resolve() == (checkout / "api").resolve()
+    assert not (root / "lethe" / "client").exists()
+    with pytest.raises(BenchError, match="no api/ folder"):
+        _release_path(tmp_path / "other", tmp_path / "empty")
