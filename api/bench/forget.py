@@ -105,7 +105,7 @@ def measure(ctx: RunContext) -> dict[str, Any]:
     large.audit.sign()
     first_checkpoint_ms = round((time.perf_counter() - t) * 1000, 2)
     large.close()
-    large = ctx.stores["large"] = ctx.build("large")
+    large = ctx.stores["large"] = ctx.build("search-large")  # the store datagen made
     r = forget(large, tenant_l, f"forget-{n}")
     r["first_checkpoint_ms"] = first_checkpoint_ms
     r["memories"] = n

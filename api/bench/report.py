@@ -218,7 +218,38 @@ def _search(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
         para(
             f"Ratio large/small of p95: {fmt(sr['ratio'], 3)} (of p50: {fmt(sr['ratio_p50'], 3)}).",
             f"Target: ratio <= 1.5 and p95 <= 20 ms. Mean items returned: {sr['mean_items_returned']}.",
+            f"Recall of these searches: {sr.get('recall', 'lexical')}.",
         ),
+        *_query_terms(sr.get("query_terms")),
+    ]
+
+
+def _query_terms(qt: dict[str, Any] | None) -> list[str]:
+    if not qt:
+        return []
+    modes = [m for m in qt if m != "queries"]
+    return [
+        para(
+            "Cost by query length, on the large store: two terms against 64 (all 22 words of the",
+            "bench vocabulary, which every memory is written from, and 42 that no memory holds),",
+            f"{qt['queries']} queries of each, interleaved; `lexical` is a search service without",
+            "an embedder on the same store. A query of more than 64 distinct terms is refused (422).",
+        ),
+        table(
+            ["", "2 terms p50 ms", "2 terms p95 ms", "64 terms p50 ms", "64 terms p95 ms", "ratio of p50"],
+            [
+                [
+                    m,
+                    fmt(qt[m]["terms_2"]["p50_ms"]),
+                    fmt(qt[m]["terms_2"]["p95_ms"]),
+                    fmt(qt[m]["terms_64"]["p50_ms"]),
+                    fmt(qt[m]["terms_64"]["p95_ms"]),
+                    fmt(qt[m]["ratio_p50"], 2) + "x",
+                ]
+                for m in modes
+            ],
+        ),
+        para("Target: a 64-term query costs < 5x a 2-term one."),
     ]
 
 

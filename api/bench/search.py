@@ -17,6 +17,8 @@ from lethe.api.bench.context import RunContext
 from lethe.api.bench.scales import PURPOSE, TARGETS
 from lethe.api.bench.stats import percentiles, ratio
 from lethe.api.bench.workload import agent_caller, query_words
+from lethe.vault.memory.bulk import WORDS
+from lethe.vault.memory.search import SearchService
 from lethe.vault.model import SearchQuery
 
 STORES = ("small", "large")
@@ -54,6 +56,7 @@ def measure(ctx: RunContext) -> dict[str, Any]:
     for i in range(s.queries // 2):
         for key in _alternating(i):
             one(key, True, subject=True)
+    long_queries = _query_lengths(ctx, rng)
     small, large = percentiles(lat["small"]), percentiles(lat["large"])
     r = ratio(large["p95_ms"], small["p95_ms"])
     return {
@@ -71,7 +74,45 @@ def measure(ctx: RunContext) -> dict[str, Any]:
         "subject_scope_items": s.scope // s.subjects_per_scope,
         "subject_small": percentiles(lat_subject["small"]),
         "subject_large": percentiles(lat_subject["large"]),
+        "recall": (ctx.stores["large"].search.vectors.model and "hybrid") or "lexical",
+        "query_terms": long_queries,
     }
+
+
+def _query_lengths(ctx: RunContext, rng: random.Random) -> dict[str, Any]:
+    """Search cost by query length on the large store: two terms against sixty-four (every
+    word of the bench vocabulary, the rest words no memory holds), hybrid as configured and
+    lexical only (the same store and keys through a search service without an embedder).
+    Interleaved, so noise hits each mode and length alike; ratio of the p50s."""
+    c = ctx.stores["large"]
+    lexical = SearchService(c.uow, c.keyring, c.pseudonyms)
+    services = {
+        "hybrid" if c.search.vectors.embedder is not None else "configured": c.search,
+        "lexical": lexical,
+    }
+    n = max(20, ctx.scale.queries // 5)
+    lat: dict[str, dict[int, list[float]]] = {m: {2: [], 64: []} for m in services}
+
+    def text(terms: int) -> str:
+        if terms == 2:
+            return query_words(rng)
+        extra = [f"absent{i}x{rng.randrange(10**6)}" for i in range(64 - len(WORDS))]
+        return " ".join([*WORDS, *extra])
+
+    for i in range(n + 5):
+        tenant = rng.choice(ctx.tenants["large"])
+        for mode, service in services.items():
+            for terms in (2, 64):
+                q = SearchQuery(query=text(terms), purpose=PURPOSE)
+                t = time.perf_counter()
+                service.search(agent_caller(tenant), q)
+                if i >= 5:  # the first rounds warm both up
+                    lat[mode][terms].append(time.perf_counter() - t)
+    out: dict[str, Any] = {"queries": n}
+    for mode, by_terms in lat.items():
+        p2, p64 = percentiles(by_terms[2]), percentiles(by_terms[64])
+        out[mode] = {"terms_2": p2, "terms_64": p64, "ratio_p50": ratio(p64["p50_ms"], p2["p50_ms"])}
+    return out
 
 
 def _alternating(i: int) -> tuple[str, str]:

@@ -14,7 +14,7 @@ little-endian float32 bytes; the caller scores them in memory and never writes t
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -114,14 +114,16 @@ def scope_vectors(
     tenant_id: str,
     model: str,
     wanted: Sequence[tuple[str, str, int, int]],
+    read_sealed: SealedReader | None = None,
 ) -> dict[str, bytes]:
     """The opened vectors of one tenant's memories, given as (memory_id, subject_ref, key
     generation, sealed version), for ``model``; keyed by memory id. Every subject key's
     state is read in ``conn`` first: a destroyed (or missing) key opens nothing and drops
     what ``keyring.opened`` held for it. Vectors cached for a live key are served from
-    there; the rest are read, opened (one AEAD context per subject key, the AAD's common
-    prefix built once) and cached. A vector whose key, version or bytes do not match is
-    left out, as ``open_rows`` leaves out content."""
+    there; the rest are read (``read_sealed``, given the missing ids; by default by id),
+    opened (one AEAD context per subject key, the AAD's common prefix built once) and
+    cached. A vector whose key, version or bytes do not match is left out, as
+    ``open_rows`` leaves out content."""
     by_key: dict[tuple[str, int], list[tuple[str, int]]] = {}
     for memory_id, ref, gen, version in wanted:
         by_key.setdefault((ref, gen), []).append((memory_id, version))
@@ -141,32 +143,42 @@ def scope_vectors(
             else:
                 out[memory_id] = vector
     if missing:
-        out.update(_open_missing(conn, keyring, tenant_id, model, missing, deks))
+        reader = read_sealed or (lambda ids: sealed_by_id(conn, tenant_id, model, ids))
+        out.update(_open_missing(keyring, tenant_id, model, missing, deks, reader(list(missing))))
     return out
 
 
+SealedReader = Callable[[list[str]], Iterable[tuple[str, str, int, int, bytes]]]
+"""Given memory ids, their (memory_id, subject_ref, key_generation, version, sealed) rows."""
+
+
+def sealed_by_id(
+    conn: Connection, tenant_id: str, model: str, ids: list[str]
+) -> Iterator[tuple[str, str, int, int, bytes]]:
+    """The sealed vectors of these memories, read by primary key, 500 ids a statement."""
+    v = memory_vectors
+    for i in range(0, len(ids), 500):
+        yield from conn.execute(
+            sa.select(v.c.memory_id, v.c.subject_ref, v.c.key_generation, v.c.version, v.c.sealed).where(
+                v.c.tenant_id == tenant_id, v.c.model == model, v.c.memory_id.in_(ids[i : i + 500])
+            )
+        )
+
+
 def _open_missing(
-    conn: Connection,
     keyring: SubjectKeyring,
     tenant_id: str,
     model: str,
     missing: dict[str, tuple[str, int, int]],
     deks: dict[tuple[str, str, int], bytes | None],
+    rows: Iterable[tuple[str, str, int, int, bytes]],
 ) -> dict[str, bytes]:
-    """Read and open the sealed vectors of ``missing`` (memory id -> subject_ref, generation,
-    version) and cache them under their subject key."""
-    v = memory_vectors
-    ids = list(missing)
+    """Open the sealed vectors of ``missing`` (memory id -> subject_ref, generation, version)
+    among ``rows`` and cache them under their subject key."""
     groups: dict[tuple[str, int], list[tuple[str, int, bytes]]] = {}
-    for i in range(0, len(ids), 500):
-        rows = conn.execute(
-            sa.select(v.c.memory_id, v.c.subject_ref, v.c.key_generation, v.c.version, v.c.sealed).where(
-                v.c.tenant_id == tenant_id, v.c.model == model, v.c.memory_id.in_(ids[i : i + 500])
-            )
-        )
-        for memory_id, ref, gen, version, blob in rows:
-            if missing[memory_id] == (ref, gen, version):  # the memory's own version and key
-                groups.setdefault((ref, gen), []).append((memory_id, version, blob))
+    for memory_id, ref, gen, version, blob in rows:
+        if missing.get(memory_id) == (ref, gen, version):  # the memory's own version and key
+            groups.setdefault((ref, gen), []).append((memory_id, version, blob))
     out: dict[str, bytes] = {}
     for (ref, gen), group in groups.items():
         dek = deks.get((tenant_id, ref, gen))

@@ -17,27 +17,30 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lethe.vault.clock import to_db
 from lethe.vault.custody.keyring import SubjectKeyring
-from lethe.vault.custody.sealing import scope_vectors
+from lethe.vault.custody.sealing import scope_vectors, sealed_by_id
 from lethe.vault.memory.ranking import RELEVANCE, WEIGHTS, lexical_hits, rank_time, score, standing_columns
 from lethe.vault.memory.vectors import VectorIndex
 from lethe.vault.memory.visibility import scope_clauses
 from lethe.vault.model import Caller, Status
-from lethe.vault.store.tables import memories
+from lethe.vault.store.tables import memories, memory_vectors
 
 Ranked = tuple[str, int, dict[str, float]]
 
 
-class Scope(NamedTuple):
+@dataclass
+class Scope:
     """The scope's rows as columns (one list per column, row i across them), in the order
-    of ``_statement``'s select list."""
+    of ``_statement``'s select list, and how it was read (to read its sealed vectors the
+    same way)."""
 
     ids: list[str]
     tokens: list[int]
@@ -49,9 +52,16 @@ class Scope(NamedTuple):
     subject_refs: list[str]
     key_generations: list[int]
     sealed_versions: list[int]
+    shape: tuple[str, bool, bool, bool, int] = ("", False, False, False, 0)
+    params: dict[str, Any] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.ids)
+
+
+# Missing vectors up to this many are read by id; more, by the scope's own statement
+# joined with memory_vectors (a cold scope reads its vectors in one pass, as it used to).
+READ_BY_ID = 64
 
 
 def scope_rows(
@@ -70,7 +80,8 @@ def scope_rows(
     ``cap`` memories. An operator memory is in the scope only when a query term matches it
     (``memory.visibility``)."""
     dialect = conn.dialect.name
-    stmt = _statement(dialect, bool(query_terms), subject_ref is not None, bool(kinds), cap)
+    shape = (dialect, bool(query_terms), subject_ref is not None, bool(kinds), cap)
+    stmt = _statement(*shape)
     params: dict[str, Any] = {
         "tenant": caller.tenant_id,
         "agent": caller.agent_id,
@@ -87,15 +98,55 @@ def scope_rows(
     rows = conn.execute(stmt, params).all()
     if len(rows) > cap:
         return None
-    if not rows:
-        return Scope([], [], [], [], [], [], [], [], [], [])
-    return Scope(*(list(column) for column in zip(*rows, strict=True)))
+    columns = [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(10)]
+    return Scope(*columns, shape=shape, params=params)
 
 
 @functools.lru_cache(maxsize=64)
 def _statement(dialect: str, terms: bool, subject: bool, kinds: bool, cap: int) -> sa.Select:
     """The scope statement of one shape, built once: the values are bound parameters
     (building the expression was a tenth of a search)."""
+    joined, hits, filters = _scope(dialect, terms, subject, kinds)
+    now_rank = sa.bindparam("now_rank", type_=sa.String if dialect == "sqlite" else sa.DateTime)
+    return (
+        sa.select(
+            memories.c.id,
+            memories.c.token_estimate,
+            hits,
+            *standing_columns(dialect, now_rank),
+            memories.c.confidence,
+            memories.c.subject_ref,
+            memories.c.key_generation,
+            memories.c.sealed_version,
+        )
+        .select_from(joined)
+        .where(*filters)
+        .limit(cap + 1)
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _vectors_statement(
+    dialect: str, terms: bool, subject: bool, kinds: bool, cap: int, model: str
+) -> sa.Select:
+    """The sealed vectors of the same scope, read the way the scope is."""
+    joined, _, filters = _scope(dialect, terms, subject, kinds)
+    v = memory_vectors
+    joined = joined.join(
+        v, sa.and_(v.c.tenant_id == memories.c.tenant_id, v.c.memory_id == memories.c.id, v.c.model == model)
+    )
+    return (
+        sa.select(v.c.memory_id, v.c.subject_ref, v.c.key_generation, v.c.version, v.c.sealed)
+        .select_from(joined)
+        .where(*filters)
+        .limit(cap + 1)
+    )
+
+
+def _scope(
+    dialect: str, terms: bool, subject: bool, kinds: bool
+) -> tuple[sa.FromClause, sa.ColumnElement, list[sa.ColumnElement[bool]]]:
+    """FROM, the hits column and WHERE of a scope of one shape."""
     joined: sa.FromClause = memories
     tenant = sa.bindparam("tenant", type_=sa.String)
     if terms:
@@ -115,22 +166,7 @@ def _statement(dialect: str, terms: bool, subject: bool, kinds: bool, cap: int) 
         filters.append(memories.c.subject_ref == sa.bindparam("subject_ref"))
     if kinds:
         filters.append(memories.c.kind.in_(sa.bindparam("kinds", expanding=True)))
-    now_rank = sa.bindparam("now_rank", type_=sa.String if dialect == "sqlite" else sa.DateTime)
-    return (
-        sa.select(
-            memories.c.id,
-            memories.c.token_estimate,
-            hits,
-            *standing_columns(dialect, now_rank),
-            memories.c.confidence,
-            memories.c.subject_ref,
-            memories.c.key_generation,
-            memories.c.sealed_version,
-        )
-        .select_from(joined)
-        .where(*filters)
-        .limit(cap + 1)
-    )
+    return joined, hits, filters
 
 
 def rank(
@@ -192,7 +228,15 @@ def _similarities(
     wanted = list(
         zip(scope.ids, scope.subject_refs, scope.key_generations, scope.sealed_versions, strict=True)
     )
-    opened = scope_vectors(conn, keyring, tenant_id, vectors.model, wanted)
+    model = vectors.model
+
+    def read_sealed(ids: list[str]) -> Any:
+        if len(ids) <= READ_BY_ID:
+            return sealed_by_id(conn, tenant_id, model, ids)
+        params = {k: v for k, v in scope.params.items() if k != "now_rank"}
+        return conn.execute(_vectors_statement(*scope.shape, model), params)
+
+    opened = scope_vectors(conn, keyring, tenant_id, model, wanted, read_sealed)
     if not opened:
         return out
     q = np.frombuffer((vectors.embed([query]) or [b""])[0], dtype="<f4")
