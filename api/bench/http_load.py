@@ -106,7 +106,7 @@ def measure(ctx: RunContext) -> dict[str, Any]:
         "workers": s.http_workers,
         "generator": head.get("generator", "loadgen"),
         "previous": previous,
-        "previous_release": str(ctx.previous) if ctx.previous is not None else None,
+        "previous_release": _describe(ctx.previous) if ctx.previous is not None else None,
         "ratio_previous": ratio(head["requests_per_s"], previous["requests_per_s"]) if previous else None,
     }
 
@@ -175,6 +175,14 @@ def _serve(ctx: RunContext, port: int, previous: Path | None = None) -> tuple[su
             env={**clean_env(**env), **extra},
         )
     return server, log_path
+
+
+def _describe(checkout: Path) -> str:
+    """The checkout and, if git knows it, its commit."""
+    out = subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True
+    )
+    return f"{checkout} at {out.stdout.strip()}" if out.returncode == 0 else str(checkout)
 
 
 def _release_path(root: Path, checkout: Path) -> Path:
