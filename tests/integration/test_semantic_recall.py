@@ -242,3 +242,12 @@ def test_forget_drops_the_subjects_opened_vectors_in_the_forgetting_process(leth
     (key,) = _subject_keys(lethe)
     lethe.keyring.opened.put((key.tenant_id, key.subject_ref, key.generation), [(("m", 1, "x"), b"v")])
     assert len(lethe.keyring.opened) == 0  # revoked: a search in flight cannot put them back
+
+
+def test_a_memory_written_after_its_scope_was_cached_is_opened_and_scored(lethe):
+    populate(lethe)
+    found(lethe, "what does she like to drink")  # the scope is warm now: rows are read alone
+    coffee = lethe.memories.write(agent(), write_cmd("Alice orders an espresso every afternoon")).item
+    r = lethe.search.search(agent(), SearchQuery(query="which coffee does she drink", purpose="support"))
+    scores = {i.id: i.score for i in r.items}
+    assert scores[coffee.id]["semantic"] > 0 and len(lethe.keyring.opened) == 5

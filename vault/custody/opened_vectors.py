@@ -43,6 +43,7 @@ class OpenedVectors:
         self._data: OrderedDict[KeyId, tuple[float, dict[VectorId, bytes]]] = OrderedDict()
         self._count = 0
         self._revoked: set[KeyId] = set()
+        self._scopes: OrderedDict[tuple[object, ...], float] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, key: KeyId) -> dict[VectorId, bytes]:
@@ -89,6 +90,25 @@ class OpenedVectors:
         with self._lock:
             self._revoked.add(key)
             self._drop(key)
+
+    def scope_is_warm(self, scope: tuple[object, ...]) -> bool:
+        """Whether a search read this scope's vectors within the TTL (a hint: a cold scope
+        reads its ciphertext with its rows in one pass, a warm one reads rows only)."""
+        if self._max <= 0:
+            return False
+        with self._lock:
+            until = self._scopes.get(scope)
+            return until is not None and until >= self._clock()
+
+    def note_scope(self, scope: tuple[object, ...]) -> None:
+        """Remember that a search just read (and cached) this scope's vectors."""
+        if self._max <= 0:
+            return
+        with self._lock:
+            self._scopes[scope] = self._clock() + self._ttl
+            self._scopes.move_to_end(scope)
+            while len(self._scopes) > 4096:
+                self._scopes.popitem(last=False)
 
     def _drop(self, key: KeyId) -> None:
         hit = self._data.pop(key, None)

@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection
 
 from lethe.vault.clock import to_db
 from lethe.vault.custody.keyring import SubjectKeyring
+from lethe.vault.custody.opened_vectors import OpenedVectors
 from lethe.vault.custody.sealing import scope_vectors, sealed_by_id
 from lethe.vault.memory.ranking import RELEVANCE, WEIGHTS, lexical_hits, rank_time, score, standing_columns
 from lethe.vault.memory.vectors import VectorIndex
@@ -54,6 +55,9 @@ class Scope:
     sealed_versions: list[int]
     shape: tuple[str, bool, bool, bool, int] = ("", False, False, False, 0)
     params: dict[str, Any] = field(default_factory=dict)
+    # A cold scope's sealed vectors, read with its rows: (memory_id, subject_ref, generation,
+    # version, sealed); None when the rows were read alone (a warm scope).
+    sealed: list[tuple[str, str, int, int, bytes]] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -74,14 +78,18 @@ def scope_rows(
     subject_ref: str | None,
     kinds: Sequence[str],
     cap: int,
+    opened: OpenedVectors | None = None,
 ) -> Scope | None:
     """The scope's active, unexpired rows (of one subject, of some kinds, if given) with their
-    postings hits and sealed vectors, in one statement; None if the scope holds more than
-    ``cap`` memories. An operator memory is in the scope only when a query term matches it
-    (``memory.visibility``)."""
+    postings hits, in one statement; None if the scope holds more than ``cap`` memories. An
+    operator memory is in the scope only when a query term matches it (``memory.visibility``).
+    With an embedder, a scope whose vectors ``opened`` does not hold yet (cold) is read with
+    its sealed vectors in the same statement."""
     dialect = conn.dialect.name
     shape = (dialect, bool(query_terms), subject_ref is not None, bool(kinds), cap)
-    stmt = _statement(*shape)
+    warm_key = (caller.tenant_id, caller.agent_id, purpose, subject_ref, tuple(kinds), vectors.model)
+    with_sealed = vectors.model is not None and not (opened is not None and opened.scope_is_warm(warm_key))
+    stmt = _statement(*shape, vectors.model if with_sealed else None)
     params: dict[str, Any] = {
         "tenant": caller.tenant_id,
         "agent": caller.agent_id,
@@ -98,15 +106,39 @@ def scope_rows(
     rows = conn.execute(stmt, params).all()
     if len(rows) > cap:
         return None
-    columns = [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(10)]
-    return Scope(*columns, shape=shape, params=params)
+    width = 14 if with_sealed else 10
+    columns = [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(width)]
+    sealed = None
+    if with_sealed:
+        refs, gens, versions, blobs = columns[10:]
+        sealed = [
+            (m, r, g, v, b)
+            for m, r, g, v, b in zip(columns[0], refs, gens, versions, blobs, strict=True)
+            if b is not None
+        ]
+        if opened is not None:
+            opened.note_scope(warm_key)
+    return Scope(*columns[:10], shape=shape, params=params, sealed=sealed)
 
 
 @functools.lru_cache(maxsize=64)
-def _statement(dialect: str, terms: bool, subject: bool, kinds: bool, cap: int) -> sa.Select:
+def _statement(
+    dialect: str, terms: bool, subject: bool, kinds: bool, cap: int, model: str | None = None
+) -> sa.Select:
     """The scope statement of one shape, built once: the values are bound parameters
-    (building the expression was a tenth of a search)."""
+    (building the expression was a tenth of a search). With ``model``, each row also
+    carries its sealed vector of that model (None if it has none)."""
     joined, hits, filters = _scope(dialect, terms, subject, kinds)
+    sealed: list[sa.ColumnElement] = []
+    if model is not None:
+        v = memory_vectors
+        joined = joined.outerjoin(
+            v,
+            sa.and_(
+                v.c.tenant_id == memories.c.tenant_id, v.c.memory_id == memories.c.id, v.c.model == model
+            ),
+        )
+        sealed = [v.c.subject_ref, v.c.key_generation, v.c.version, v.c.sealed]
     now_rank = sa.bindparam("now_rank", type_=sa.String if dialect == "sqlite" else sa.DateTime)
     return (
         sa.select(
@@ -118,6 +150,7 @@ def _statement(dialect: str, terms: bool, subject: bool, kinds: bool, cap: int) 
             memories.c.subject_ref,
             memories.c.key_generation,
             memories.c.sealed_version,
+            *sealed,
         )
         .select_from(joined)
         .where(*filters)
@@ -132,15 +165,19 @@ def _vectors_statement(
     """The sealed vectors of the same scope, read the way the scope is."""
     joined, _, filters = _scope(dialect, terms, subject, kinds)
     v = memory_vectors
-    joined = joined.join(
-        v, sa.and_(v.c.tenant_id == memories.c.tenant_id, v.c.memory_id == memories.c.id, v.c.model == model)
-    )
+    joined = joined.join(v, _vector_of(model))
     return (
         sa.select(v.c.memory_id, v.c.subject_ref, v.c.key_generation, v.c.version, v.c.sealed)
         .select_from(joined)
         .where(*filters)
         .limit(cap + 1)
     )
+
+
+def _vector_of(model: str) -> sa.ColumnElement[bool]:
+    """The join condition of a memory and its sealed vector of ``model``."""
+    v = memory_vectors
+    return sa.and_(v.c.tenant_id == memories.c.tenant_id, v.c.memory_id == memories.c.id, v.c.model == model)
 
 
 def _scope(
@@ -231,6 +268,8 @@ def _similarities(
     model = vectors.model
 
     def read_sealed(ids: list[str]) -> Any:
+        if scope.sealed is not None:  # read with the rows
+            return scope.sealed
         if len(ids) <= READ_BY_ID:
             return sealed_by_id(conn, tenant_id, model, ids)
         params = {k: v for k, v in scope.params.items() if k != "now_rank"}

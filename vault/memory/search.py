@@ -111,6 +111,7 @@ class SearchService:
                 subject_ref,
                 q.kinds,
                 MAX_RANKED_IN_MEMORY,
+                self.keyring.opened,
             )
             if in_scope is not None:
                 ranking = ranked_scope.rank(
