@@ -30,10 +30,19 @@ class BackgroundWork:
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
 
-    def every(self, seconds: float, name: str, fn: Job, on_result: Callable[[int], object]) -> None:
-        self._tasks.append(asyncio.create_task(self._loop(seconds, name, fn, on_result), name=name))
+    def every(
+        self, seconds: float, name: str, fn: Job, on_result: Callable[[int], object], wait_first: bool = False
+    ) -> None:
+        """Run ``fn`` every ``seconds``: at once, or after one interval with ``wait_first``."""
+        loop = self._loop(seconds, name, fn, on_result, wait_first)
+        self._tasks.append(asyncio.create_task(loop, name=name))
 
-    async def _loop(self, seconds: float, name: str, fn: Job, on_result: Callable[[int], object]) -> None:
+    async def _loop(
+        self, seconds: float, name: str, fn: Job, on_result: Callable[[int], object], wait_first: bool
+    ) -> None:
+        if wait_first:
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), timeout=seconds)
         while not self._stop.is_set():
             try:
                 n = await asyncio.to_thread(fn)
@@ -96,10 +105,15 @@ def start_server_work(
         lambda: sign_checkpoint(container),
         lambda n: None,
     )
+    # Scheduled compaction reads the whole log for dead ciphertext. Every worker of every
+    # node runs it, so it waits one interval after start: restarts (and `--workers N`) do not
+    # rescan the store at once while the server takes its first requests. An erasure
+    # compacts its own subject in its `compacted` step, whatever this schedule.
     work.every(
         settings.compaction_interval_seconds,
         "compaction",
         lambda: container.compactor.compact().events_rewritten,
         lambda n: None,
+        wait_first=True,
     )
     return work

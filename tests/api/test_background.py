@@ -85,3 +85,25 @@ def test_the_checkpoint_job_signs_only_when_the_log_grew(lethe) -> None:  # type
     assert sign_checkpoint(lethe) == 0  # nothing new: no new checkpoint
     lethe.memories.write(agent(), write_cmd("one more"))
     assert sign_checkpoint(lethe) == 1
+
+
+def test_a_job_that_waits_first_runs_only_after_one_interval() -> None:
+    runs: list[float] = []
+
+    async def scenario() -> float:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        def late() -> int:
+            runs.append(loop.time() - start)
+            return 0
+
+        work = BackgroundWork()
+        work.every(0.3, "late", late, lambda n: None, wait_first=True)
+        await asyncio.sleep(0.1)
+        before = len(runs)
+        await asyncio.sleep(0.35)
+        await work.stop()
+        return before
+
+    assert asyncio.run(scenario()) == 0  # nothing at start
+    assert runs and runs[0] >= 0.3
