@@ -251,3 +251,17 @@ def test_a_memory_written_after_its_scope_was_cached_is_opened_and_scored(lethe)
     r = lethe.search.search(agent(), SearchQuery(query="which coffee does she drink", purpose="support"))
     scores = {i.id: i.score for i in r.items}
     assert scores[coffee.id]["semantic"] > 0 and len(lethe.keyring.opened) == 5
+
+
+def test_a_wide_search_after_a_narrow_one_opens_the_vectors_the_narrow_one_left_out(lethe, settings):
+    populate(lethe)
+    bob = lethe.memories.write(agent(), write_cmd("Bob prefers black coffee", subject="bob@example.com")).item
+    lethe.search.search(agent(), SearchQuery(query="tea", purpose="support", subject_id="alice@example.com"))
+    assert len(lethe.keyring.opened) == 4  # Alice's only: the scope is warm, Bob's vector is not cached
+    cold = build(settings.model_copy(update={"vector_cache_entries": 0}))
+    try:
+        assert _scores(lethe, "what does he drink") == _scores(cold, "what does he drink")
+        assert bob.id in {i for i, _ in _scores(lethe, "what does he drink")}
+        assert len(lethe.keyring.opened) == 5
+    finally:
+        cold.close()

@@ -87,7 +87,9 @@ def scope_rows(
     its sealed vectors in the same statement."""
     dialect = conn.dialect.name
     shape = (dialect, bool(query_terms), subject_ref is not None, bool(kinds), cap)
-    warm_key = (caller.tenant_id, caller.agent_id, purpose, subject_ref, tuple(kinds), vectors.model)
+    # Warm per agent and purpose: a narrower search (one subject, some kinds) of a warm scope
+    # finds its vectors cached; a wider one after a narrow one reads the rest by its misses.
+    warm_key = (caller.tenant_id, caller.agent_id, purpose, vectors.model)
     with_sealed = vectors.model is not None and not (opened is not None and opened.scope_is_warm(warm_key))
     stmt = _statement(*shape, vectors.model if with_sealed else None)
     params: dict[str, Any] = {
