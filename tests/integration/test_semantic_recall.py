@@ -253,7 +253,13 @@ def test_a_memory_written_after_its_scope_was_cached_is_opened_and_scored(lethe)
     assert scores[coffee.id]["semantic"] > 0 and len(lethe.keyring.opened) == 5
 
 
-def test_a_wide_search_after_a_narrow_one_opens_the_vectors_the_narrow_one_left_out(lethe, settings):
+@pytest.mark.parametrize("read_by_id", [64, 0], ids=["by-id", "by-scope"])
+def test_a_wide_search_after_a_narrow_one_opens_the_vectors_the_narrow_one_left_out(
+    lethe, settings, monkeypatch, read_by_id
+):
+    from lethe.vault.memory import ranked_scope
+
+    monkeypatch.setattr(ranked_scope, "READ_BY_ID", read_by_id)  # few misses by id, many with the scope
     populate(lethe)
     bob = lethe.memories.write(agent(), write_cmd("Bob prefers black coffee", subject="bob@example.com")).item
     lethe.search.search(agent(), SearchQuery(query="tea", purpose="support", subject_id="alice@example.com"))
