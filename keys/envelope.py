@@ -69,13 +69,9 @@ def encrypt_for_subject(data_key: bytes, plaintext: bytes, context: bytes) -> by
 
 def decrypt_for_subject(data_key: bytes, sealed: bytes, context: bytes) -> bytes:
     """Inverse of ``encrypt_for_subject``; raises ``DecryptionFailed`` on any mismatch."""
-    if len(sealed) < 1 + NONCE_BYTES + 16 or sealed[:1] != _FORMAT or len(data_key) != KEY_BYTES:
+    if len(data_key) != KEY_BYTES:
         raise DecryptionFailed("ciphertext did not authenticate")
-    nonce, body = sealed[1 : 1 + NONCE_BYTES], sealed[1 + NONCE_BYTES :]
-    try:
-        return AESGCM(data_key).decrypt(nonce, body, context)
-    except InvalidTag:
-        raise DecryptionFailed("ciphertext did not authenticate") from None
+    return _open(AESGCM(data_key), sealed, context)
 
 
 def decrypt_many_for_subject(data_key: bytes, items: Sequence[tuple[bytes, bytes]]) -> list[bytes | None]:
@@ -88,14 +84,21 @@ def decrypt_many_for_subject(data_key: bytes, items: Sequence[tuple[bytes, bytes
     aead = AESGCM(data_key)
     out: list[bytes | None] = []
     for sealed, context in items:
-        if len(sealed) < 1 + NONCE_BYTES + 16 or sealed[:1] != _FORMAT:
-            out.append(None)
-            continue
         try:
-            out.append(aead.decrypt(sealed[1 : 1 + NONCE_BYTES], sealed[1 + NONCE_BYTES :], context))
-        except InvalidTag:
+            out.append(_open(aead, sealed, context))
+        except DecryptionFailed:
             out.append(None)
     return out
+
+
+def _open(aead: AESGCM, sealed: bytes, context: bytes) -> bytes:
+    """One sealed value under an AEAD context; ``DecryptionFailed`` on any mismatch."""
+    if len(sealed) < 1 + NONCE_BYTES + 16 or sealed[:1] != _FORMAT:
+        raise DecryptionFailed("ciphertext did not authenticate")
+    try:
+        return aead.decrypt(sealed[1 : 1 + NONCE_BYTES], sealed[1 + NONCE_BYTES :], context)
+    except InvalidTag:
+        raise DecryptionFailed("ciphertext did not authenticate") from None
 
 
 def derive_key(data_key: bytes, purpose: bytes) -> bytes:

@@ -102,9 +102,10 @@ def open_vectors(conn: Connection, keyring: SubjectKeyring, rows: Sequence[Any])
         if dek is None:
             continue
         context = vector_aad(r.tenant_id, r.subject_ref, r.memory_id, r.version, r.model)
-        plain = decrypt_many_for_subject(dek, [(r.sealed, context)])[0]
-        if plain is not None:
-            out[r.memory_id] = plain
+        try:
+            out[r.memory_id] = decrypt_for_subject(dek, r.sealed, context)
+        except DecryptionFailed:
+            continue
     return out
 
 

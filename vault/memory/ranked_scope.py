@@ -134,12 +134,7 @@ def _statement(
     sealed: list[sa.ColumnElement] = []
     if model is not None:
         v = memory_vectors
-        joined = joined.outerjoin(
-            v,
-            sa.and_(
-                v.c.tenant_id == memories.c.tenant_id, v.c.memory_id == memories.c.id, v.c.model == model
-            ),
-        )
+        joined = joined.outerjoin(v, _vector_of(model))
         sealed = [v.c.subject_ref, v.c.key_generation, v.c.version, v.c.sealed]
     now_rank = sa.bindparam("now_rank", type_=sa.String if dialect == "sqlite" else sa.DateTime)
     return (
