@@ -14,7 +14,7 @@ from lethe.vault import errors
 from lethe.vault.custody.sealing import aad
 from lethe.vault.erasure.model import KEY_PENDING
 from lethe.vault.model import Provenance, SearchQuery, SourceType
-from lethe.vault.store.tables import events, subject_keys
+from lethe.vault.store.tables import events, memories, subject_keys
 from tests.conftest import agent, event_count, officer, write_cmd
 
 ALICE, BOB = "alice@example.com", "bob@example.com"
@@ -106,6 +106,32 @@ def test_erasure_fence_refuses_writes_until_reinstatement_starts_a_new_generatio
     assert sorted((k.generation, k.state) for k in key_rows(c, ALICE)) == [(1, "destroyed"), (2, "active")]
     with pytest.raises(errors.VersionConflict):
         c.erasure.reinstate(officer(), ALICE, "again")
+
+
+def test_a_node_with_the_subjects_key_cached_is_fenced_then_writes_under_the_reinstated_key(
+    lethe, settings
+):
+    """A write serves its key from the process's cache without a read; the write's own
+    transaction checks it. Another node forgets, then reinstates the subject."""
+    from lethe.api.bootstrap import build
+
+    a = lethe
+    a.memories.write(agent(), write_cmd("old secret", subject=ALICE))  # a caches generation 1
+    b = build(settings)
+    try:
+        forget(b)
+        before = event_count(a)
+        with pytest.raises(errors.SubjectForgotten):
+            a.memories.write(agent(), write_cmd("written with the cached key", subject=ALICE))
+        assert event_count(a) == before  # refused under the write lock: nothing appended
+        b.erasure.reinstate(officer(), ALICE, "subject returned as a customer")
+        new = a.memories.write(agent(), write_cmd("new secret", subject=ALICE)).item
+        assert b.memories.get(agent(), new.id).content == "new secret"
+        with a.uow.read() as conn:
+            row = conn.execute(sa.select(memories).where(memories.c.id == new.id)).one()
+        assert row.key_generation == 2  # not the stale generation a still had cached
+    finally:
+        b.close()
 
 
 def test_summaries_built_from_a_forgotten_memory_are_tombstoned_too(lethe):

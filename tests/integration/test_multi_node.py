@@ -209,6 +209,44 @@ def test_a_subject_forgotten_through_one_node_is_unreadable_on_every_node(deploy
         client.close()
 
 
+def test_a_write_with_a_key_another_node_cached_is_fenced_then_takes_the_reinstated_generation(
+    deployment: Deployment,
+) -> None:
+    """Writers serve the subject's key from their cache without a read; the write's own
+    transaction checks it. Every worker of both nodes caches carol's key, node A forgets and
+    reinstates her: node B's workers refuse writes while she is forgotten, then write under
+    the new generation (their cached key is stale, not used)."""
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    token = agent_token(deployment, tenant)
+    officer_token = deployment.mint("--tenant", tenant, "--role", "privacy_officer")
+    a, b = (deployment.client(n, token) for n in deployment.nodes)
+    with a, b:
+        for i in range(4):  # enough writes to reach both workers of each node
+            for client in (a, b):
+                r = client.post("/v1/memories", json=memory_body("carol", f"carol note {i}"))
+                assert r.status_code == 201, r.text
+        with deployment.client(deployment.nodes[0], officer_token) as officer:
+            job_id = request_erasure(officer, "carol")
+            deadline = time.monotonic() + 120
+            while officer.get(f"/v1/erasure-requests/{job_id}").json()["status"] != "reported":
+                assert time.monotonic() < deadline
+                time.sleep(1.0)
+            for _ in range(4):
+                r = b.post("/v1/memories", json=memory_body("carol", "carol is back"))
+                assert r.status_code == 409, r.text
+                assert r.headers["content-type"].startswith("application/problem+json")
+            r = officer.post("/v1/subject-reinstatements", json={"subject_id": "carol", "reason": "consent"})
+            assert r.status_code in (200, 201), r.text
+        written = []
+        for i in range(4):
+            r = b.post("/v1/memories", json=memory_body("carol", f"carol returns {i}"))
+            assert r.status_code == 201, r.text
+            written.append(r.json()["id"])
+        for memory_id in written:
+            got = a.get(f"/v1/memories/{memory_id}")
+            assert got.status_code == 200 and got.json()["content"].startswith("carol returns")
+
+
 def test_each_erasure_step_runs_once_with_four_runners(deployment: Deployment) -> None:
     tenant = f"t-{uuid.uuid4().hex[:8]}"
     token = agent_token(deployment, tenant)

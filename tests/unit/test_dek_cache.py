@@ -114,3 +114,62 @@ def test_the_keyring_keeps_the_cache_it_is_given_even_while_empty():
     configured size and TTL (LETHE_DEK_CACHE_*) for the defaults."""
     cache = DekCache(max_entries=3, ttl_seconds=5)
     assert SubjectKeyring(FakeKms(), None, cache).cache is cache  # type: ignore[arg-type]
+
+
+def test_newest_serves_the_highest_cached_generation_until_it_leaves_the_cache(clock: FakeClock):
+    cache = DekCache(max_entries=2, ttl_seconds=60, clock=clock.monotonic)
+    assert cache.newest("t1", "ref-a") is None
+    cache.put(("t1", "ref-a", 2), b"g2")
+    cache.put(("t1", "ref-a", 1), b"g1")  # a read of an older generation does not take its place
+    assert cache.newest("t1", "ref-a") == (2, b"g2")
+    cache.revoke("t1", "ref-a", 2)
+    assert cache.newest("t1", "ref-a") is None  # never an older generation in its place
+    cache.put(("t1", "ref-a", 3), b"g3")
+    cache.put(("t1", "ref-b", 1), b"b1")
+    cache.put(("t1", "ref-c", 1), b"c1")  # evicts the least recently used: ref-a's
+    assert cache.newest("t1", "ref-a") is None and cache.newest("t1", "ref-c") == (1, b"c1")
+    clock.advance(61)
+    assert cache.newest("t1", "ref-c") is None
+
+
+def _no_reads(keyring: SubjectKeyring, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse():  # type: ignore[no-untyped-def]
+        raise AssertionError("a read transaction was opened")
+
+    monkeypatch.setattr(keyring.uow, "read", refuse)
+
+
+def test_a_cached_write_key_is_served_without_a_read_transaction(
+    keyring: SubjectKeyring, monkeypatch: pytest.MonkeyPatch
+):
+    first = keyring.key_for_write("t1", "ref-a")
+    _no_reads(keyring, monkeypatch)
+    assert keyring.key_for_write("t1", "ref-a") == first
+    with pytest.raises(AssertionError, match="read transaction"):
+        keyring.key_for_write("t1", "ref-a", cached=False)
+
+
+def test_writable_tells_a_live_key_from_a_stale_one_and_a_fenced_subject(keyring: SubjectKeyring):
+    from lethe.vault.clock import utcnow
+    from lethe.vault.custody.keyring import FORGOTTEN, STALE, WRITABLE
+    from lethe.vault.store.tables import forgotten_subjects
+
+    key = keyring.key_for_write("t1", "ref-a")
+    name = _row(keyring, "ref-a").key_name
+    with keyring.uow.write() as conn:
+        assert keyring.writable(conn, "t1", "ref-a", key.generation) == WRITABLE
+        assert keyring.writable(conn, "t1", "ref-a", key.generation + 1) == STALE  # no such generation
+        keyring.mark_destroyed(conn, [name], utcnow())
+        assert keyring.writable(conn, "t1", "ref-a", key.generation) == STALE
+    keyring.revoke("t1", "ref-a", key.generation)
+    renewed = keyring.key_for_write("t1", "ref-a")  # not fenced: a reinstated subject gets a new key
+    assert renewed.generation == key.generation + 1
+    with keyring.uow.write() as conn:
+        assert keyring.writable(conn, "t1", "ref-a", key.generation) == STALE  # an older cached key
+        assert keyring.writable(conn, "t1", "ref-a", renewed.generation) == WRITABLE
+        conn.execute(
+            forgotten_subjects.insert().values(
+                tenant_id="t1", subject_ref="ref-a", forgotten_at="2026-12-01T00:00:00Z", generation=0
+            )
+        )
+        assert keyring.writable(conn, "t1", "ref-a", renewed.generation) == FORGOTTEN

@@ -33,6 +33,21 @@ from lethe.vault.store.tables import forgotten_subjects, subject_keys
 
 ACTIVE = "active"
 DESTROYED = "destroyed"
+WRITABLE, FORGOTTEN, STALE = "writable", "forgotten", "stale"  # ``SubjectKeyring.writable``
+
+_p = {n: sa.bindparam(n) for n in ("tenant_id", "subject_ref", "generation")}
+_of_subject = (subject_keys.c.tenant_id == _p["tenant_id"], subject_keys.c.subject_ref == _p["subject_ref"])
+# Built once: the fence, this generation's state and the newest generation, in one statement.
+_WRITABLE = sa.select(
+    sa.select(subject_keys.c.state)
+    .where(*_of_subject, subject_keys.c.generation == _p["generation"])
+    .scalar_subquery(),
+    sa.exists().where(
+        forgotten_subjects.c.tenant_id == _p["tenant_id"],
+        forgotten_subjects.c.subject_ref == _p["subject_ref"],
+    ),
+    sa.select(sa.func.max(subject_keys.c.generation)).where(*_of_subject).scalar_subquery(),
+)
 
 
 @dataclass(frozen=True)
@@ -61,18 +76,25 @@ class DekCache:
         self._clock = clock
         self._data: OrderedDict[tuple[str, str, int], tuple[float, bytes]] = OrderedDict()
         self._revoked: set[tuple[str, str, int]] = set()
+        self._newest: dict[tuple[str, str], int] = {}  # (tenant, subject) -> newest cached generation
         self._lock = threading.Lock()
 
     def get(self, k: tuple[str, str, int]) -> bytes | None:
         with self._lock:
-            hit = self._data.get(k)
-            if hit is None:
+            return self._get(k)
+
+    def newest(self, tenant_id: str, subject_ref: str) -> tuple[int, bytes] | None:
+        """The newest cached generation of the subject's key and its data key, if cached.
+
+        A hint, not the truth: the store may hold a newer generation, or this one may have
+        been destroyed by another process. The write path checks it under its write lock.
+        """
+        with self._lock:
+            generation = self._newest.get((tenant_id, subject_ref))
+            if generation is None:
                 return None
-            if hit[0] < self._clock():
-                del self._data[k]
-                return None
-            self._data.move_to_end(k)
-            return hit[1]
+            dek = self._get((tenant_id, subject_ref, generation))
+            return None if dek is None else (generation, dek)
 
     def put(self, k: tuple[str, str, int], dek: bytes) -> None:
         with self._lock:
@@ -80,13 +102,34 @@ class DekCache:
                 return
             self._data[k] = (self._clock() + self._ttl, dek)
             self._data.move_to_end(k)
+            subject = k[:2]
+            if self._newest.get(subject, 0) < k[2]:
+                self._newest[subject] = k[2]
             while len(self._data) > self._max:
-                self._data.popitem(last=False)
+                self._drop(self._data.popitem(last=False)[0])
 
     def revoke(self, tenant_id: str, subject_ref: str, generation: int) -> None:
         with self._lock:
-            self._revoked.add((tenant_id, subject_ref, generation))
-            self._data.pop((tenant_id, subject_ref, generation), None)
+            k = (tenant_id, subject_ref, generation)
+            self._revoked.add(k)
+            self._data.pop(k, None)
+            self._drop(k)
+
+    def _get(self, k: tuple[str, str, int]) -> bytes | None:
+        hit = self._data.get(k)
+        if hit is None:
+            return None
+        if hit[0] < self._clock():
+            del self._data[k]
+            self._drop(k)
+            return None
+        self._data.move_to_end(k)
+        return hit[1]
+
+    def _drop(self, k: tuple[str, str, int]) -> None:
+        """Forget ``k`` as its subject's newest generation (it left the cache)."""
+        if self._newest.get(k[:2]) == k[2]:
+            del self._newest[k[:2]]
 
     def __len__(self) -> int:
         return len(self._data)
@@ -182,8 +225,30 @@ class SubjectKeyring:
             is not None
         )
 
-    def key_for_write(self, tenant_id: str, subject_ref: str) -> SubjectKey:
-        """The subject's live key, created on first use. KMS calls happen outside DB transactions."""
+    def writable(self, conn: Connection, tenant_id: str, subject_ref: str, generation: int) -> str:
+        """Whether a write sealed under ``generation`` may commit, asked in the write's own
+        transaction (one statement): ``WRITABLE``; ``FORGOTTEN`` (the subject is fenced);
+        ``STALE`` (not fenced, but this generation is not the subject's active newest one:
+        a key served from the cache must be fetched again and the write retried; for a key
+        just fetched, the subject was forgotten meanwhile)."""
+        state, fenced, newest = conn.execute(
+            _WRITABLE, {"tenant_id": tenant_id, "subject_ref": subject_ref, "generation": generation}
+        ).one()
+        if fenced:
+            return FORGOTTEN
+        return WRITABLE if state == ACTIVE and newest == generation else STALE
+
+    def key_for_write(self, tenant_id: str, subject_ref: str, cached: bool = True) -> SubjectKey:
+        """The subject's live key, created on first use. KMS calls happen outside DB transactions.
+
+        With ``cached``, the newest generation this process holds in its DEK cache is
+        served without a read transaction; the write must then ask ``writable`` under its
+        write lock (``MemoryService.write`` does), and on ``STALE`` call again uncached.
+        """
+        if cached:
+            hit = self.cache.newest(tenant_id, subject_ref)
+            if hit is not None:
+                return SubjectKey(*hit)
         with self.uow.read() as conn:
             if self.is_fenced(conn, tenant_id, subject_ref):
                 raise SubjectForgotten("this subject was forgotten; a privacy officer must reinstate it")

@@ -81,11 +81,20 @@ def open_item(conn: Connection, keyring: SubjectKeyring, row: Row) -> MemoryItem
 # -- lookups -----------------------------------------------------------------------------
 
 
+# The write path's lookups, built once (building a statement costs more than running it).
+_BY_ID = sa.select(memories).where(
+    memories.c.tenant_id == sa.bindparam("tenant_id"), memories.c.id == sa.bindparam("memory_id")
+)
+_PRIOR_WRITE = sa.select(idempotency_keys).where(
+    idempotency_keys.c.tenant_id == sa.bindparam("tenant_id"),
+    idempotency_keys.c.agent_id == sa.bindparam("agent_id"),
+    idempotency_keys.c.key == sa.bindparam("key"),
+)
+
+
 def by_id(conn: Connection, tenant_id: str, memory_id: str) -> Row | None:
     """The tenant's memory under this id (ids are unique within a tenant, not across tenants)."""
-    return conn.execute(
-        sa.select(memories).where(memories.c.tenant_id == tenant_id, memories.c.id == memory_id)
-    ).first()
+    return conn.execute(_BY_ID, {"tenant_id": tenant_id, "memory_id": memory_id}).first()
 
 
 def by_ids(conn: Connection, tenant_id: str, memory_ids: Sequence[str]) -> dict[str, Row]:
@@ -99,11 +108,7 @@ def by_ids(conn: Connection, tenant_id: str, memory_ids: Sequence[str]) -> dict[
 def prior_write(conn: Connection, tenant_id: str, agent_id: str, idempotency_key: str) -> Row | None:
     """The ``idempotency_keys`` row of an earlier write under this key, if any."""
     return conn.execute(
-        sa.select(idempotency_keys).where(
-            idempotency_keys.c.tenant_id == tenant_id,
-            idempotency_keys.c.agent_id == agent_id,
-            idempotency_keys.c.key == idempotency_key,
-        )
+        _PRIOR_WRITE, {"tenant_id": tenant_id, "agent_id": agent_id, "key": idempotency_key}
     ).first()
 
 

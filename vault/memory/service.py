@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
@@ -29,7 +30,7 @@ from sqlalchemy.exc import IntegrityError
 from lethe.keys.envelope import content_commitment, derive_key
 from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import iso, utcnow
-from lethe.vault.custody.keyring import ACTIVE, SubjectKey, SubjectKeyring
+from lethe.vault.custody.keyring import STALE, WRITABLE, SubjectKey, SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
 from lethe.vault.custody.sealing import seal
 from lethe.vault.errors import (
@@ -63,6 +64,10 @@ TokenCounter = Callable[[str], int]
 def estimate_tokens(text: str) -> int:
     """About four bytes a token: close enough for budgeting, and cheap."""
     return max(1, (len(text.encode()) + 3) // 4)
+
+
+class _StaleKey(Exception):
+    """The cached key of a write is no longer the subject's live one: fetch it and retry."""
 
 
 @dataclass(frozen=True)
@@ -224,15 +229,25 @@ class MemoryService:
     def write(self, caller: Caller, cmd: WriteCommand) -> WriteOutcome:
         cmd = replace(cmd, subject_id=normal_subject_id(cmd.subject_id))
         now = self.clock()
-        w = self._prepare(caller, cmd, now, lambda ref: self.keyring.key_for_write(caller.tenant_id, ref))
-        tenant_id = caller.tenant_id
         vectors = self.vectors.embed([cmd.content])  # before the write lock: a model may be slow
+        try:  # first with the key this process has cached, then (if it was stale) fetched again
+            return self._write(caller, cmd, now, vectors, cached_key=True)
+        except _StaleKey:
+            return self._write(caller, cmd, now, vectors, cached_key=False)
+
+    def _write(
+        self, caller: Caller, cmd: WriteCommand, now: datetime, vectors: Any, cached_key: bool
+    ) -> WriteOutcome:
+        tenant_id = caller.tenant_id
+        w = self._prepare(
+            caller, cmd, now, lambda ref: self.keyring.key_for_write(tenant_id, ref, cached=cached_key)
+        )
         try:
             with self.uow.write() as conn:
                 first = self._idempotent_replay(conn, tenant_id, w.agent_id, cmd, w.request_hash)
                 if first is not None:
                     return WriteOutcome(first, created=False)
-                self._check_fence(conn, tenant_id, w.subject_ref, w.key.generation)
+                self._check_fence(conn, tenant_id, w.subject_ref, w.key.generation, cached_key)
                 at = self._target(conn, caller, w.agent_id, w.subject_ref, cmd, now)
                 old = self._supersedable(conn, caller, w.agent_id, cmd) if cmd.supersedes_id else None
                 self._emit(conn, self._written_event(w, at, now))
@@ -316,10 +331,16 @@ class MemoryService:
             raise SubjectForgotten("the memory written under this key has been forgotten")
         return item
 
-    def _check_fence(self, conn: Connection, tenant_id: str, subject_ref: str, generation: int) -> None:
-        """Under the write lock: a forget that committed first wins, and this write is refused."""
-        state = self.keyring.state_of(conn, tenant_id, subject_ref, generation)
-        if state != ACTIVE or self.keyring.is_fenced(conn, tenant_id, subject_ref):
+    def _check_fence(
+        self, conn: Connection, tenant_id: str, subject_ref: str, generation: int, cached_key: bool = False
+    ) -> None:
+        """Under the write lock: a forget that committed first wins, and this write is refused.
+        A key served from this process's cache that is no longer the subject's live one
+        (another process forgot and reinstated the subject, say) raises ``_StaleKey``."""
+        verdict = self.keyring.writable(conn, tenant_id, subject_ref, generation)
+        if verdict == STALE and cached_key:
+            raise _StaleKey
+        if verdict != WRITABLE:
             raise SubjectForgotten("this subject was forgotten; a privacy officer must reinstate it")
 
     def _target(

@@ -167,7 +167,10 @@ class SqlEventLog:
         return out
 
     def size(self, conn: Connection) -> int:
-        return conn.execute(sa.select(sa.func.coalesce(sa.func.max(events.c.seq), 0))).scalar_one()
+        return conn.execute(_SIZE).scalar_one()
+
+
+_SIZE = sa.select(sa.func.coalesce(sa.func.max(events.c.seq), 0))  # built once: every append asks
 
 
 def read_events(conn: Connection, start: int = 1, batch: int = 2000) -> Iterator[Event]:
