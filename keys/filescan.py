@@ -9,14 +9,20 @@ another process (the CLI beside the server) would write and checkpoint underneat
 This module's scan runs in a fresh interpreter that holds no SQLite connection, so
 its opens and closes cannot touch anyone's locks.
 
-The child hands needles free of newline and NUL bytes to GNU ``grep -F`` (Aho-Corasick
-style: one pass over the file for all of them, about ten times faster than a pass per
-needle in Python); NUL-separated records (``-z``) keep grep's buffer small even over long
-runs of zeroed pages. Other needles, or a machine without GNU grep, take the Python path:
-the file in bounded chunks (with an overlap of the longest needle), one search per needle.
-Either way memory stays small whatever the file size. The child imports nothing but the
-standard library and runs as a script (``python -I filescan.py``), so it needs no
-installed package.
+How the child searches, fastest first:
+- Hyperscan (the ``hyperscan`` package, a dependency): every needle compiled into one
+  matcher, the file mapped a window at a time (windows overlap by the longest
+  needle), two windows at a time on two threads. 3-6 GB/s from the page cache whatever
+  the number of needles: 1.2 s for a 7 GB store measured here (2 cores), where grep took
+  55 s for 171 needles.
+- Where it cannot load (a platform without a wheel), GNU ``grep -F`` for needles free of
+  newline and NUL bytes: one pass for all of them, but slower the more needles there are
+  (0.15 GB/s for 171 needles measured here); NUL-separated records (``-z``) keep grep's
+  buffer small even over long runs of zeroed pages.
+- Other needles, or a machine without GNU grep: Python, the file in bounded chunks, one
+  search per needle.
+Either way memory stays small whatever the file size. The child runs as a script
+(``python -I filescan.py``) and imports only the standard library and, if it can, hyperscan.
 
 Exceptions: ``FileScanFailed`` when the child cannot run or cannot read a file.
 """
@@ -24,13 +30,19 @@ Exceptions: ``FileScanFailed`` when the child cannot run or cannot read a file.
 from __future__ import annotations
 
 import json
+import mmap
+import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
-CHUNK = 4 << 20  # bytes read per step in the child
+CHUNK = 4 << 20  # bytes read per step in the child's Python path
+HS_WINDOW = 64 << 20  # bytes mapped per step in its hyperscan path (a multiple of the page size)
+HS_THREADS = 2  # windows scanned at once: the scan is the longest part of a forget in a large store
 
 
 class FileScanFailed(Exception):
@@ -91,12 +103,60 @@ def _grep_file(grep: str, path: str, needles: list[bytes]) -> set[bytes]:
     return set(proc.stdout.split(b"\0"))
 
 
-def _scan_file(path: str, needles: list[bytes], grep: str | None = None) -> list[int]:
-    """Indices of needles found in the file: by grep where it can, else in Python."""
+def _hyperscan() -> Any:
+    """The hyperscan module, or None where it cannot be imported or run on this CPU."""
+    try:
+        import hyperscan  # type: ignore[import-untyped]
+
+        hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK).compile(expressions=[b"\\x70robe"])
+    except Exception:  # not installed, no wheel for this platform, or a CPU it refuses
+        return None
+    return hyperscan
+
+
+def _scan_with_hyperscan(hs: Any, path: str, needles: list[bytes]) -> list[int]:
+    """Indices of needles in the file: one matcher for all, over overlapping mapped windows."""
+    db = hs.Database(mode=hs.HS_MODE_BLOCK)
+    db.compile(  # every byte escaped: the literal compiler's binding stops a pattern at a NUL byte
+        expressions=[b"".join(b"\\x%02x" % c for c in n) for n in needles],
+        ids=list(range(len(needles))),
+        elements=len(needles),
+        flags=hs.HS_FLAG_SINGLEMATCH,
+    )
+    found: set[int] = set()
+
+    def on_match(i: int, _start: int, _end: int, _flags: int, _ctx: object) -> None:
+        found.add(i)  # set.add holds the GIL: safe from both threads
+
+    overlap = max(len(n) for n in needles) - 1
+    size = Path(path).stat().st_size
+    # Mapped a window at a time (no copy of the page cache; memory bounded by the windows);
+    # this child holds no SQLite connection, so mapping and closing the file is safe here.
+    flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+    offsets = list(range(0, size, HS_WINDOW))
+    threads = max(1, min(HS_THREADS, os.cpu_count() or 1, len(offsets)))
+
+    def scan(share: list[int]) -> None:  # hyperscan releases the GIL; each thread its own scratch
+        scratch = hs.Scratch(db)
+        with open(path, "rb") as fh:
+            for offset in share:
+                length = min(HS_WINDOW + overlap, size - offset)
+                with mmap.mmap(fh.fileno(), length, flags=flags, prot=mmap.PROT_READ, offset=offset) as w:
+                    db.scan(w, match_event_handler=on_match, scratch=scratch)
+
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(scan, [offsets[t::threads] for t in range(threads)]))
+    return sorted(found)
+
+
+def _scan_file(path: str, needles: list[bytes], grep: str | None = None, hs: Any = None) -> list[int]:
+    """Indices of needles found in the file: by hyperscan, else grep where it can, else Python."""
     if not needles:
         return []
     if not Path(path).exists():
         raise FileNotFoundError(path)
+    if hs is not None:
+        return _scan_with_hyperscan(hs, path, needles)
     # grep -o reports the longest match at a place: a needle inside another is left to Python.
     fast = [
         i
@@ -132,11 +192,12 @@ def _scan_in_python(path: str, needles: list[bytes]) -> list[int]:
 def _main() -> None:
     request = json.loads(sys.stdin.read())
     needles = [bytes.fromhex(n) for n in request["needles"]]
-    grep = _gnu_grep()
+    hs = _hyperscan()
+    grep = None if hs is not None else _gnu_grep()
     answer = {}
     for path in request["files"]:
         try:
-            answer[path] = _scan_file(path, needles, grep)
+            answer[path] = _scan_file(path, needles, grep, hs)
         except FileNotFoundError:
             continue
     sys.stdout.write(json.dumps(answer))

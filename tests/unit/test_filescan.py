@@ -54,3 +54,24 @@ def test_ciphertext_slices_avoid_newline_and_nul_where_they_can(ciphertext: byte
 @pytest.mark.parametrize("needle", [b"", b"\n", b"a\x00b"])
 def test_needles_grep_cannot_take_are_not_greppable(needle: bytes) -> None:
     assert not greppable(needle)
+
+
+def test_hyperscan_finds_what_python_finds_across_its_window_boundaries(tmp_path: Path, monkeypatch) -> None:
+    import mmap
+
+    hs = filescan._hyperscan()
+    assert hs is not None, "hyperscan is a dependency: the fast path must be tested here"
+    monkeypatch.setattr(filescan, "HS_WINDOW", 16 * mmap.ALLOCATIONGRANULARITY)
+    rng = random.Random(3)
+    path = write_with(tmp_path, [], size=1 << 20)
+    data = bytearray(path.read_bytes())
+    planted = [rng.randbytes(16) for _ in range(12)] + [b"line\nbreak-needle", b"nul\x00inside!!"]
+    window = filescan.HS_WINDOW
+    for i, needle in enumerate(planted):  # straddling a window boundary, or just inside one
+        at = (i + 1) * window - (i % len(needle)) if i < 8 else (i + 1) * window + 1000
+        data[at : at + len(needle)] = needle
+    data[-16:] = planted[0]  # at the very end of the file
+    path.write_bytes(bytes(data))
+    needles = planted + [rng.randbytes(16) for _ in range(30)]
+    by_hyperscan = filescan._scan_file(str(path), needles, None, hs)
+    assert by_hyperscan == filescan._scan_in_python(str(path), needles) == list(range(len(planted)))

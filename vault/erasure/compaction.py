@@ -223,6 +223,7 @@ class Compactor:
         scan_for: list[bytes] | None = None,
         scope: ErasedScope | None = None,
         vacuum: bool | None = True,
+        vectors: list[bytes] | None = None,
     ) -> CompactionResult:
         """Rewrite dead ciphertext away in batches, then reclaim space and scan the files.
 
@@ -230,6 +231,7 @@ class Compactor:
         only when rows were rewritten, so an idle store is not rewritten every hour.
         ``vacuum`` (SQLite): True reclaims with VACUUM; None checkpoints only, and VACUUMs
         (then scans again) only if the byte scan of ``scan_for`` still finds a slice.
+        ``vectors``: sealed vectors removed earlier, looked for in the same byte scan.
         ``scope``: only one erasure's rows (its own step); without it, every forgotten
         subject except those whose erasure is still running.
         """
@@ -255,11 +257,11 @@ class Compactor:
         engine = self.uow.engine
         if reclaim or (reclaim is None and (result.events_rewritten or result.projection_rows_rewritten)):
             result.reclaim = reclaim_space(engine, vacuum=bool(vacuum))  # only with something to reclaim
-        if scan_for is not None:
-            result.scan = scan_store(engine, scan_for)
-            if vacuum is None and result.scan.get("slices_found"):
+        if scan_for is not None or vectors is not None:
+            result.scan = scan_store(engine, scan_for or [], vectors=vectors, scope=scope)
+            if vacuum is None and _found_any(result.scan):
                 result.reclaim = {**reclaim_space(engine, vacuum=True), "vacuum_after_scan_found": True}
-                result.scan = scan_store(engine, scan_for)
+                result.scan = scan_store(engine, scan_for or [], vectors=vectors, scope=scope)
         result.bytes_after = self.store_bytes()
         return result
 
@@ -312,47 +314,88 @@ def reclaim_space(engine: Engine, vacuum: bool = True) -> dict[str, Any]:
     }
 
 
-def scan_store(engine: Engine, ciphertexts: list[bytes], sample: int = SCAN_SAMPLE) -> dict[str, Any]:
+def scan_store(
+    engine: Engine,
+    ciphertexts: list[bytes],
+    sample: int = SCAN_SAMPLE,
+    vectors: list[bytes] | None = None,
+    scope: ErasedScope | None = None,
+) -> dict[str, Any]:
     """Show the dead ciphertexts are gone: a complete row check, and a byte scan of the files.
 
     The row check covers every ciphertext (by digest). The byte scan (SQLite) searches the
     database file and WAL for three slices of up to ``sample`` ciphertexts spread evenly
     over the list, so its cost is bounded rather than growing with the subject's size. It
     runs in a child process (``keys.filescan``): this process holds connections to these
-    files, and opening and closing them here would drop its SQLite locks.
+    files, and opening and closing them here would drop its SQLite locks. With ``vectors``
+    (sealed vectors a job removed), their slices are looked for in the same pass over the
+    files and reported under ``vector_scan``: one read of a large store, not two. With
+    ``scope``, the row check reads the erasure's own events (an index range) rather than every
+    event: a memory's ciphertext is only ever in its own ``memory.written`` events, and the
+    byte scan covers the rest of the files.
     """
     digests = sorted({hashlib.sha256(c).hexdigest() for c in ciphertexts})
     left = 0
+    within = scope.of_events() if scope is not None else sa.true()
     with engine.connect() as conn:
         for i in range(0, len(digests), 500):
             left += conn.execute(
                 sa.select(sa.func.count())
                 .select_from(events)
-                .where(events.c.ciphertext_digest.in_(digests[i : i + 500]), events.c.ciphertext.is_not(None))
+                .where(
+                    within,
+                    events.c.ciphertext_digest.in_(digests[i : i + 500]),
+                    events.c.ciphertext.is_not(None),
+                )
             ).scalar_one()
     result: dict[str, Any] = {"ciphertexts": len(ciphertexts), "rows_still_holding_them": left}
     if not is_sqlite(engine):
         result["method"] = "row check by digest (PostgreSQL pages are not byte-scanned)"
+        if vectors is not None:
+            result["vector_scan"] = {"method": "row check (PostgreSQL pages are not byte-scanned)"}
         return result
-    step = max(1, len(ciphertexts) // sample) if ciphertexts else 1
-    chosen = ciphertexts[::step][:sample]
-    slices = [s for c in chosen for s in slices_of(c)]
+    groups = {"ciphertexts": _sampled(ciphertexts, sample), "vectors": _sampled(vectors or [], sample)}
+    slices = {name: [s for c in chosen for s in slices_of(c)] for name, chosen in groups.items()}
+    needles = slices["ciphertexts"] + slices["vectors"]
     files = sqlite_files(engine)
     try:
-        hits = find_in_files(files, slices)
+        hits = find_in_files(files, needles)
     except FileScanFailed as exc:
         raise StepFailed(str(exc)) from exc
+    found = {i for indices in hits.values() for i in indices}
+    split = len(slices["ciphertexts"])
+    shared = {
+        "method": "row check by digest, and byte scan of database file and WAL",
+        "files": [p.name for p in files],
+        "bytes_scanned": sum(p.stat().st_size for p in files if p.exists()),
+    }
     result.update(
         {
-            "method": "row check by digest, and byte scan of database file and WAL",
-            "files": [p.name for p in files],
-            "bytes_scanned": sum(p.stat().st_size for p in files if p.exists()),
-            "ciphertexts_scanned": len(chosen),
-            "slices": len(slices),
-            "slices_found": sum(len(found) for found in hits.values()),
+            **shared,
+            "ciphertexts_scanned": len(groups["ciphertexts"]),
+            "slices": split,
+            "slices_found": sum(1 for i in found if i < split),
         }
     )
+    if vectors is not None:
+        result["vector_scan"] = {
+            **shared,
+            "method": "byte scan of database file and WAL",
+            "ciphertexts_scanned": len(groups["vectors"]),
+            "slices": len(slices["vectors"]),
+            "slices_found": sum(1 for i in found if i >= split),
+        }
     return result
+
+
+def _found_any(scan: dict[str, Any]) -> bool:
+    return bool(scan.get("slices_found") or scan.get("vector_scan", {}).get("slices_found"))
+
+
+def _sampled(secrets: list[bytes], sample: int) -> list[bytes]:
+    """Up to ``sample`` of ``secrets``, spread evenly over the list."""
+    step = max(1, len(secrets) // sample) if secrets else 1
+    return secrets[::step][:sample]
 
 
 def compacted_step(compactor: Compactor) -> StepSpec:
@@ -374,9 +417,14 @@ def compacted_step(compactor: Compactor) -> StepSpec:
         present = compactor.dead_ciphertexts(scope=scope)
         vectors = vector_samples.take(job.id) or []  # deleted earlier in this job, held in memory
         result = compactor.compact(
-            only_forgotten=True, scope=scope, reclaim=True, scan_for=present or None, vacuum=None
+            only_forgotten=True,
+            scope=scope,
+            reclaim=True,
+            scan_for=present or None,
+            vacuum=None,
+            vectors=vectors or None,
         )
-        vector_scan = _scan_vectors(compactor.uow.engine, vectors)
+        vector_scan = _vector_evidence(result, len(vectors))
         still = compactor.ciphertext_events(scope, still_held=True)
         if still or result.scan.get("slices_found") or result.scan.get("rows_still_holding_them"):
             raise StepFailed("dead ciphertext is still present in the store after compaction")
@@ -406,18 +454,15 @@ def compacted_step(compactor: Compactor) -> StepSpec:
     return StepSpec(COMPACTED, run, transactional=False)
 
 
-def _scan_vectors(engine: Engine, vectors: list[bytes]) -> dict[str, Any]:
-    """The byte scan for the sealed vectors this job removed (``erasure.vector_samples``);
-    if a slice is still found, reclaim with VACUUM and scan once more."""
-    if not vectors:
+def _vector_evidence(result: CompactionResult, removed: int) -> dict[str, Any]:
+    """The byte scan's findings for the sealed vectors this job removed (``erasure.vector_samples``)."""
+    scan = result.scan.pop("vector_scan", None)
+    if scan is None:
         return {
             "performed": False,
             "sealed_vectors": 0,
             "reason": "no sealed vectors were removed by this job in this process",
         }
-    scan = scan_store(engine, vectors)
-    if scan.get("slices_found") and is_sqlite(engine):
-        reclaim_space(engine, vacuum=True)
-        scan = {**scan_store(engine, vectors), "vacuum_after_scan_found": True}
-    scan.pop("rows_still_holding_them", None)  # vectors are not events: the row check is the count
-    return {"performed": True, "sealed_vectors": len(vectors), **scan}
+    if result.reclaim.get("vacuum_after_scan_found"):
+        scan["vacuum_after_scan_found"] = True
+    return {"performed": True, "sealed_vectors": removed, **scan}
