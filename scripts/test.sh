@@ -27,10 +27,12 @@ fi
 export LETHE_TEST_POSTGRES_URL=${LETHE_TEST_POSTGRES_URL:-postgresql+psycopg://postgres@127.0.0.1:5432/test}
 
 # The console's browser tests drive Debian's Chromium (Playwright's own download is not reachable);
-# its screenshot command renders a certificate PDF page with pdftoppm (poppler-utils).
-if { [ ! -x /usr/bin/chromium ] || ! command -v pdftoppm >/dev/null 2>&1; } && command -v apt-get >/dev/null 2>&1; then
-  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium poppler-utils) >/dev/null 2>&1 \
-    || echo "warning: could not install chromium and poppler-utils; the browser tests will fail under CI" >&2
+# its screenshot command renders a certificate PDF page with pdftoppm (poppler-utils); the bench's
+# HTTP figure and its tests use wrk as the load generator.
+if { [ ! -x /usr/bin/chromium ] || ! command -v pdftoppm >/dev/null 2>&1 || ! command -v wrk >/dev/null 2>&1; } \
+  && command -v apt-get >/dev/null 2>&1; then
+  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium poppler-utils wrk) >/dev/null 2>&1 \
+    || echo "warning: could not install chromium, poppler-utils and wrk; the browser tests will fail under CI" >&2
 fi
 
 .venv/bin/ruff check .

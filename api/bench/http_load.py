@@ -96,6 +96,10 @@ def measure(ctx: RunContext) -> dict[str, Any]:
         "search": head,
         "search_subject": runs["search_subject"],
         "auth_only": runs["auth_only"],
+        "write": runs["write"],
+        "write_met": runs["write"]["requests_per_s"] >= 300
+        and runs["write"]["latency"]["p99_ms"] <= 150
+        and runs["write"]["errors"] == 0,
         "requests_per_s": head["requests_per_s"],
         "p99_ms": head["latency"]["p99_ms"],
         "ratio": ratio(head["requests_per_s"], runs["auth_only"]["requests_per_s"]),
@@ -127,20 +131,35 @@ def _plan(ctx: RunContext, rng: random.Random) -> list[tuple[str, str, str | Non
             "token_budget": 2000,
         }
 
+    def write() -> dict[str, Any]:  # a governed write; its idempotency key is fresh per request
+        return {
+            "subject_id": f"subject-{rng.randrange(subjects)}",
+            "purpose": PURPOSE,
+            "kind": "fact",
+            "content": f"{query_words(rng)} {query_words(rng)} #http",
+            "provenance": {"source_type": "user_statement", "source_ref": "bench/http"},
+            "confidence": 0.5,
+            "expected_version": 0,
+            "idempotency_key": wrk.UNIQUE,
+        }
+
     return [
         ("search", "POST", "/v1/memories/search", search),
         ("search_subject", "POST", "/v1/memories/search", search_subject),
         ("auth_only", "GET", None, None),
+        ("write", "POST", "/v1/memories", write),
     ]
 
 
 def _requests(method: str, path: str | None, body: Body) -> list[dict[str, Any]]:
     """64 prepared requests of one load (a None path: a fresh missing memory each)."""
+    expected = 201 if path == "/v1/memories" else 404 if method == "GET" else 200
     return [
         {
             "method": method,
             "path": path or f"/v1/memories/{uuid.uuid4()}",
             "body": json.dumps(body()) if body else None,
+            "expected": expected,
         }
         for _ in range(64)
     ]

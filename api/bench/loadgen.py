@@ -1,7 +1,7 @@
 """The HTTP load generator of figure 6, run as ``python -m lethe.api.bench loadgen``.
 
 A separate process, so the load does not share the bench's interpreter; standard library
-only (plus ``stats`` and ``rss``, which are too), so its own footprint stays small and is
+only (plus ``stats``, ``rss`` and ``wrk``, which are too), so its own footprint stays small and is
 reported as it is.
 """
 
@@ -12,10 +12,12 @@ import itertools
 import json
 import threading
 import time
+import uuid
 from typing import Any
 
 from lethe.api.bench.rss import peak_rss_mb
 from lethe.api.bench.stats import percentiles
+from lethe.api.bench.wrk import UNIQUE, expected_status
 
 
 def main(spec: dict[str, Any]) -> None:
@@ -51,9 +53,12 @@ def main(spec: dict[str, Any]) -> None:
                 break
             req = requests[j % len(requests)]
             j += 1
+            body = req["body"]
+            if body is not None and UNIQUE in body:  # a write's idempotency key: one per request
+                body = body.replace(UNIQUE, uuid.uuid4().hex)
             start = time.perf_counter()
             try:
-                conn.request(req["method"], req["path"], body=req["body"], headers=headers)
+                conn.request(req["method"], req["path"], body=body, headers=headers)
                 resp = conn.getresponse()
                 resp.read()
                 status = resp.status
@@ -67,7 +72,7 @@ def main(spec: dict[str, Any]) -> None:
             if measuring:
                 with lock:
                     statuses[status] = statuses.get(status, 0) + 1
-                expected = 404 if req["method"] == "GET" else 200
+                expected = expected_status(req)
                 if status == expected:
                     ok[i].append(dt)
                 else:

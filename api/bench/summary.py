@@ -154,6 +154,18 @@ def _http(h: dict[str, Any]) -> list[Row]:
             verdict(h),
         )
     ]
+    if h.get("write"):
+        w = h["write"]
+        rows.append(
+            row(
+                f"6c. HTTP governed writes, concurrency {h['concurrency']}, {h.get('workers', 1)} workers",
+                f"{fmt(w['requests_per_s'])} req/s, p99 {fmt(w['latency']['p99_ms'])} ms",
+                "",
+                "",
+                ">= 300 req/s, p99 <= 150 ms",
+                "met" if h.get("write_met") else "missed",
+            )
+        )
     if h.get("previous"):
         ratio_previous = h["ratio_previous"]
         rows.append(

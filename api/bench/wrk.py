@@ -13,8 +13,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 from typing import Any
+
+UNIQUE = "@@KEY@@"  # in a request body: replaced by a fresh value for every request sent
 
 _SCRIPT = """
 local requests = %(requests)s
@@ -25,20 +28,27 @@ local n = 0
 
 function setup(thread)
   thread:set("offset", #threads * 7919)
+  thread:set("tid", #threads)
   table.insert(threads, thread)
 end
 
 function init(args)
   ok, other = 0, 0
   n = offset
+  run = args[1] or "0"
 end
 
 function request()
   n = n + 1
   local r = requests[(n %% #requests) + 1]
   local headers = {["Authorization"] = "Bearer " .. tokens[(n %% #tokens) + 1]}
-  if r.body then headers["Content-Type"] = "application/json" end
-  return wrk.format(r.method, r.path, headers, r.body)
+  local body = r.body
+  if body then
+    headers["Content-Type"] = "application/json"
+    -- a write's idempotency key: unique per request, thread and run
+    body = string.gsub(body, "@@KEY@@", run .. "-" .. tid .. "-" .. n)
+  end
+  return wrk.format(r.method, r.path, headers, body)
 end
 
 function response(status, headers, body)
@@ -66,6 +76,13 @@ def available() -> bool:
     return shutil.which("wrk") is not None
 
 
+def expected_status(request: dict[str, Any]) -> int:
+    """The status a served request of this load answers with (any other is an error)."""
+    if "expected" in request:
+        return int(request["expected"])
+    return 404 if request["method"] == "GET" else 200
+
+
 def _lua(values: list[Any]) -> str:
     """A Lua table literal of strings or {method, path, body} records (JSON strings are valid Lua)."""
     items = []
@@ -89,7 +106,7 @@ def run(
 ) -> dict[str, Any]:
     """A warm-up, then ``seconds`` of load from ``concurrency`` connections on two threads;
     the result in the shape of ``loadgen``'s (requests, errors, requests_per_s, latency)."""
-    expected = 404 if requests[0]["method"] == "GET" else 200
+    expected = expected_status(requests[0])
     script = workdir / "wrk-load.lua"
     script.write_text(
         _SCRIPT % {"requests": _lua(requests), "tokens": _lua(tokens), "expected": expected}
@@ -97,9 +114,13 @@ def run(
     url = f"http://127.0.0.1:{port}"
     base = ["wrk", "-t2", f"-c{concurrency}", "--timeout", "30s", "-s", str(script)]
     if warmup > 0:
-        subprocess.run([*base, f"-d{max(1, round(warmup))}s", url], capture_output=True, check=True)
+        warm = [*base, f"-d{max(1, round(warmup))}s", url, "--", uuid.uuid4().hex]
+        subprocess.run(warm, capture_output=True, check=True)
     out = subprocess.run(
-        [*base, f"-d{max(1, round(seconds))}s", url], capture_output=True, text=True, check=True
+        [*base, f"-d{max(1, round(seconds))}s", url, "--", uuid.uuid4().hex],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     line = next(x for x in reversed(out.stdout.splitlines()) if x.startswith("{"))
     r = json.loads(line)

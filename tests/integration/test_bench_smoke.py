@@ -77,6 +77,7 @@ def test_bench_small_completes_and_writes_json_and_markdown(tmp_path: Path) -> N
     assert figures["compaction"]["events_rewritten"] > 0
     assert figures["replay"]["identical"]
     assert figures["http_search"]["search"]["requests"] > 0
+    assert figures["http_search"]["write"]["requests"] > 0 and figures["http_search"]["write"]["errors"] == 0
     assert figures["peak_rss"]["phases"]
     assert results["data_generation"]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -15,11 +16,19 @@ from lethe.api.bench.http_load import _release_path
 
 class _Handler(BaseHTTPRequestHandler):
     seen: list[tuple[str, str, str]] = []
+    bodies: list[str] = []
 
     def do_GET(self) -> None:
         _Handler.seen.append((self.command, self.path, self.headers.get("Authorization", "")))
         code = 404 if self.path.startswith("/missing") else 500
         self.send_response(code)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()
+        _Handler.bodies.append(body)
+        self.send_response(201)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
@@ -54,3 +63,20 @@ def test_a_previous_release_is_mapped_from_its_folders_and_a_non_checkout_is_ref
     assert not (root / "lethe" / "client").exists()
     with pytest.raises(BenchError, match="no api/ folder"):
         _release_path(tmp_path / "other", tmp_path / "empty")
+
+
+@pytest.mark.skipif(not wrk.available(), reason="wrk is not installed (Debian package wrk)")
+def test_wrk_sends_every_write_with_a_fresh_idempotency_key_and_counts_its_201s(tmp_path: Path):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _Handler.bodies.clear()
+    body = json.dumps({"content": "tea", "idempotency_key": wrk.UNIQUE})
+    try:
+        requests = [{"method": "POST", "path": "/v1/memories", "body": body, "expected": 201}]
+        r = wrk.run(tmp_path, server.server_port, ["tok"], requests, 2, 1, 1)
+    finally:
+        server.shutdown()
+    assert r["requests"] > 0 and r["errors"] == 0
+    keys = [b.split('"idempotency_key": "')[1].split('"')[0] for b in _Handler.bodies]
+    assert len(keys) == len(set(keys)) > r["requests"]  # the warm-up's too: never one key twice
+    assert wrk.UNIQUE not in "".join(keys)
