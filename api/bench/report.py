@@ -205,7 +205,9 @@ def _search(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
             f"store holds {sr['large_store_items'] // sr['scope_items']:,} tenants and",
             f"{sr['large_store_items'] // sr['subject_scope_items']:,} subjects. Queries: two words,",
             "limit 10, budget 2,000 tokens, a random tenant each; the subject rows add a subject",
-            "filter. Both stores come from the bulk import path (see Data generation).",
+            "filter. Both stores come from the bulk import path (see Data generation); their files",
+            "are then read once by a child process, so the page cache holds them as a running",
+            "server's would (freshly written pages need not stay cached).",
         ),
         table(
             ["", "p50 ms", "p95 ms", "p99 ms", "max ms"],
