@@ -60,6 +60,7 @@ def measure(ctx: RunContext) -> dict[str, Any]:
     small, large = percentiles(lat["small"]), percentiles(lat["large"])
     r = ratio(large["p95_ms"], small["p95_ms"])
     return {
+        "page_cache_warmup_s": ctx.results.get("page_cache_warmup_s"),
         "scope_items": s.scope,
         "small_store_items": s.small_store,
         "large_store_items": s.large_store,
