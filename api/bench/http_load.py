@@ -61,7 +61,7 @@ def measure(ctx: RunContext) -> dict[str, Any]:
     port = free_port()
     server, log_path = _serve(ctx, port)
     runs: dict[str, Any] = {}
-    plan = {name: _requests(method, path, body) for name, method, path, body in _plan(ctx, rng)}
+    plan = {name: _requests(*load) for name, *load in _plan(ctx, rng)}
     try:
         _wait_ready(server, port, log_path)
         for name, requests in plan.items():
@@ -115,8 +115,8 @@ def measure(ctx: RunContext) -> dict[str, Any]:
     }
 
 
-def _plan(ctx: RunContext, rng: random.Random) -> list[tuple[str, str, str | None, Body]]:
-    """(name, method, path, body) of each load; a None path is a fresh missing memory."""
+def _plan(ctx: RunContext, rng: random.Random) -> list[tuple[str, str, str | None, Body, int]]:
+    """(name, method, path, body, status served) of each load; a None path is a fresh missing memory."""
     subjects = ctx.scale.subjects_per_scope
 
     def search() -> dict[str, Any]:
@@ -144,16 +144,15 @@ def _plan(ctx: RunContext, rng: random.Random) -> list[tuple[str, str, str | Non
         }
 
     return [
-        ("search", "POST", "/v1/memories/search", search),
-        ("search_subject", "POST", "/v1/memories/search", search_subject),
-        ("auth_only", "GET", None, None),
-        ("write", "POST", "/v1/memories", write),
+        ("search", "POST", "/v1/memories/search", search, 200),
+        ("search_subject", "POST", "/v1/memories/search", search_subject, 200),
+        ("auth_only", "GET", None, None, 404),
+        ("write", "POST", "/v1/memories", write, 201),
     ]
 
 
-def _requests(method: str, path: str | None, body: Body) -> list[dict[str, Any]]:
+def _requests(method: str, path: str | None, body: Body, expected: int) -> list[dict[str, Any]]:
     """64 prepared requests of one load (a None path: a fresh missing memory each)."""
-    expected = 201 if path == "/v1/memories" else 404 if method == "GET" else 200
     return [
         {
             "method": method,

@@ -134,6 +134,26 @@ def test_a_node_with_the_subjects_key_cached_is_fenced_then_writes_under_the_rei
         b.close()
 
 
+def test_a_bulk_import_after_another_node_reinstated_the_subject_uses_the_new_key(lethe, settings):
+    """The bulk path does not take the cached key: it reads the subject's key row, as before."""
+    from lethe.api.bootstrap import build
+
+    a = lethe
+    a.memories.write(agent(), write_cmd("old secret", subject=ALICE))  # a caches generation 1
+    b = build(settings)
+    try:
+        forget(b)
+        b.erasure.reinstate(officer(), ALICE, "subject returned as a customer")
+        assert a.memories.import_batch(agent(), [write_cmd("imported", subject=ALICE)]) == 1
+        with a.uow.read() as conn:
+            gens = conn.execute(
+                sa.select(memories.c.key_generation).where(memories.c.status != "forgotten")
+            ).scalars().all()
+        assert gens == [2]
+    finally:
+        b.close()
+
+
 def test_summaries_built_from_a_forgotten_memory_are_tombstoned_too(lethe):
     c = lethe
     a = c.memories.write(agent(), write_cmd("alice drinks tea", subject=ALICE)).item

@@ -144,7 +144,7 @@ def test_a_cached_write_key_is_served_without_a_read_transaction(
 ):
     first = keyring.key_for_write("t1", "ref-a")
     _no_reads(keyring, monkeypatch)
-    assert keyring.key_for_write("t1", "ref-a") == first
+    assert keyring.key_for_write("t1", "ref-a", cached=True) == first
     with pytest.raises(AssertionError, match="read transaction"):
         keyring.key_for_write("t1", "ref-a", cached=False)
 

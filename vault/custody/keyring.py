@@ -181,16 +181,6 @@ class SubjectKeyring:
             .limit(1)
         ).first()
 
-    def state_of(self, conn: Connection, tenant_id: str, subject_ref: str, generation: int) -> str | None:
-        """The state (``active``, ``destroyed``) of one generation of the subject's key, or None."""
-        return conn.execute(
-            sa.select(subject_keys.c.state).where(
-                subject_keys.c.tenant_id == tenant_id,
-                subject_keys.c.subject_ref == subject_ref,
-                subject_keys.c.generation == generation,
-            )
-        ).scalar_one_or_none()
-
     def generations(self, conn: Connection, tenant_id: str, subject_ref: str) -> list[Any]:
         """Every key row of the subject (any state), oldest generation first."""
         return list(
@@ -238,12 +228,13 @@ class SubjectKeyring:
             return FORGOTTEN
         return WRITABLE if state == ACTIVE and newest == generation else STALE
 
-    def key_for_write(self, tenant_id: str, subject_ref: str, cached: bool = True) -> SubjectKey:
+    def key_for_write(self, tenant_id: str, subject_ref: str, cached: bool = False) -> SubjectKey:
         """The subject's live key, created on first use. KMS calls happen outside DB transactions.
 
-        With ``cached``, the newest generation this process holds in its DEK cache is
-        served without a read transaction; the write must then ask ``writable`` under its
-        write lock (``MemoryService.write`` does), and on ``STALE`` call again uncached.
+        With ``cached`` (an opt-in: the caller takes on the check), the newest generation this
+        process holds in its DEK cache is served without a read transaction; the write must then
+        ask ``writable`` under its write lock (``MemoryService.write`` does), and on ``STALE``
+        call again uncached.
         """
         if cached:
             hit = self.cache.newest(tenant_id, subject_ref)

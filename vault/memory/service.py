@@ -304,7 +304,7 @@ class MemoryService:
         try:
             with self.uow.write() as conn:
                 for ref, key in keys.items():
-                    self._check_fence(conn, caller.tenant_id, ref, key.generation)
+                    self._check_fence(conn, caller.tenant_id, ref, key.generation, cached_key=False)
                 apply_many(conn, self.log.append_many(conn, batch))
                 repo.add_index_rows(conn, index_rows)
                 repo.add_vectors(conn, vector_rows)
@@ -332,7 +332,7 @@ class MemoryService:
         return item
 
     def _check_fence(
-        self, conn: Connection, tenant_id: str, subject_ref: str, generation: int, cached_key: bool = False
+        self, conn: Connection, tenant_id: str, subject_ref: str, generation: int, cached_key: bool
     ) -> None:
         """Under the write lock: a forget that committed first wins, and this write is refused.
         A key served from this process's cache that is no longer the subject's live one
