@@ -127,6 +127,7 @@ def serve(
     import uvicorn  # the web stack loads only for the command that serves it
 
     from lethe.api.http.app import create_app
+    from lethe.api.http.listeners import serve_workers
     from lethe.api.http.logging import configure_logging
 
     settings = load_settings()
@@ -154,20 +155,23 @@ def serve(
             )
     typer.echo(f"OpenAPI docs: http://{shown}:{port}/docs")
     configure_logging(settings.log_level)
-    if workers > 1:
-        # Each worker process builds its own app from the environment (uvicorn imports the
-        # factory by name); the public URL computed here travels with it.
-        os.environ["LETHE_PUBLIC_URL"] = str(settings.public_url)
-        app_or_factory: object = "lethe.api.http.app:create_app_from_environment"
-    else:
-        app_or_factory = create_app(settings)
-    uvicorn.run(
-        app_or_factory,  # type: ignore[arg-type]
-        factory=workers > 1,
-        workers=workers,
-        host=host,
-        port=port,
-        access_log=False,  # uvicorn's access line holds raw paths and query strings
-        log_config=None,
-        server_header=False,
+    options = {
+        "host": host,
+        "port": port,
+        "access_log": False,  # uvicorn's access line holds raw paths and query strings
+        "log_config": None,
+        "server_header": False,
+    }
+    if workers == 1:
+        uvicorn.run(create_app(settings), **options)  # type: ignore[arg-type]
+        return
+    # Each worker process builds its own app from the environment (uvicorn imports the
+    # factory by name); the public URL computed here travels with it.
+    os.environ["LETHE_PUBLIC_URL"] = str(settings.public_url)
+    config = uvicorn.Config(
+        "lethe.api.http.app:create_app_from_environment", factory=True, workers=workers, **options
     )
+    try:
+        serve_workers(config)  # a listening socket per worker (api/http/listeners.py)
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", ExitCode.SETUP)

@@ -74,7 +74,7 @@ class Server:
         return self.out.read_text().splitlines() + self.err.read_text().splitlines()
 
 
-def start_server(tmp_path: Path, extra_env: dict[str, str]) -> Server:
+def start_server(tmp_path: Path, extra_env: dict[str, str], workers: int = 1) -> Server:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LETHE_")}
     env["LETHE_DATA_DIR"] = str(tmp_path / "data")
     env.update(extra_env)
@@ -85,9 +85,10 @@ def start_server(tmp_path: Path, extra_env: dict[str, str]) -> Server:
         assert init.returncode == 0, init.stderr
     port = free_port()
     out, err = tmp_path / "stdout.log", tmp_path / "stderr.log"
+    args = ["--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
     with out.open("wb") as o, err.open("wb") as e:
         proc = subprocess.Popen(
-            [*lethe_command(), "serve", "--host", "127.0.0.1", "--port", str(port)],
+            [*lethe_command(), "serve", *args],
             env=env,
             stdout=o,
             stderr=e,
@@ -308,3 +309,36 @@ def test_readyz_follows_openbao_and_cached_reads_never_500(tmp_path: Path, openb
             assert again.status_code == 201
     finally:
         srv.stop()
+
+
+def _listening(port: int) -> int:
+    """TCP sockets listening on the loopback port, from /proc/net/tcp (state 0A)."""
+    lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    return sum(1 for line in lines if line.split()[1] == f"0100007F:{port:04X}" and line.split()[3] == "0A")
+
+
+@pytest.mark.skipif(not Path("/proc/net/tcp").exists(), reason="reads Linux's socket table")
+def test_workers_listen_on_a_socket_each_and_a_taken_port_is_refused(tmp_path: Path) -> None:
+    srv = start_server(tmp_path, {}, workers=2)
+    port = int(srv.url.rsplit(":", 1)[1])
+    try:
+        deadline = time.monotonic() + 30  # the second worker may still be starting
+        while _listening(port) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _listening(port) == 2  # one per worker: the kernel spreads connections
+        again = subprocess.run(
+            [*lethe_command(), "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", "2"],
+            env=srv.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert again.returncode == 2, again.stderr
+        assert "cannot listen on 127.0.0.1" in again.stderr
+        with httpx.Client(base_url=srv.url, timeout=10) as client:  # keep-alive, both workers
+            assert all(client.get("/healthz").status_code == 200 for _ in range(20))
+    finally:
+        srv.stop()
+    assert srv.proc.returncode == 0
+    assert _listening(port) == 0  # SIGTERM stopped the workers too
