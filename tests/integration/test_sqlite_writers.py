@@ -1,12 +1,17 @@
-"""A process's SQLite writers queue in the process, one at a time at SQLite's lock.
+"""SQLite's writers queue before its lock: in the process, then across processes (``store.sqlite_writers``).
 
 SQLite's busy handler sleeps in steps of up to 100 ms whatever the lock does meanwhile, so
-threads waiting in it made a write's p99 under load 1.8 s. ``UnitOfWork.write`` queues a
-process's writers on one lock first; the test counts the connections its writers hold at once.
+threads waiting in it made a write's p99 under load 1.8 s, and two server processes
+meeting there 0.5-1.3 s. The tests count the connections one process's writers hold at
+once, and hold a write open in another process to see the queue span processes.
 """
 
 from __future__ import annotations
 
+import fcntl
+import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -16,6 +21,7 @@ import sqlalchemy as sa
 
 from lethe.vault.errors import StoreUnavailable
 from lethe.vault.store.db import UnitOfWork, make_engine
+from lethe.vault.store.sqlite_writers import SUFFIX
 
 
 def _engine(tmp_path: Path) -> sa.Engine:
@@ -82,3 +88,67 @@ def test_a_writer_that_cannot_get_the_queue_in_time_is_told_the_store_is_unavail
     with uow.write() as conn:  # the queue is free again
         conn.exec_driver_sql("INSERT INTO t VALUES (1)")
     engine.dispose()
+
+
+_HOLDER = """
+import sys
+from lethe.vault.store.db import UnitOfWork, make_engine
+uow = UnitOfWork(make_engine(sys.argv[1]))
+with uow.write() as conn:
+    conn.exec_driver_sql("INSERT INTO t VALUES (7)")
+    print("holding", flush=True)
+    sys.stdin.readline()  # until the test lets go
+print("done", flush=True)
+"""
+
+
+def _side_file_is_locked(db: Path) -> bool:
+    fd = os.open(db.with_name(db.name + SUFFIX), os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # a descriptor of the side file, never of the database
+    return False
+
+
+def test_a_write_in_another_process_holds_the_queue_and_a_writer_here_waits_for_it(tmp_path: Path) -> None:
+    engine = _engine(tmp_path)
+    db = tmp_path / "w.sqlite3"
+    uow = UnitOfWork(engine)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, f"sqlite:///{db}"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdin is not None and holder.stdout is not None
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        assert _side_file_is_locked(db)  # the other process's writer holds the queue
+        with pytest.raises(StoreUnavailable), uow.write(lock_wait_ms=100):
+            pass  # it did not get past the queue to SQLite's lock, nor hang
+        done = threading.Event()
+
+        def write_here() -> None:
+            with uow.write() as conn:
+                conn.exec_driver_sql("INSERT INTO t VALUES (8)")
+            done.set()
+
+        waiter = threading.Thread(target=write_here)
+        waiter.start()
+        assert not done.wait(0.3)  # it waits while the other process writes
+        holder.stdin.write("go\n")
+        holder.stdin.flush()
+        assert holder.stdout.readline().strip() == "done"
+        waiter.join(30)
+        assert done.is_set()  # and writes once the other process is through
+    finally:
+        holder.kill()
+        holder.wait(10)
+    with uow.read() as conn:
+        assert sorted(conn.exec_driver_sql("SELECT n FROM t").scalars()) == [7, 8]
+    assert not _side_file_is_locked(db)  # the abandoned wait let go of the lock too
+    engine.dispose()
+

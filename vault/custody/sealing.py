@@ -211,21 +211,25 @@ def subject_deks(
     return deks
 
 
+# A tenant's key rows of some subjects (every generation; the caller keeps those it wants),
+# built once: building an OR of one AND per key was a tenth of a search's CPU.
+_KEYS_OF = sa.select(subject_keys).where(
+    subject_keys.c.tenant_id == sa.bindparam("tenant"),
+    subject_keys.c.subject_ref.in_(sa.bindparam("refs", expanding=True)),
+)
+
+
 def _key_rows(conn: Connection, wanted: Iterable[tuple[str, str, int]]) -> dict[tuple[str, str, int], Any]:
-    wanted = list(wanted)
+    wanted = set(wanted)
+    refs_of: dict[str, list[str]] = {}
+    for t, s, _ in wanted:
+        refs_of.setdefault(t, []).append(s)
     result: dict[tuple[str, str, int], Any] = {}
-    for i in range(0, len(wanted), 200):
-        chunk = wanted[i : i + 200]
-        cond = sa.or_(
-            *[
-                sa.and_(
-                    subject_keys.c.tenant_id == t,
-                    subject_keys.c.subject_ref == s,
-                    subject_keys.c.generation == g,
-                )
-                for t, s, g in chunk
-            ]
-        )
-        for row in conn.execute(sa.select(subject_keys).where(cond)):
-            result[(row.tenant_id, row.subject_ref, row.generation)] = row
+    for tenant, refs in refs_of.items():
+        refs = sorted(set(refs))
+        for i in range(0, len(refs), 500):
+            for row in conn.execute(_KEYS_OF, {"tenant": tenant, "refs": refs[i : i + 500]}):
+                key = (row.tenant_id, row.subject_ref, row.generation)
+                if key in wanted:
+                    result[key] = row
     return result

@@ -30,9 +30,9 @@ from lethe.vault.custody.opened_vectors import OpenedVectors
 from lethe.vault.custody.sealing import scope_vectors, sealed_by_id
 from lethe.vault.memory.ranking import RELEVANCE, WEIGHTS, lexical_hits, rank_time, score, standing_columns
 from lethe.vault.memory.vectors import VectorIndex
-from lethe.vault.memory.visibility import scope_clauses
+from lethe.vault.memory.visibility import scope_branches
 from lethe.vault.model import Caller, Status
-from lethe.vault.store.tables import memories, memory_vectors
+from lethe.vault.store.tables import memories, memory_vectors, search_postings
 
 Ranked = tuple[str, int, dict[str, float]]
 
@@ -126,49 +126,56 @@ def scope_rows(
 @functools.lru_cache(maxsize=64)
 def _statement(
     dialect: str, terms: bool, subject: bool, kinds: bool, cap: int, model: str | None = None
-) -> sa.Select:
+) -> sa.CompoundSelect | sa.Select:
     """The scope statement of one shape, built once: the values are bound parameters
     (building the expression was a tenth of a search). With ``model``, each row also
     carries its sealed vector of that model (None if it has none)."""
-    joined, hits, filters = _scope(dialect, terms, subject, kinds)
-    sealed: list[sa.ColumnElement] = []
-    if model is not None:
-        v = memory_vectors
-        joined = joined.outerjoin(v, _vector_of(model))
-        sealed = [v.c.subject_ref, v.c.key_generation, v.c.version, v.c.sealed]
     now_rank = sa.bindparam("now_rank", type_=sa.String if dialect == "sqlite" else sa.DateTime)
-    return (
-        sa.select(
-            memories.c.id,
-            memories.c.token_estimate,
-            hits,
-            *standing_columns(dialect, now_rank),
-            memories.c.confidence,
-            memories.c.subject_ref,
-            memories.c.key_generation,
-            memories.c.sealed_version,
-            *sealed,
+    selects = []
+    for joined, hits, filters in _branches(dialect, terms, subject, kinds):
+        sealed: list[sa.ColumnElement] = []
+        if model is not None:
+            v = memory_vectors
+            joined = joined.outerjoin(v, _vector_of(model))
+            sealed = [v.c.subject_ref, v.c.key_generation, v.c.version, v.c.sealed]
+        selects.append(
+            sa.select(
+                memories.c.id,
+                memories.c.token_estimate,
+                hits,
+                *standing_columns(dialect, now_rank),
+                memories.c.confidence,
+                memories.c.subject_ref,
+                memories.c.key_generation,
+                memories.c.sealed_version,
+                *sealed,
+            )
+            .select_from(joined)
+            .where(*filters)
         )
-        .select_from(joined)
-        .where(*filters)
-        .limit(cap + 1)
-    )
+    return _union(selects, cap)
 
 
 @functools.lru_cache(maxsize=64)
 def _vectors_statement(
     dialect: str, terms: bool, subject: bool, kinds: bool, cap: int, model: str
-) -> sa.Select:
+) -> sa.CompoundSelect | sa.Select:
     """The sealed vectors of the same scope, read the way the scope is."""
-    joined, _, filters = _scope(dialect, terms, subject, kinds)
     v = memory_vectors
-    joined = joined.join(v, _vector_of(model))
-    return (
+    selects = [
         sa.select(v.c.memory_id, v.c.subject_ref, v.c.key_generation, v.c.version, v.c.sealed)
-        .select_from(joined)
+        .select_from(joined.join(v, _vector_of(model)))
         .where(*filters)
-        .limit(cap + 1)
-    )
+        for joined, _, filters in _branches(dialect, terms, subject, kinds)
+    ]
+    return _union(selects, cap)
+
+
+def _union(selects: list[sa.Select], cap: int) -> sa.CompoundSelect | sa.Select:
+    """The branches' rows, at most ``cap`` + 1 of them (one more says "over the cap")."""
+    if len(selects) == 1:
+        return selects[0].limit(cap + 1)
+    return sa.union_all(*selects).limit(cap + 1)
 
 
 def _vector_of(model: str) -> sa.ColumnElement[bool]:
@@ -177,30 +184,42 @@ def _vector_of(model: str) -> sa.ColumnElement[bool]:
     return sa.and_(v.c.tenant_id == memories.c.tenant_id, v.c.memory_id == memories.c.id, v.c.model == model)
 
 
-def _scope(
+def _branches(
     dialect: str, terms: bool, subject: bool, kinds: bool
-) -> tuple[sa.FromClause, sa.ColumnElement, list[sa.ColumnElement[bool]]]:
-    """FROM, the hits column and WHERE of a scope of one shape."""
-    joined: sa.FromClause = memories
+) -> list[tuple[sa.FromClause, sa.ColumnElement, list[sa.ColumnElement[bool]]]]:
+    """FROM, the hits column and WHERE of each branch of a scope of one shape: the agent's
+    own memories, and, when the query has terms, the operator memories of the purpose that
+    match one (``visibility.scope_branches``)."""
     tenant = sa.bindparam("tenant", type_=sa.String)
-    if terms:
-        query_hashes = sa.bindparam("query_hashes", expanding=True)
-        postings = lexical_hits(dialect, tenant, query_hashes).subquery("hits")
-        joined = joined.outerjoin(postings, postings.c.memory_id == memories.c.id)
-        hits: sa.ColumnElement = sa.func.coalesce(postings.c.hits, 0)
-        relevant: sa.ColumnElement[bool] = postings.c.hits.is_not(None)
-    else:
-        hits, relevant = sa.literal(0, sa.Integer), sa.false()
-    filters = [
-        *scope_clauses(tenant, sa.bindparam("agent"), sa.bindparam("purpose"), relevant),
+    own, operator = scope_branches(tenant, sa.bindparam("agent"), sa.bindparam("purpose"))
+    common: list[sa.ColumnElement[bool]] = [
         memories.c.status == Status.ACTIVE.value,
         memories.c.expires_at > sa.bindparam("now", type_=sa.DateTime),
     ]
     if subject:
-        filters.append(memories.c.subject_ref == sa.bindparam("subject_ref"))
+        common.append(memories.c.subject_ref == sa.bindparam("subject_ref"))
     if kinds:
-        filters.append(memories.c.kind.in_(sa.bindparam("kinds", expanding=True)))
-    return joined, hits, filters
+        common.append(memories.c.kind.in_(sa.bindparam("kinds", expanding=True)))
+    if not terms:
+        return [(memories, sa.literal(0, sa.Integer), [*own, *common])]
+    query_hashes = sa.bindparam("query_hashes", expanding=True)
+    postings = lexical_hits(dialect, tenant, query_hashes).subquery("hits")
+    own_hits = memories.outerjoin(postings, postings.c.memory_id == memories.c.id)
+    # The few operator memories of the purpose (``ix_memories_authority``), each counting its
+    # own postings of the query's terms (``ix_search_postings_memory``): index seeks per
+    # operator memory, never a walk of the tenant's hits.
+    p = search_postings
+    operator_hits = (
+        sa.select(sa.func.count())
+        .where(p.c.tenant_id == memories.c.tenant_id, p.c.memory_id == memories.c.id)
+        .where(p.c.term_hash.in_(query_hashes))
+        .correlate(memories)
+        .scalar_subquery()
+    )
+    return [
+        (own_hits, sa.func.coalesce(postings.c.hits, 0), [*own, *common]),
+        (memories, operator_hits, [*operator, operator_hits > 0, *common]),
+    ]
 
 
 def rank(

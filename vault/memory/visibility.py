@@ -50,6 +50,18 @@ def scope_clauses(
     ]
 
 
+def scope_branches(
+    tenant_id: Any, agent_id: Any, purpose: Any
+) -> tuple[list[sa.ColumnElement[bool]], list[sa.ColumnElement[bool]]]:
+    """``scope_clauses`` as two disjoint branches, for a UNION ALL: the agent's own
+    memories, and the operator memories of the purpose that others wrote (a search still
+    adds "and relevant" to the second). One range of ``ix_memories_scope`` serves the first
+    alone; an OR of the two made SQLite read every row of the scope from the table."""
+    base = [memories.c.tenant_id == tenant_id, memories.c.purpose == purpose]
+    own = [*base, memories.c.agent_id == agent_id]
+    return own, [*base, memories.c.authority == OPERATOR, memories.c.agent_id != agent_id]
+
+
 def may_read(caller: Caller, row: Any, now: datetime) -> bool:
     """Whether ``caller`` may read the ``memories`` row by id (anything else reads as unknown)."""
     if row.tenant_id != caller.tenant_id or row.status in (*GONE, Status.EXPIRED):

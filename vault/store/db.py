@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 import sqlite3
-import threading
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -20,6 +18,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from lethe.vault.errors import StoreUnavailable
+from lethe.vault.store.sqlite_writers import writer_queue
 
 _EVENT_LOG_LOCK = 0x4C455448  # "LETH": the advisory lock that serialises appends
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -85,19 +84,6 @@ def _is_outage(exc: DBAPIError) -> bool:
     return isinstance(exc, OperationalError) and any(h in str(exc.orig).lower() for h in _OUTAGE_HINTS)
 
 
-_WRITERS: weakref.WeakKeyDictionary[Engine, threading.RLock] = weakref.WeakKeyDictionary()
-_WRITERS_GUARD = threading.Lock()
-
-
-def _writers(engine: Engine) -> threading.RLock:
-    """The in-process queue of an SQLite engine's writers (reentrant: a writer's own thread)."""
-    with _WRITERS_GUARD:
-        gate = _WRITERS.get(engine)
-        if gate is None:
-            gate = _WRITERS[engine] = threading.RLock()
-        return gate
-
-
 class UnitOfWork:
     """Opens read and write transactions; translates driver outages to ``StoreUnavailable``.
 
@@ -115,24 +101,23 @@ class UnitOfWork:
         ``lock_wait_ms`` bounds the wait for the write lock (readiness probes); by default
         a writer waits as long as the driver's busy timeout allows.
 
-        On SQLite, a process's writers first queue on one in-process lock per engine, so
-        at most one of its threads waits in SQLite's busy handler. That handler sleeps in
-        steps of up to 100 ms whatever the lock does meanwhile; with 16 threads waiting in
-        it, a write's p99 under load was 1.8 s. Other processes still meet at SQLite's lock.
+        On SQLite, writers first queue in the process and then across processes
+        (``store.sqlite_writers``), so none of them sleeps in SQLite's busy handler while
+        the lock passes from writer to writer.
         """
         if not is_sqlite(self.engine):
             with self._write(lock_wait_ms) as conn:
                 yield conn
             return
-        gate = _writers(self.engine)
+        queue = writer_queue(self.engine)
         wait_ms = SQLITE_BUSY_TIMEOUT_MS if lock_wait_ms is None else lock_wait_ms
-        if not gate.acquire(timeout=wait_ms / 1000):
+        if not queue.acquire(timeout=wait_ms / 1000):
             raise StoreUnavailable("database unavailable")
         try:
             with self._write(lock_wait_ms) as conn:
                 yield conn
         finally:
-            gate.release()
+            queue.release()
 
     @contextmanager
     def _write(self, lock_wait_ms: int | None) -> Iterator[Connection]:

@@ -66,7 +66,13 @@ memories = sa.Table(
     # The seq of the event that created the memory: the review queue's stable, gap-free order.
     sa.Column("created_seq", sa.BigInteger, nullable=False),
     sa.PrimaryKeyConstraint("tenant_id", "id"),
-    sa.Index("ix_memories_scope", "tenant_id", "agent_id", "purpose", "status", "expires_at"),
+    # A search's scope: the key, then every column ``memory.ranked_scope`` reads (covering).
+    sa.Index(
+        "ix_memories_scope",
+        *("tenant_id", "agent_id", "purpose", "status", "expires_at"),
+        *("id", "token_estimate", "authority", "trust", "created_at", "confidence"),
+        *("subject_ref", "key_generation", "sealed_version"),
+    ),
     sa.Index("ix_memories_subject", "tenant_id", "subject_ref"),
     sa.Index("ix_memories_review", "tenant_id", "status", "created_seq"),
     # Operator memories join every agent's search of their purpose (``memory.visibility``).
