@@ -38,6 +38,7 @@ def store_settings(spec: dict[str, Any]) -> Settings:
         kms=spec.get("kms", "local"),
         vault_addr=spec.get("vault_addr"),
         vault_token=SecretStr(token) if token else None,
+        database_url=spec.get("database_url"),
     )
 
 

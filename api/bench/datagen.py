@@ -66,9 +66,16 @@ def warm_page_cache(data_dirs: list[Path]) -> float:
 
 
 def generate(
-    ctx: RunContext, label: str, name: str, tenants: list[str], subjects: int, per_subject: int
+    ctx: RunContext,
+    label: str,
+    name: str,
+    tenants: list[str],
+    subjects: int,
+    per_subject: int,
+    store: dict[str, Any] | None = None,
 ) -> None:
-    """Load ``tenants`` of store ``name`` through the bulk path in ``ctx.loaders`` processes."""
+    """Load ``tenants`` of store ``name`` (``store``: how to reach it, if not by ``ctx.spec``)
+    through the bulk path in ``ctx.loaders`` processes."""
     workers = min(ctx.loaders, len(tenants))
     total = len(tenants) * subjects * per_subject
     err_dir = ctx.root / "logs"
@@ -76,7 +83,7 @@ def generate(
     procs = []
     for w in range(workers):
         spec = {
-            "store": ctx.spec(name),
+            "store": store or ctx.spec(name),
             "tenants": tenants[w::workers],
             "subjects": subjects,
             "per_subject": per_subject,
@@ -142,7 +149,7 @@ def generate(
 def load_main(spec: dict[str, Any]) -> None:
     """A data-generation worker: load whole tenants through the bulk path, report progress."""
     c = build(store_settings(spec["store"]))
-    if spec.get("cache_kib"):
+    if spec.get("cache_kib") and c.uow.engine.dialect.name == "sqlite":
         # A larger page cache for this loader's connections only: the four random-UUID
         # indexes (event id, memory id twice, index row) outgrow SQLite's 2 MiB default.
         @sa.event.listens_for(c.uow.engine, "connect")

@@ -450,6 +450,48 @@ def _http(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
     ]
 
 
+def _http_nodes(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
+    n = figs.get("http_nodes", {})
+    out = ["### 6d. Two nodes on PostgreSQL"]
+    if "search" not in n:
+        return [*out, para(f"Not measured in this run: {n.get('skipped') or n.get('error') or 'no figure'}.")]
+    loads = [
+        (f"search, scope {n['scope_items']:,}", n["search"]),
+        ("auth only (404)", n["auth_only"]),
+        ("governed write (201)", n["write"]),
+    ]
+    return [
+        *out,
+        para(
+            f"{n['nodes']} `lethe serve` nodes ({n['workers_per_node']} worker each) on one fresh",
+            f"PostgreSQL database ({n['store_items']:,} items, one {n['scope_items']:,}-item scope per",
+            "tenant, `ANALYZE`d after the bulk load), the run's OpenBao dev server as their KMS,",
+            f"rate limits in {n['rate_limit_storage']}; both nodes share one data dir (pepper and",
+            f"signing key). Each load runs on both nodes at once, {n['concurrency'] // n['nodes']}",
+            "connections on each (a `wrk` per node): req/s is the sum, each latency column the",
+            "worse node's.",
+        ),
+        table(
+            ["", "requests", "req/s", "per node", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors"],
+            [
+                [
+                    label,
+                    f"{r['requests']:,}",
+                    fmt(r["requests_per_s"]),
+                    " + ".join(fmt(x) for x in r["per_node"]),
+                    *lats(r["latency"]),
+                    r["errors"],
+                ]
+                for label, r in loads
+            ],
+        ),
+        para(
+            "Targets as figure 6: search >= 500 req/s with p99 <= 100 ms, writes >= 300 req/s with",
+            "p99 <= 150 ms.",
+        ),
+    ]
+
+
 def _rss(rss: dict[str, Any], phases: dict[str, Any]) -> list[str]:
     out = ["## 7. Peak memory"]
     if not rss.get("phases"):
@@ -539,5 +581,6 @@ _SECTIONS: tuple[Section, ...] = (
     _forget,
     _compaction_and_replay,
     _http,
+    _http_nodes,
     _recall,
 )

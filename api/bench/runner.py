@@ -16,7 +16,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lethe.api.bench import compaction, envelope, forget, http_load, recall, replay, rss, search, writes
+from lethe.api.bench import (
+    compaction,
+    envelope,
+    forget,
+    http_load,
+    http_nodes,
+    recall,
+    replay,
+    rss,
+    search,
+    writes,
+)
 from lethe.api.bench.context import BenchError, RunContext
 from lethe.api.bench.datagen import make_search_stores
 from lethe.api.bench.machine import machine_info
@@ -80,6 +91,7 @@ class Bench:
             with ctx.phase("3 scoped search latency"):
                 ctx.figure("search_latency", search.measure)
             ctx.figure("http_search", http_load.measure)
+            ctx.figure("http_nodes", http_nodes.measure)
             with ctx.phase("4 forget latency"):
                 ctx.figure("forget_latency", forget.measure)
             with ctx.phase("5a compaction"):

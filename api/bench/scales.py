@@ -49,6 +49,7 @@ class Scale:
     http_max_requests: int
     concurrency: int = 16
     http_workers: int = 2  # `lethe serve --workers`: one per core of the 2-core machine the targets are for
+    node_tenants: int = 4  # tenants (one scope each) of figure 6d's PostgreSQL store
     write_rounds: int = 5
 
 
@@ -86,5 +87,6 @@ SCALES = {
         http_seconds=10.0,
         http_warmup=2.0,
         http_max_requests=100_000,
+        node_tenants=10,
     ),
 }

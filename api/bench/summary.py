@@ -181,6 +181,28 @@ def _http(h: dict[str, Any]) -> list[Row]:
     return rows
 
 
+def _http_nodes(n: dict[str, Any]) -> list[Row]:
+    label = f"{n['nodes']} nodes on PostgreSQL, concurrency {n['concurrency']}"
+    return [
+        row(
+            f"6d. HTTP search, {label}",
+            f"{fmt(n['search']['requests_per_s'])} req/s, p99 {fmt(n['search']['latency']['p99_ms'])} ms",
+            f"{fmt(n['auth_only']['requests_per_s'])} req/s auth only",
+            fmt(n["ratio"], 2),
+            ">= 500 req/s, p99 <= 100 ms",
+            verdict(n),
+        ),
+        row(
+            f"6d. HTTP governed writes, {label}",
+            f"{fmt(n['write']['requests_per_s'])} req/s, p99 {fmt(n['write']['latency']['p99_ms'])} ms",
+            "",
+            "",
+            ">= 300 req/s, p99 <= 150 ms",
+            "met" if n.get("write_met") else "missed",
+        ),
+    ]
+
+
 def _rss_rows(m: dict[str, Any]) -> list[Row]:
     if not m.get("phases"):
         return []
@@ -209,4 +231,5 @@ _FIGURES = (
     ("5. Compaction", "compaction", _compaction),
     ("5. Replay check", "replay", _replay),
     ("6. HTTP search, concurrency 16", "http_search", _http),
+    ("6d. HTTP, 2 nodes on PostgreSQL", "http_nodes", _http_nodes),
 )

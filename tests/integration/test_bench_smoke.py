@@ -22,6 +22,7 @@ FIGURES = (
     "compaction",
     "replay",
     "http_search",
+    "http_nodes",
     "peak_rss",
 )
 
@@ -78,6 +79,9 @@ def test_bench_small_completes_and_writes_json_and_markdown(tmp_path: Path) -> N
     assert figures["replay"]["identical"]
     assert figures["http_search"]["search"]["requests"] > 0
     assert figures["http_search"]["write"]["requests"] > 0 and figures["http_search"]["write"]["errors"] == 0
+    nodes = figures["http_nodes"]  # this machine kind has PostgreSQL, OpenBao and wrk: it runs
+    assert nodes["search"]["requests"] > 0 and len(nodes["search"]["per_node"]) == 2
+    assert nodes["write"]["requests"] > 0 and nodes["write"]["errors"] == 0
     assert figures["peak_rss"]["phases"]
     assert results["data_generation"]
 
