@@ -26,7 +26,7 @@ from typing import Any
 
 from lethe.api.bench import wrk
 from lethe.api.bench.context import BenchError, RunContext
-from lethe.api.bench.rss import peak_rss_mb
+from lethe.api.bench.rss import peak_rss_tree_mb
 from lethe.api.bench.scales import AGENT_ID, PURPOSE, TARGETS
 from lethe.api.bench.stats import ratio
 from lethe.api.bench.subprocesses import clean_env, free_port, terminate
@@ -68,10 +68,10 @@ def measure(ctx: RunContext) -> dict[str, Any]:
             with ctx.phase(f"6 HTTP {name} (server + load generator subprocesses)") as info:
                 runs[name] = _load(ctx, port, tokens, requests)
                 info["load_generator_peak_rss_mb"] = runs[name].get("peak_rss_mb")
-        server_rss = peak_rss_mb(server.pid)
+        server_rss = peak_rss_tree_mb(server.pid)  # its largest process, after every load
     finally:
         terminate(server, timeout=30)
-    ctx.subprocess_rss("lethe serve", server_rss)
+    ctx.subprocess_rss("lethe serve (largest process)", server_rss)
     rss = [r.get("peak_rss_mb") or 0 for r in runs.values()]
     if any(rss):
         ctx.subprocess_rss("load generator", max(rss))

@@ -33,6 +33,7 @@ from lethe.api.bench import wrk
 from lethe.api.bench.context import RunContext, store_settings
 from lethe.api.bench.datagen import generate
 from lethe.api.bench.http_load import RATE_LIMIT, SERVE, _plan, _requests, _wait_ready, meets
+from lethe.api.bench.rss import peak_rss_tree_mb
 from lethe.api.bench.scales import AGENT_ID, PURPOSE
 from lethe.api.bench.stats import ratio
 from lethe.api.bench.subprocesses import clean_env, free_port, terminate
@@ -107,6 +108,8 @@ def _measure(ctx: RunContext, database_url: str) -> dict[str, Any]:
         for name, requests in plan.items():
             with ctx.phase(f"6d HTTP {name}, {NODES} nodes on PostgreSQL"):
                 runs[name] = _load_all(ctx, [port for _, port, _ in nodes], tokens, requests)
+        peak = max(peak_rss_tree_mb(proc.pid) or 0 for proc, _, _ in nodes)
+        ctx.subprocess_rss("lethe serve node (PostgreSQL)", peak)
     finally:
         for proc, _, _ in nodes:
             terminate(proc, timeout=30)

@@ -500,7 +500,8 @@ def _rss(rss: dict[str, Any], phases: dict[str, Any]) -> list[str]:
         *out,
         para(
             "Peak RSS (`VmHWM`) of the bench process in each phase, reset at the start of each phase",
-            "through `/proc/self/clear_refs`; the subprocesses report their own.",
+            "through `/proc/self/clear_refs`; the subprocesses report their own (a `lethe serve`: the",
+            "largest of its supervisor and worker processes, read after the last of its loads).",
         ),
         table(
             ["phase", "seconds", "peak RSS MiB"],

@@ -30,6 +30,17 @@ def peak_rss_mb(pid: int | str = "self") -> float | None:
     return None
 
 
+def peak_rss_tree_mb(pid: int) -> float | None:
+    """The largest ``VmHWM`` of a process and its children in MiB (``lethe serve --workers N``:
+    the supervisor and its worker processes, each a full server)."""
+    try:
+        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        kids = []
+    peaks = [p for p in (peak_rss_mb(x) for x in [pid, *kids]) if p is not None]
+    return max(peaks) if peaks else None
+
+
 def measure(results: dict[str, Any]) -> dict[str, Any]:
     """The figure, from what the phases and subprocesses recorded in ``results``."""
     return {

@@ -1,8 +1,11 @@
-"""The HTTP figure's plumbing: wrk counts only expected answers, and --previous maps a checkout."""
+"""The HTTP figure's plumbing: wrk counts only expected answers, --previous maps a checkout, and
+a server's memory is read from its largest process."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -12,6 +15,7 @@ import pytest
 from lethe.api.bench import wrk
 from lethe.api.bench.context import BenchError
 from lethe.api.bench.http_load import _release_path
+from lethe.api.bench.rss import peak_rss_mb, peak_rss_tree_mb
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -80,3 +84,32 @@ def test_wrk_sends_every_write_with_a_fresh_idempotency_key_and_counts_its_201s(
     keys = [b.split('"idempotency_key": "')[1].split('"')[0] for b in _Handler.bodies]
     assert len(keys) == len(set(keys)) > r["requests"]  # the warm-up's too: never one key twice
     assert wrk.UNIQUE not in "".join(keys)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads Linux's /proc")
+def test_a_servers_memory_is_its_largest_process_not_its_supervisors() -> None:
+    """``lethe serve --workers N`` is a small supervisor and N full servers: figure 7 reads them all."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _PARENT_OF_A_BIG_CHILD], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert parent.stdout is not None and parent.stdout.readline().strip() == "ready"
+        supervisor = peak_rss_mb(parent.pid)
+        assert supervisor is not None and supervisor < 60
+        tree = peak_rss_tree_mb(parent.pid)
+        assert tree is not None and tree >= 80  # the child's 96 MiB, not the parent's
+    finally:
+        parent.kill()
+        parent.wait(10)
+
+
+_PARENT_OF_A_BIG_CHILD = """
+import subprocess, sys
+child = subprocess.Popen(
+    [sys.executable, "-c", "b = bytearray(96 << 20); print('ok', flush=True); import time; time.sleep(60)"],
+    stdout=subprocess.PIPE, text=True,
+)
+child.stdout.readline()
+print("ready", flush=True)
+child.wait()
+"""
