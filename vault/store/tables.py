@@ -71,7 +71,7 @@ memories = sa.Table(
         "ix_memories_scope",
         *("tenant_id", "agent_id", "purpose", "status", "expires_at"),
         *("id", "token_estimate", "authority", "trust", "created_at", "confidence"),
-        *("subject_ref", "key_generation", "sealed_version"),
+        *("subject_ref", "key_generation", "sealed_version", "kind"),
     ),
     sa.Index("ix_memories_subject", "tenant_id", "subject_ref"),
     sa.Index("ix_memories_review", "tenant_id", "status", "created_seq"),

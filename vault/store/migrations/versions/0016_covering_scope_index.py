@@ -30,6 +30,7 @@ COVERED = [
     "subject_ref",
     "key_generation",
     "sealed_version",
+    "kind",  # a search of some kinds filters on it
 ]
 
 
