@@ -30,6 +30,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+import time
 import weakref
 from pathlib import Path
 
@@ -49,10 +50,11 @@ class WriterQueue:
 
     def acquire(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for this process's and then the database's turn."""
+        deadline = time.monotonic() + timeout
         if not self._gate.acquire(timeout=timeout):
             return False
         if self._depth == 0 and self.path is not None:
-            fd = _flock(self.path, timeout)
+            fd = _flock(self.path, max(0.0, deadline - time.monotonic()))
             if fd is None:
                 self._gate.release()
                 return False
