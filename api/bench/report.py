@@ -393,7 +393,8 @@ def _http(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
     ]
     if h.get("write"):
         loads.append(("governed write (201)", h["write"]))
-    if h.get("previous"):
+    measured_previous = bool(h.get("previous")) and "error" not in h["previous"]
+    if measured_previous:
         loads.append((f"search, scope {h['scope_items']:,}, previous release", h["previous"]))
     workers = h.get("workers", 1)
     generator = (
@@ -402,7 +403,9 @@ def _http(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
         else "a separate Python process (one thread, keep-alive connection and agent token each)"
     )
     previous = []
-    if h.get("previous"):
+    if h.get("previous") and not measured_previous:
+        previous = [para(f"The previous release was not measured: {h['previous']['error']}")]
+    if measured_previous:
         previous = [
             para(
                 f"The previous release (checkout `{h['previous_release']}`, `lethe bench --previous`) served",

@@ -166,7 +166,9 @@ def _http(h: dict[str, Any]) -> list[Row]:
                 "met" if h.get("write_met") else "missed",
             )
         )
-    if h.get("previous"):
+    if h.get("previous") and "error" in h["previous"]:
+        rows.append(row("6b. HTTP search against the previous release", "", target=">= 4x", verdict="error"))
+    elif h.get("previous"):
         ratio_previous = h["ratio_previous"]
         rows.append(
             row(

@@ -14,7 +14,7 @@ import pytest
 
 from lethe.api.bench import wrk
 from lethe.api.bench.context import BenchError
-from lethe.api.bench.http_load import _release_path
+from lethe.api.bench.http_load import _release_path, _schema_head
 from lethe.api.bench.rss import peak_rss_mb, peak_rss_tree_mb
 
 
@@ -113,3 +113,16 @@ child.stdout.readline()
 print("ready", flush=True)
 child.wait()
 """
+
+
+def test_the_previous_releases_schema_is_the_revision_nothing_follows(tmp_path: Path) -> None:
+    versions = tmp_path / "vault" / "store" / "migrations" / "versions"
+    versions.mkdir(parents=True)
+    for rev, down in (("0001", None), ("0002", "0001"), ("0003", "0002")):
+        parent = "None" if down is None else f'"{down}"'
+        text = f'"""x\n\nRevision ID: {rev}\n"""\nrevision = "{rev}"\ndown_revision = {parent}\n'
+        (versions / f"{rev}_x.py").write_text(text)
+    assert _schema_head(tmp_path) == "0003"
+    (versions / "0004_y.py").write_text('revision = "0004"\ndown_revision = "0002"\n')  # a fork
+    with pytest.raises(BenchError):
+        _schema_head(tmp_path)

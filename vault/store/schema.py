@@ -84,6 +84,15 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
         command.upgrade(cfg, revision)
 
 
+def downgrade(engine: Engine, revision: str) -> None:
+    """Take the schema back to ``revision`` (``lethe bench --previous``: an earlier release's
+    server on today's store); ``upgrade`` brings it forward again."""
+    cfg = _config()
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, revision)
+
+
 def autogenerate(engine: Engine, message: str) -> None:
     """Developer helper: write a new revision from the difference to ``tables.py``."""
     cfg = _config()
