@@ -37,7 +37,9 @@ def summary_rows(results: dict[str, Any]) -> list[Row]:
     figs = results["figures"]
     rows: list[Row] = []
     for label, key, figure_rows in _FIGURES:
-        fig = figs.get(key, {})
+        if key not in figs:  # results of a run before the figure existed
+            continue
+        fig = figs[key]
         if "error" in fig or "skipped" in fig:
             rows.append(row(label, "", target=fig.get("target", ""), verdict=verdict(fig)))
         else:
