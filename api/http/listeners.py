@@ -27,9 +27,13 @@ which fails on a taken port, whoever holds it, and only then joins with it.
 
 from __future__ import annotations
 
+import logging
 import socket
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from uvicorn import Config
 
 REUSE_PORT = hasattr(socket, "SO_REUSEPORT")  # Linux and the BSDs; elsewhere uvicorn's own mode
 
@@ -71,12 +75,10 @@ def reserve(host: str, port: int) -> socket.socket:
     return bind_tcp(host, port, reuse_port=REUSE_PORT)
 
 
-def serve_workers(config: Any) -> None:
+def serve_workers(config: Config) -> None:
     """Run uvicorn's multi-process supervisor on ``config`` (``workers`` > 1), each worker
     on its own ``SO_REUSEPORT`` socket; ``OSError`` if the address cannot be bound."""
-    import logging
-
-    from uvicorn.supervisors import Multiprocess
+    from uvicorn.supervisors import Multiprocess  # the web stack loads only to serve
 
     reserved = reserve(config.host, config.port)
     try:
