@@ -221,12 +221,12 @@ _KEYS_OF = sa.select(subject_keys).where(
 
 def _key_rows(conn: Connection, wanted: Iterable[tuple[str, str, int]]) -> dict[tuple[str, str, int], Any]:
     wanted = set(wanted)
-    refs_of: dict[str, list[str]] = {}
+    refs_of: dict[str, set[str]] = {}
     for t, s, _ in wanted:
-        refs_of.setdefault(t, []).append(s)
+        refs_of.setdefault(t, set()).add(s)
     result: dict[tuple[str, str, int], Any] = {}
-    for tenant, refs in refs_of.items():
-        refs = sorted(set(refs))
+    for tenant, subjects in refs_of.items():
+        refs = sorted(subjects)
         for i in range(0, len(refs), 500):
             for row in conn.execute(_KEYS_OF, {"tenant": tenant, "refs": refs[i : i + 500]}):
                 key = (row.tenant_id, row.subject_ref, row.generation)
