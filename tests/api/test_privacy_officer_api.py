@@ -95,6 +95,17 @@ def test_an_officer_extends_pauses_and_resumes_a_request_over_http(api: Api) -> 
     assert_problem(api.client.post(f"{url}/pause", headers=other_tenant), 404)
 
 
+def test_a_notification_time_that_utc_cannot_hold_is_a_422(api: Api) -> None:
+    """Found by the schema-driven tests: year 1 at +00:01 is year 0 in UTC, and it was a 500."""
+    officer, _ = named_officer(api)
+    job = file(api, officer)
+    url = f"/v1/erasure-requests/{job['id']}"
+    for when in ("0001-01-01T00:00:00+00:01", "9999-12-31T23:59:59-00:01"):
+        body = {"months": 1, "reason": "x", "subject_notified_at": when}
+        assert_problem(api.client.post(f"{url}/extensions", json=body, headers=officer), 422)
+    assert api.client.get(url, headers=officer).json()["extension_months"] == 0
+
+
 def test_legal_holds_are_listed_for_the_tenants_officers_with_who_placed_them(api: Api) -> None:
     officer, token_id = named_officer(api)
     first = api.client.post(

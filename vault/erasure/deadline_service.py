@@ -74,7 +74,10 @@ class ErasureDeadlines:
         if isinstance(months, bool) or not isinstance(months, int) or not 1 <= months <= MAX_EXTENSION_MONTHS:
             raise InvalidCommand(f"months is 1 to {MAX_EXTENSION_MONTHS}")
         require_text("reason", reason, 500)
-        told = from_db(subject_notified_at)
+        try:
+            told = from_db(subject_notified_at)
+        except OverflowError:  # 0001-01-01T00:00+00:01 is in year 0 in UTC
+            raise InvalidCommand("subject_notified_at is outside the years 1 to 9999 in UTC") from None
         now = self.clock()
         with self.uow.write() as conn:
             row = self._open_job(conn, caller, job_id)
