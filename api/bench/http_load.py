@@ -33,7 +33,6 @@ from lethe.api.bench.stats import ratio
 from lethe.api.bench.subprocesses import clean_env, free_port, terminate
 from lethe.api.bench.workload import query_words
 from lethe.vault.model import Role
-from lethe.vault.store.db import make_engine
 from lethe.vault.store.schema import downgrade, schema_state, upgrade
 
 # The per-token limit (600/minute by default) would cap the load at 160 rps; the limiter
@@ -119,7 +118,7 @@ def _previous_release(ctx: RunContext, tokens: list[str], search: list[dict[str,
     """The search load against the ``--previous`` release's server on the same store, its schema
     taken back to that release's newest migration for the run and brought forward after."""
     assert ctx.previous is not None
-    engine = make_engine(ctx.stores["large"].settings.db_url)
+    engine = ctx.stores["large"].uow.engine
     ours = schema_state(engine).current
     theirs = _schema_head(ctx.previous)
     try:
@@ -136,7 +135,6 @@ def _previous_release(ctx: RunContext, tokens: list[str], search: list[dict[str,
     finally:
         if theirs != ours:
             upgrade(engine)
-        engine.dispose()
 
 
 def _schema_head(checkout: Path) -> str:
@@ -223,16 +221,30 @@ def _serve(ctx: RunContext, port: int, previous: Path | None = None) -> tuple[su
     extra: dict[str, str] = {}
     if previous is not None:
         extra["PYTHONPATH"] = str(_release_path(ctx.root / "previous-release", previous))
-    log_path = ctx.root / "logs" / ("serve-previous.log" if previous else "serve.log")
+    log_name = "serve-previous.log" if previous else "serve.log"
+    return spawn_serve(ctx, port, env, log_name, ctx.scale.http_workers, extra)
+
+
+def spawn_serve(
+    ctx: RunContext,
+    port: int,
+    lethe: dict[str, str],
+    log_name: str,
+    workers: int,
+    extra: dict[str, str] | None = None,
+) -> tuple[subprocess.Popen[bytes], Path]:
+    """A ``lethe serve`` subprocess on loopback with these ``LETHE_*`` settings (and ``extra``
+    variables), its output in ``logs/<log_name>`` under the root."""
+    log_path = ctx.root / "logs" / log_name
     log_path.parent.mkdir(exist_ok=True)
-    workers = ["--workers", str(ctx.scale.http_workers)]
+    args = ["--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
     with log_path.open("w") as log:
         server = subprocess.Popen(
-            [sys.executable, "-c", SERVE, "serve", "--host", "127.0.0.1", "--port", str(port), *workers],
+            [sys.executable, "-c", SERVE, "serve", *args],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env={**clean_env(**env), **extra},
+            env={**clean_env(**lethe), **(extra or {})},
         )
     return server, log_path
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import random
 import subprocess
-import sys
 import threading
 import uuid
 from pathlib import Path
@@ -32,11 +31,11 @@ import sqlalchemy as sa
 from lethe.api.bench import wrk
 from lethe.api.bench.context import RunContext, store_settings
 from lethe.api.bench.datagen import generate
-from lethe.api.bench.http_load import RATE_LIMIT, SERVE, _plan, _requests, _wait_ready, meets
+from lethe.api.bench.http_load import RATE_LIMIT, _plan, _requests, _wait_ready, meets, spawn_serve
 from lethe.api.bench.rss import peak_rss_tree_mb
 from lethe.api.bench.scales import AGENT_ID, PURPOSE
 from lethe.api.bench.stats import ratio
-from lethe.api.bench.subprocesses import clean_env, free_port, terminate
+from lethe.api.bench.subprocesses import free_port, terminate
 from lethe.api.bootstrap import build
 from lethe.vault.model import Role
 
@@ -151,17 +150,7 @@ def _redis_url() -> str | None:
 
 def _start(ctx: RunContext, env: dict[str, str], i: int) -> tuple[subprocess.Popen[bytes], int, Path]:
     port = free_port()
-    log_path = ctx.root / "logs" / f"node-{i}.log"
-    log_path.parent.mkdir(exist_ok=True)
-    args = ["--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
-    with log_path.open("w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", SERVE, "serve", *args],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=clean_env(**env),
-        )
+    proc, log_path = spawn_serve(ctx, port, env, f"node-{i}.log", workers=1)
     return proc, port, log_path
 
 
