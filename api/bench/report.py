@@ -210,6 +210,37 @@ def _search(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
     if "small" not in sr:
         return out
     scope, subject = f"scope {sr['scope_items']:,}", f"one subject ({sr['subject_scope_items']})"
+    small, large = f"store {sr['small_store_items']:,}", f"store {sr['large_store_items']:,}"
+    n = sr.get("tenants_compared", sr["small_store_items"] // sr["scope_items"])
+    rows = [
+        [f"{scope}, {small}", *lats(sr["small"])],
+        [f"{scope}, {large}, {n} of its scopes", *lats(sr["large"])],
+        [f"{subject}, {small}", *lats(sr["subject_small"])],
+        [f"{subject}, {large}, {n} of its scopes", *lats(sr["subject_large"])],
+    ]
+    if "cold_small" in sr:
+        rows += [
+            [f"{scope}, {small}, no vector cache", *lats(sr["cold_small"])],
+            [f"{scope}, {large}, no vector cache", *lats(sr["cold_large"])],
+            [f"{scope}, {large}, any of its {sr['large_all_tenants']:,} scopes", *lats(sr["large_all"])],
+        ]
+    alike = (
+        [
+            para(
+                "What the store's size costs is measured with all else alike. The first rows query",
+                f"{n} scopes of each store (all of the small one's, {n} spread over the large one's),",
+                "so the opened-vector cache",
+                f"({sr.get('vector_cache_entries', 50_000):,} vectors) holds both sides' scopes. The",
+                f"`no vector cache` rows ({sr.get('cold_queries', 0)} queries per store) open every",
+                "vector from its ciphertext, as a scope the cache does not hold is served: its",
+                "vectors are read with its rows and each is opened (AES-256-GCM). The last row is",
+                "how a server meets the large store: queries spread over all its scopes, whose",
+                "vectors do not fit the cache, so most of them are cold.",
+            )
+        ]
+        if "cold_small" in sr
+        else []
+    )
     return [
         *out,
         para(
@@ -224,21 +255,21 @@ def _search(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
             "limit 10, budget 2,000 tokens, a random tenant each; the subject rows add a subject",
             "filter. Both stores come from the bulk import path (see Data generation); their files",
             "are then read once by a child process, so the page cache holds them as a running",
-            "server's would (freshly written pages need not stay cached)"
-            + _warmup(sr, figs),
+            "server's would (freshly written pages need not stay cached)" + _warmup(sr, figs),
         ),
-        table(
-            ["", "p50 ms", "p95 ms", "p99 ms", "max ms"],
-            [
-                [f"{scope}, store {sr['small_store_items']:,}", *lats(sr["small"])],
-                [f"{scope}, store {sr['large_store_items']:,}", *lats(sr["large"])],
-                [f"{subject}, store {sr['small_store_items']:,}", *lats(sr["subject_small"])],
-                [f"{subject}, store {sr['large_store_items']:,}", *lats(sr["subject_large"])],
-            ],
-        ),
+        *alike,
+        table(["", "p50 ms", "p95 ms", "p99 ms", "max ms"], rows),
         para(
-            f"Ratio large/small of p95: {fmt(sr['ratio'], 3)} (of p50: {fmt(sr['ratio_p50'], 3)}).",
-            f"Target: ratio <= 1.5 and p95 <= 20 ms. Mean items returned: {sr['mean_items_returned']}.",
+            f"Ratio large/small of p95: {fmt(sr['ratio'], 3)} (of p50: {fmt(sr['ratio_p50'], 3)})"
+            + (
+                f"; without the vector cache {fmt(sr['cold_ratio'], 3)}; every scope of the large"
+                f" store against the small store's {fmt(sr['ratio_all'], 3)} (a working set"
+                f" {sr['large_all_tenants'] // n:,} times larger, not a larger index cost)."
+                if "cold_small" in sr
+                else "."
+            ),
+            "Target: ratio <= 1.5 and p95 <= 20 ms (every row above but the cold ones).",
+            f"Mean items returned: {sr['mean_items_returned']}.",
             f"Recall of these searches: {sr.get('recall', 'lexical')}.",
         ),
         *_query_terms(sr.get("query_terms")),

@@ -71,7 +71,10 @@ def test_bench_small_completes_and_writes_json_and_markdown(tmp_path: Path) -> N
     assert figures["write_throughput"]["ratio"] > 0
     vault = figures["vault_envelope"]
     assert vault.get("skipped") == "no OpenBao" or vault["ratio"] > 0
-    assert {"small", "large", "ratio"} <= figures["search_latency"].keys()
+    search = figures["search_latency"]
+    assert {"small", "large", "ratio", "cold_ratio", "large_all"} <= search.keys()
+    sp = results["scale_parameters"]
+    assert search["tenants_compared"] == sp["small_store"] // sp["scope"]  # as many scopes a store
     for r in figures["forget_latency"]["subjects"].values():
         assert r["completed"]
         assert {"tombstoned", "key_destroyed", "verified", "compacted"} <= r["steps_ms"].keys()

@@ -46,3 +46,22 @@ def test_a_cache_of_size_zero_holds_nothing():
     cache = OpenedVectors(max_vectors=0)
     cache.put(K1, [vec(1)])
     assert cache.get(K1) == {} and len(cache) == 0
+
+
+def test_a_scope_is_warm_only_while_the_cache_holds_every_subject_key_it_was_read_under():
+    clock = FakeClock()
+    cache = OpenedVectors(max_vectors=2, ttl_seconds=60, clock=clock.monotonic)
+    scope = ("t1", "agent-1", "support", "model")
+    assert not cache.scope_is_warm(scope)
+    cache.put(K1, [vec(1)])
+    cache.put(K2, [vec(2)])
+    cache.note_scope(scope, [K1, K2])
+    assert cache.scope_is_warm(scope)
+    cache.put(("t1", "ref-c", 1), [vec(3)])  # pushes K1's vectors out
+    assert not cache.scope_is_warm(scope)  # its next search reads the ciphertext with its rows
+    cache.put(K1, [vec(1)])  # back, and K2's go: still cold
+    assert not cache.scope_is_warm(scope)
+    cache.note_scope(scope, [K1])  # read again, now under K1 alone
+    assert cache.scope_is_warm(scope)
+    clock.advance(61)
+    assert not cache.scope_is_warm(scope)

@@ -43,8 +43,13 @@ class OpenedVectors:
         self._data: OrderedDict[KeyId, tuple[float, dict[VectorId, bytes]]] = OrderedDict()
         self._count = 0
         self._revoked: set[KeyId] = set()
-        self._scopes: OrderedDict[tuple[object, ...], float] = OrderedDict()
+        self._scopes: OrderedDict[tuple[object, ...], tuple[float, frozenset[KeyId]]] = OrderedDict()
         self._lock = threading.Lock()
+
+    @property
+    def capacity(self) -> int:
+        """How many vectors the cache may hold (0: none)."""
+        return self._max
 
     def get(self, key: KeyId) -> dict[VectorId, bytes]:
         """The vectors cached for one subject key (a copy of the mapping; empty if none)."""
@@ -92,20 +97,29 @@ class OpenedVectors:
             self._drop(key)
 
     def scope_is_warm(self, scope: tuple[object, ...]) -> bool:
-        """Whether a search read this scope's vectors within the TTL (a hint: a cold scope
-        reads its ciphertext with its rows in one pass, a warm one reads rows only)."""
+        """Whether a search read this scope's vectors within the TTL and the cache still
+        holds every subject key's vectors it cached then (a hint: a cold scope reads its
+        ciphertext with its rows in one pass, a warm one reads rows only and its misses by a
+        second statement, so a scope whose vectors were pushed out must count as cold)."""
         if self._max <= 0:
             return False
         with self._lock:
-            until = self._scopes.get(scope)
-            return until is not None and until >= self._clock()
+            hit = self._scopes.get(scope)
+            now = self._clock()
+            if hit is None or hit[0] < now:
+                return False
+            for key in hit[1]:
+                entry = self._data.get(key)
+                if entry is None or entry[0] < now:
+                    return False
+            return True
 
-    def note_scope(self, scope: tuple[object, ...]) -> None:
-        """Remember that a search just read (and cached) this scope's vectors."""
+    def note_scope(self, scope: tuple[object, ...], keys: Iterable[KeyId]) -> None:
+        """Remember that a search just read this scope's vectors and cached them under ``keys``."""
         if self._max <= 0:
             return
         with self._lock:
-            self._scopes[scope] = self._clock() + self._ttl
+            self._scopes[scope] = (self._clock() + self._ttl, frozenset(keys))
             self._scopes.move_to_end(scope)
             while len(self._scopes) > 4096:
                 self._scopes.popitem(last=False)

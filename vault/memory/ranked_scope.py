@@ -119,7 +119,8 @@ def scope_rows(
             if b is not None
         ]
         if opened is not None:
-            opened.note_scope(warm_key)
+            keys = {(caller.tenant_id, r, g) for r, g in zip(refs, gens, strict=True) if r is not None}
+            opened.note_scope(warm_key, keys)
     return Scope(*columns[:10], shape=shape, params=params, sealed=sealed)
 
 
