@@ -59,6 +59,7 @@ class RunContext:
         self.root = root
         self.loaders = loaders
         self.previous: Path | None = None  # an earlier release's checkout (``lethe bench --previous``)
+        self.soak_seconds = 0.0  # figure 6's load kept on after its runs (``lethe bench --soak-minutes``)
         self.say = say
         self.results: dict[str, Any] = results
         self.progress_every = 15.0

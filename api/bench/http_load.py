@@ -71,6 +71,7 @@ def measure(ctx: RunContext) -> dict[str, Any]:
                 runs[name] = _load(ctx, port, tokens, requests)
                 info["load_generator_peak_rss_mb"] = runs[name].get("peak_rss_mb")
         server_rss = peak_rss_tree_mb(server.pid)  # its largest process, after every load
+        soak = _soak(ctx, server.pid, port, tokens, plan) if ctx.soak_seconds > 0 else None
     finally:
         terminate(server, timeout=30)
     ctx.subprocess_rss("lethe serve (largest process)", server_rss)
@@ -101,6 +102,7 @@ def measure(ctx: RunContext) -> dict[str, Any]:
         "target": TARGETS["http_search"],
         "met": meets(head, 500, 100),
         "server_peak_rss_mb": server_rss,
+        "soak": soak,
         "rate_limit": RATE_LIMIT,
         "workers": s.http_workers,
         "generator": head.get("generator", "loadgen"),
@@ -135,6 +137,44 @@ def _previous_release(ctx: RunContext, tokens: list[str], search: list[dict[str,
     finally:
         if theirs != ours:
             upgrade(engine)
+
+
+def _soak(
+    ctx: RunContext, pid: int, port: int, tokens: list[str], plan: dict[str, list[dict[str, Any]]]
+) -> dict[str, Any]:
+    """Figure 6's search load kept on the same server for ``ctx.soak_seconds`` (with a governed
+    write load for a sixth of each minute), the resident memory of its largest process read
+    after each minute: whether a server's memory settles or keeps growing under load."""
+    samples: list[dict[str, Any]] = []
+    errors = requests = 0
+    start = time.monotonic()
+    with ctx.phase("6 HTTP soak (server + load generator subprocesses)"):
+        while (elapsed := time.monotonic() - start) < ctx.soak_seconds - 1:
+            minute = min(60.0, ctx.soak_seconds - elapsed)
+            for name, share in (("search", 5 / 6), ("write", 1 / 6)):
+                run = _load(ctx, port, tokens, plan[name], seconds=minute * share, warmup=0)
+                errors += run["errors"]
+                requests += run["requests"]
+            samples.append(
+                {
+                    "minutes": round((time.monotonic() - start) / 60, 2),
+                    "rss_mb": peak_rss_tree_mb(pid, "VmRSS"),
+                    "peak_rss_mb": peak_rss_tree_mb(pid),
+                }
+            )
+            ctx.say(f"  soak: {samples[-1]['minutes']} min, largest process {samples[-1]['rss_mb']} MiB")
+    last = samples[-1] if samples else {}
+    limit_mib = 250e6 / 2**20  # the target is 250 MB
+    return {
+        "seconds": round(time.monotonic() - start, 1),
+        "requests": requests,
+        "errors": errors,
+        "samples": samples,
+        "rss_mb": last.get("rss_mb"),
+        "peak_rss_mb": last.get("peak_rss_mb"),
+        "target": "<= 250 MB after 10 minutes of the HTTP load",
+        "met": bool(last) and ctx.soak_seconds >= 600 and (last.get("rss_mb") or 1e9) <= limit_mib,
+    }
 
 
 def _schema_head(checkout: Path) -> str:
@@ -204,11 +244,21 @@ def _requests(method: str, path: str | None, body: Body, expected: int) -> list[
     ]
 
 
-def _load(ctx: RunContext, port: int, tokens: list[str], requests: list[dict[str, Any]]) -> dict[str, Any]:
+def _load(
+    ctx: RunContext,
+    port: int,
+    tokens: list[str],
+    requests: list[dict[str, Any]],
+    seconds: float | None = None,
+    warmup: float | None = None,
+) -> dict[str, Any]:
+    """One load of ``requests`` (the scale's duration and warm-up unless given)."""
     s = ctx.scale
+    seconds = s.http_seconds if seconds is None else seconds
+    warmup = s.http_warmup if warmup is None else warmup
     if wrk.available():
-        return wrk.run(ctx.root, port, tokens, requests, s.concurrency, s.http_seconds, s.http_warmup)
-    return _loadgen(ctx, port, tokens, requests)
+        return wrk.run(ctx.root, port, tokens, requests, s.concurrency, seconds, warmup)
+    return _loadgen(ctx, port, tokens, requests, seconds, warmup)
 
 
 def _serve(ctx: RunContext, port: int, previous: Path | None = None) -> tuple[subprocess.Popen[bytes], Path]:
@@ -287,7 +337,14 @@ def _wait_ready(server: subprocess.Popen[bytes], port: int, log_path: Path) -> N
     raise BenchError("lethe serve did not become ready within 120 s")
 
 
-def _loadgen(ctx: RunContext, port: int, tokens: list[str], requests: list[dict[str, Any]]) -> dict[str, Any]:
+def _loadgen(
+    ctx: RunContext,
+    port: int,
+    tokens: list[str],
+    requests: list[dict[str, Any]],
+    seconds: float,
+    warmup: float,
+) -> dict[str, Any]:
     """Run ``python -m lethe.api.bench loadgen`` once; its last stdout line is the result."""
     s = ctx.scale
     spec = {
@@ -296,8 +353,8 @@ def _loadgen(ctx: RunContext, port: int, tokens: list[str], requests: list[dict[
         "tokens": tokens,
         "requests": requests,
         "concurrency": s.concurrency,
-        "seconds": s.http_seconds,
-        "warmup": s.http_warmup,
+        "seconds": seconds,
+        "warmup": warmup,
         "max_requests": s.http_max_requests,
     }
     out = subprocess.run(
@@ -306,7 +363,7 @@ def _loadgen(ctx: RunContext, port: int, tokens: list[str], requests: list[dict[
         capture_output=True,
         text=True,
         env=clean_env(),
-        timeout=s.http_seconds + s.http_warmup + 120,
+        timeout=seconds + warmup + 120,
     )
     if out.returncode != 0:
         raise BenchError(f"the load generator failed: {out.stderr[-2000:]}")

@@ -54,7 +54,7 @@ def render_markdown(results: dict[str, Any]) -> str:
     out = _head(results)
     for section in _SECTIONS:
         out += section(figs, sp)
-    out += _rss(figs.get("peak_rss", {}), results["phases"])
+    out += _rss(figs.get("peak_rss", {}), results["phases"], figs.get("http_search", {}).get("soak"))
     out += _data_generation(results.get("data_generation", {}))
     return "\n\n".join(out) + "\n"
 
@@ -526,7 +526,7 @@ def _http_nodes(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
     ]
 
 
-def _rss(rss: dict[str, Any], phases: dict[str, Any]) -> list[str]:
+def _rss(rss: dict[str, Any], phases: dict[str, Any], soak: dict[str, Any] | None) -> list[str]:
     out = ["## 7. Peak memory"]
     if not rss.get("phases"):
         return out
@@ -544,6 +544,26 @@ def _rss(rss: dict[str, Any], phases: dict[str, Any]) -> list[str]:
         table(
             ["subprocess", "peak RSS MiB"],
             [[k, fmt(val)] for k, val in (rss.get("subprocesses") or {}).items()],
+        ),
+        *_soak(soak),
+    ]
+
+
+def _soak(soak: dict[str, Any] | None) -> list[str]:
+    if not soak or not soak.get("samples"):
+        return []
+    return [
+        para(
+            "`lethe serve` under load: after figure 6's loads the same server (2 workers) took",
+            f"{fmt(soak['seconds'] / 60, 1)} more minutes of its load, each minute 50 s of",
+            "searches and 10 s of governed writes from 16 connections",
+            f"({soak['requests']:,} requests, {soak['errors']} errors); the resident memory",
+            "(`VmRSS`) and peak (`VmHWM`) of its largest process after each minute. Target:",
+            f"{soak['target']}.",
+        ),
+        table(
+            ["minutes", "RSS MiB", "peak RSS MiB"],
+            [[fmt(x["minutes"], 1), fmt(x["rss_mb"]), fmt(x["peak_rss_mb"])] for x in soak["samples"]],
         ),
     ]
 

@@ -19,25 +19,26 @@ def reset_peak_rss() -> bool:
     return True
 
 
-def peak_rss_mb(pid: int | str = "self") -> float | None:
-    """``VmHWM`` of a process in MiB, or None where /proc is not there."""
+def peak_rss_mb(pid: int | str = "self", field: str = "VmHWM") -> float | None:
+    """``VmHWM`` (or another ``/proc/<pid>/status`` field in kB, ``VmRSS``) of a process in
+    MiB, or None where /proc is not there."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return round(int(line.split()[1]) / 1024, 1)
     except (OSError, ValueError):
         return None
     return None
 
 
-def peak_rss_tree_mb(pid: int) -> float | None:
-    """The largest ``VmHWM`` of a process and its children in MiB (``lethe serve --workers N``:
-    the supervisor and its worker processes, each a full server)."""
+def peak_rss_tree_mb(pid: int, field: str = "VmHWM") -> float | None:
+    """The largest ``VmHWM`` (or ``field``) of a process and its children in MiB (``lethe
+    serve --workers N``: the supervisor and its worker processes, each a full server)."""
     try:
         kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except OSError:
         kids = []
-    peaks = [p for p in (peak_rss_mb(x) for x in [pid, *kids]) if p is not None]
+    peaks = [p for p in (peak_rss_mb(x, field) for x in [pid, *kids]) if p is not None]
     return max(peaks) if peaks else None
 
 

@@ -48,6 +48,7 @@ class Bench:
         say: Callable[[str], None] | None = None,
         command: str = "lethe bench",
         previous: Path | None = None,
+        soak_seconds: float = 0.0,
     ) -> None:
         results: dict[str, Any] = {
             "schema": 1,
@@ -71,6 +72,7 @@ class Bench:
             results=results,
         )
         self.ctx.previous = previous
+        self.ctx.soak_seconds = soak_seconds
 
     def run(self) -> dict[str, Any]:
         """Measure every figure, clean up, and return the results (``errors`` lists the misses)."""

@@ -45,6 +45,17 @@ def summary_rows(results: dict[str, Any]) -> list[Row]:
         else:
             rows += figure_rows(fig)
     rows += _rss_rows(figs.get("peak_rss", {}))
+    soak = figs.get("http_search", {}).get("soak")
+    if soak and soak.get("samples"):
+        rows.append(
+            row(
+                f"7. lethe serve RSS after {fmt(soak['seconds'] / 60, 1)} min of HTTP load",
+                f"{fmt(soak['rss_mb'])} MiB (largest process; peak {fmt(soak['peak_rss_mb'])})",
+                f"{fmt(soak['samples'][0]['rss_mb'])} MiB after 1 min",
+                target="<= 250 MB after 10 min",
+                verdict=verdict(soak),
+            )
+        )
     return rows
 
 

@@ -71,6 +71,13 @@ def bench(
         help="A checkout of an earlier release: its `lethe serve` is measured on the same store in the "
         "same run, as the HTTP search baseline (e.g. `git worktree add /tmp/prev v0.1.0`).",
     ),
+    soak_minutes: float = typer.Option(
+        0.0,
+        "--soak-minutes",
+        min=0.0,
+        help="After figure 6's loads, keep the HTTP load on its server this long, sampling the "
+        "resident memory of its largest process each minute (the serve RSS figure; 0: none).",
+    ),
 ) -> None:
     """Measure Lethe against same-machine baselines; --output writes the Markdown report."""
     # Lazy: the benchmark pulls in hvac (its OpenBao figure) and every figure's module; at
@@ -96,6 +103,7 @@ def bench(
             say=say,
             command=command,
             previous=previous,
+            soak_seconds=soak_minutes * 60,
         )
         results = runner.run()
     except BenchError as exc:

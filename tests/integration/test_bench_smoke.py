@@ -50,6 +50,8 @@ def test_bench_small_completes_and_writes_json_and_markdown(tmp_path: Path) -> N
             str(out_md),
             "--workdir",
             str(tmp_path),
+            "--soak-minutes",
+            "0.25",
         ],
         capture_output=True,
         text=True,
@@ -81,6 +83,9 @@ def test_bench_small_completes_and_writes_json_and_markdown(tmp_path: Path) -> N
     assert figures["compaction"]["events_rewritten"] > 0
     assert figures["replay"]["identical"]
     assert figures["http_search"]["search"]["requests"] > 0
+    soak = figures["http_search"]["soak"]  # a quarter of a minute: one sample, and not "met"
+    assert soak["requests"] > 0 and soak["errors"] == 0
+    assert len(soak["samples"]) == 1 and soak["rss_mb"] > 50 and soak["met"] is False
     assert figures["http_search"]["write"]["requests"] > 0 and figures["http_search"]["write"]["errors"] == 0
     nodes = figures["http_nodes"]  # this machine kind has PostgreSQL, OpenBao and wrk: it runs
     assert nodes["search"]["requests"] > 0 and len(nodes["search"]["per_node"]) == 2

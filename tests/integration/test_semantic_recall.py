@@ -271,3 +271,30 @@ def test_a_wide_search_after_a_narrow_one_opens_the_vectors_the_narrow_one_left_
         assert len(lethe.keyring.opened) == 5
     finally:
         cold.close()
+
+
+def test_the_memory_mapped_token_rows_embed_the_same_bits_as_wordllamas_own_float32_matrix():
+    """The default embedder reads its token matrix from the weights file (float16, widened
+    on lookup) instead of holding WordLlama's float32 copy; its vectors must not change."""
+    pytest.importorskip("wordllama")
+    import json
+    from pathlib import Path
+
+    import numpy as np
+    import wordllama
+    from wordllama import WordLlama
+
+    from lethe.vault.memory import wordllama_embedder as w
+
+    own = WordLlama.load(
+        config=w.CONFIG, dim=w.DIMS, cache_dir=Path(wordllama.__file__).parent, disable_download=True
+    )
+    golden = json.loads((Path(__file__).parents[2] / "api/bench/golden/recall_v1.json").read_text())
+    texts = (
+        [m["content"] for m in golden["memories"]]
+        + [q["query"] for q in golden["queries"]]
+        + ["Zürich ☕ 東京"]
+    )
+    embedder = w.WordLlamaEmbedder()
+    assert isinstance(embedder._model.embedding, w.TokenRows)
+    assert np.array_equal(embedder.embed(texts), np.asarray(own.embed(texts, norm=True), dtype=np.float32))
