@@ -173,7 +173,7 @@ def _soak(
         "rss_mb": last.get("rss_mb"),
         "peak_rss_mb": last.get("peak_rss_mb"),
         "target": "<= 250 MB after 10 minutes of the HTTP load",
-        "met": bool(last) and ctx.soak_seconds >= 600 and (last.get("rss_mb") or 1e9) <= limit_mib,
+        "met": last.get("rss_mb") is not None and ctx.soak_seconds >= 600 and last["rss_mb"] <= limit_mib,
     }
 
 

@@ -41,7 +41,9 @@ class TokenRows:
     a text uses are ever read, and processes share them through the page cache."""
 
     def __init__(self, path: Path, tensor: str = TENSOR) -> None:
-        with path.open("rb") as f:  # a model file, never a database: plain I/O is safe here
+        if path.suffix != ".safetensors":  # only ever a model file inside a package, never a store
+            raise ValueError(f"{path.name}: not a safetensors file")
+        with path.open("rb") as f:
             (size,) = struct.unpack("<Q", f.read(8))
             header = json.loads(f.read(size))
         spec = header[tensor]
