@@ -168,7 +168,10 @@ def serve(
         "log_config": None,
         "server_header": False,
     }
-    if workers == 1:
+    if workers == 1:  # this process serves (each of N workers tunes itself in the app factory)
+        from lethe.api.http import allocator
+
+        allocator.tune()
         uvicorn.run(create_app(settings), **options)  # type: ignore[arg-type]
         return
     # Each worker process builds its own app from the environment (uvicorn imports the

@@ -29,7 +29,7 @@ from fastapi.routing import APIRoute
 
 from lethe.api.bootstrap import build
 from lethe.api.console.app import mount_console
-from lethe.api.http import problems
+from lethe.api.http import allocator, problems
 from lethe.api.http.auth import ROUTE_ROLES, RateLimiter
 from lethe.api.http.background import start_server_work
 from lethe.api.http.docs import install_docs
@@ -110,6 +110,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 def create_app_from_environment() -> FastAPI:
     """The app of one ``lethe serve --workers N`` process: settings and logging from ``LETHE_*``."""
+    allocator.tune()  # first, before the request threads take their arenas
     settings = Settings()
     configure_logging(settings.log_level)
     return create_app(settings)
