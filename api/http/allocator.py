@@ -20,7 +20,6 @@ library other than glibc it does nothing.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 from typing import Any
 
@@ -47,11 +46,9 @@ def tune(libc: Any = None) -> dict[str, bool]:
 
 
 def _glibc() -> Any:
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
+    """The C library this process already runs on (no ``find_library`` subprocess), if glibc."""
     try:
-        libc = ctypes.CDLL(name)
+        libc = ctypes.CDLL(None)
         libc.gnu_get_libc_version  # noqa: B018 - present in glibc only
     except (OSError, AttributeError):
         return None
