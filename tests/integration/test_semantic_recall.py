@@ -254,23 +254,49 @@ def test_a_memory_written_after_its_scope_was_cached_is_opened_and_scored(lethe)
 
 
 @pytest.mark.parametrize("read_by_id", [64, 0], ids=["by-id", "by-scope"])
-def test_a_wide_search_after_a_narrow_one_opens_the_vectors_the_narrow_one_left_out(
+def test_a_scope_read_again_after_a_write_opens_the_new_vector_and_ranks_as_a_cold_search(
     lethe, settings, monkeypatch, read_by_id
 ):
     from lethe.vault.memory import ranked_scope
 
     monkeypatch.setattr(ranked_scope, "READ_BY_ID", read_by_id)  # few misses by id, many with the scope
     populate(lethe)
-    bob = lethe.memories.write(agent(), write_cmd("Bob prefers black coffee", subject="bob@example.com")).item
     lethe.search.search(agent(), SearchQuery(query="tea", purpose="support", subject_id="alice@example.com"))
-    assert len(lethe.keyring.opened) == 4  # Alice's only: the scope is warm, Bob's vector is not cached
+    assert len(lethe.keyring.opened) == 4  # a narrow search reads (and keeps) the whole scope
+    bob = lethe.memories.write(agent(), write_cmd("Bob prefers black coffee", subject="bob@example.com")).item
     cold = build(settings.model_copy(update={"vector_cache_entries": 0}))
     try:
         assert _scores(lethe, "what does he drink") == _scores(cold, "what does he drink")
         assert bob.id in {i for i, _ in _scores(lethe, "what does he drink")}
-        assert len(lethe.keyring.opened) == 5
+        assert len(lethe.keyring.opened) == 5  # Bob's vector joined the four the cache held
     finally:
         cold.close()
+
+
+def test_a_kept_scope_serves_searches_until_its_scope_changes(lethe, monkeypatch):
+    from lethe.vault.memory import ranked_scope
+
+    populate(lethe)
+    reads = []
+    real_read = ranked_scope._read
+    monkeypatch.setattr(ranked_scope, "_read", lambda *a: reads.append(1) or real_read(*a))
+    first = _scores(lethe, "what does she like to drink")
+    assert _scores(lethe, "what does she like to drink") == first and len(reads) == 1  # kept
+    lethe.memories.write(agent(), write_cmd("Alice orders an espresso every afternoon"))
+    assert len(_scores(lethe, "what does she like to drink")) == len(first) + 1 and len(reads) == 2
+    assert len(_scores(lethe, "coffee")) > 0 and len(reads) == 2  # kept again, under the new token
+
+
+def test_a_write_by_another_process_is_seen_by_the_next_search_of_a_kept_scope(lethe, settings):
+    populate(lethe)
+    before = found(lethe, "espresso afternoon")
+    other = build(settings)  # a second node (or the CLI) on the same store
+    try:
+        other.memories.write(agent(), write_cmd("Alice orders an espresso every afternoon"))
+    finally:
+        other.close()
+    assert "Alice orders an espresso every afternoon" in found(lethe, "espresso afternoon")
+    assert "Alice orders an espresso every afternoon" not in before
 
 
 def test_the_memory_mapped_token_rows_embed_the_same_bits_as_wordllamas_own_float32_matrix():

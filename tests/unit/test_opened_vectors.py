@@ -65,3 +65,55 @@ def test_a_scope_is_warm_only_while_the_cache_holds_every_subject_key_it_was_rea
     assert cache.scope_is_warm(scope)
     clock.advance(61)
     assert not cache.scope_is_warm(scope)
+
+
+S1, S2 = ("t1", "agent", "support", "model", 100), ("t1", "agent", "billing", "model", 100)
+
+
+def test_a_kept_scope_is_served_only_under_the_token_it_was_read_under():
+    cache = OpenedVectors()
+    cache.keep_scope(S1, "token-1", "scope-1", [K1], rows=2)
+    assert cache.kept_scope(S1, "token-1") == "scope-1"
+    assert cache.kept_scope(S1, "token-2") is None  # the scope changed: the stale copy goes
+    assert cache.kept_scope(S1, "token-1") is None
+
+
+def test_a_kept_scope_goes_with_any_of_its_keys_revoked_or_found_gone_and_is_refused_after():
+    cache = OpenedVectors()
+    cache.keep_scope(S1, "t", "scope-1", [K1, K2], rows=2)
+    cache.keep_scope(S2, "t", "scope-2", [K2], rows=1)
+    cache.revoke(K1)
+    assert cache.kept_scope(S1, "t") is None and cache.kept_scope(S2, "t") == "scope-2"
+    cache.discard(K2)
+    assert cache.kept_scope(S2, "t") is None
+    cache.keep_scope(S1, "t", "scope-1", [K1, K2], rows=2)  # a search in flight when K1 was forgotten
+    assert cache.kept_scope(S1, "t") is None
+
+
+def test_a_kept_scope_lives_no_longer_than_the_vectors_it_was_built_from():
+    clock = FakeClock()
+    cache = OpenedVectors(ttl_seconds=60, clock=clock.monotonic)
+    cache.put(K1, [vec(1)])
+    clock.advance(50)
+    cache.keep_scope(S1, "t", "scope-1", [K1], rows=1)
+    clock.advance(9)
+    assert cache.kept_scope(S1, "t") == "scope-1"
+    clock.advance(2)  # 61 s after K1's vectors were opened, 11 s after the scope was kept
+    assert cache.kept_scope(S1, "t") is None
+
+
+def test_kept_scopes_share_the_bound_with_the_vectors_and_go_first():
+    cache = OpenedVectors(max_vectors=4)
+    cache.put(K1, [vec(1), vec(2)])
+    cache.keep_scope(S1, "t", "scope-1", [K1], rows=2)
+    assert cache.kept_scope(S1, "t") == "scope-1"
+    cache.put(K2, [vec(3)])  # five rows in all: the kept scope is evicted, the vectors stay
+    assert cache.kept_scope(S1, "t") is None and len(cache) == 3
+    cache.keep_scope(S2, "t", "scope-2", [K2], rows=3)  # more than half the bound: never kept
+    assert cache.kept_scope(S2, "t") is None
+
+
+def test_a_cache_of_size_zero_keeps_no_scope():
+    cache = OpenedVectors(max_vectors=0)
+    cache.keep_scope(S1, "t", "scope-1", [K1], rows=0)
+    assert cache.kept_scope(S1, "t") is None

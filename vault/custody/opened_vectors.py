@@ -14,6 +14,13 @@ data key opened them, under the same rules as ``keyring.DekCache``:
   key is gone, and never held longer than the data key that could reopen it.
 Entries are keyed by memory id, sealed version and model, exactly what the vector's AAD
 binds: a new version or another model misses, and is opened from its ciphertext.
+
+It also keeps whole scopes as a search ranks them (``memory.ranked_scope``: the ranking
+columns and the opened vectors as one matrix), each under the scope's change token
+(``store.scope_changes``) and the subject keys whose vectors it holds: served only while
+the token a search reads is the same, within the TTL, and dropped with any of its keys
+(revoked or found gone). They count against the same bound as the vectors, and are
+evicted first: a scope is rebuilt from the cached vectors at the cost of reading its rows.
 Plaintext vectors stay in this process's memory: never written, logged or shared.
 """
 
@@ -23,9 +30,21 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 KeyId = tuple[str, str, int]  # (tenant_id, subject_ref, generation)
 VectorId = tuple[str, int, str]  # (memory_id, sealed version, model)
+ScopeId = tuple[object, ...]
+
+
+class _Kept(NamedTuple):
+    """A kept scope: until when, under which change token and keys, how many rows."""
+
+    expires: float
+    token: str
+    keys: frozenset[KeyId]
+    scope: object
+    rows: int
 
 
 class OpenedVectors:
@@ -44,6 +63,8 @@ class OpenedVectors:
         self._count = 0
         self._revoked: set[KeyId] = set()
         self._scopes: OrderedDict[tuple[object, ...], tuple[float, frozenset[KeyId]]] = OrderedDict()
+        self._kept: OrderedDict[ScopeId, _Kept] = OrderedDict()
+        self._kept_rows = 0
         self._lock = threading.Lock()
 
     @property
@@ -81,20 +102,52 @@ class OpenedVectors:
             hit[1].update(vectors)
             self._count += len(hit[1]) - before
             self._data.move_to_end(key)
-            while self._count > self._max and self._data:
-                self._drop(next(iter(self._data)))
+            self._evict()
 
     def discard(self, key: KeyId) -> None:
-        """Drop one subject key's vectors (its key was found gone); they may be cached again
-        only if the key is active again, which a destroyed key never is."""
+        """Drop one subject key's vectors and the kept scopes that hold any (its key was
+        found gone); they may be cached again only if the key is active again, which a
+        destroyed key never is."""
         with self._lock:
             self._drop(key)
+            self._drop_scopes_of(key)
 
     def revoke(self, key: KeyId) -> None:
-        """Drop one subject key's vectors and refuse them from now on (forget)."""
+        """Drop one subject key's vectors and kept scopes, and refuse them from now on (forget)."""
         with self._lock:
             self._revoked.add(key)
             self._drop(key)
+            self._drop_scopes_of(key)
+
+    def kept_scope(self, scope: ScopeId, token: str) -> object | None:
+        """The scope kept under ``token`` (see the module), or None: never kept, expired, or
+        kept under another token (the scope changed since: the stale copy is dropped)."""
+        with self._lock:
+            hit = self._kept.get(scope)
+            if hit is None:
+                return None
+            if hit.token != token or hit.expires < self._clock():
+                self._drop_kept(scope)
+                return None
+            self._kept.move_to_end(scope)
+            return hit.scope
+
+    def keep_scope(self, scope: ScopeId, token: str, kept: object, keys: Iterable[KeyId], rows: int) -> None:
+        """Keep a scope read under ``token`` whose vectors were opened with ``keys``
+        (refused with a cache of size 0, for a scope of more rows than half the bound, or
+        when one of its keys was revoked meanwhile)."""
+        if self._max <= 0 or rows > self._max // 2:
+            return
+        keys = frozenset(keys)
+        with self._lock:
+            if keys & self._revoked:
+                return
+            self._drop_kept(scope)
+            # No longer than the vectors it was built from: a vector lives a TTL from its opening.
+            expires = min([self._clock() + self._ttl, *(self._data[k][0] for k in keys if k in self._data)])
+            self._kept[scope] = _Kept(expires, token, keys, kept, rows)
+            self._kept_rows += rows
+            self._evict()
 
     def scope_is_warm(self, scope: tuple[object, ...]) -> bool:
         """Whether a search read this scope's vectors within the TTL and the cache still
@@ -128,6 +181,22 @@ class OpenedVectors:
         hit = self._data.pop(key, None)
         if hit is not None:
             self._count -= len(hit[1])
+
+    def _drop_kept(self, scope: ScopeId) -> None:
+        hit = self._kept.pop(scope, None)
+        if hit is not None:
+            self._kept_rows -= hit.rows
+
+    def _drop_scopes_of(self, key: KeyId) -> None:
+        for scope in [s for s, hit in self._kept.items() if key in hit.keys]:
+            self._drop_kept(scope)
+
+    def _evict(self) -> None:
+        """Within the bound: least recently used kept scopes first, then vectors."""
+        while self._count + self._kept_rows > self._max and self._kept:
+            self._drop_kept(next(iter(self._kept)))
+        while self._count > self._max and self._data:
+            self._drop(next(iter(self._data)))
 
     def __len__(self) -> int:
         """How many vectors are cached."""

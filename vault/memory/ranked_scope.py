@@ -2,12 +2,21 @@
 scope's sealed vectors opened and scored (hybrid), standing, confidence and recency from
 the rows; as arrays. Scopes over the cap are ranked by SQL instead (``memory.search``).
 
-The cost of a search, for a scope of n memories and a query of t terms: one read of the
-scope's rows with their sealed vectors (the hard filters are its WHERE clause), one grouped
-read of the postings of the t terms in the tenant (a primary-key range per term: it follows
-those terms' postings, not n x t seeks), one AEAD open per vector under one context per
-subject key, and an n x d matrix product. Score dictionaries are built only for the rows
-the caller reads down to (the limit and the budget): what the search returns.
+An agent's own memories of a purpose (its scope) are read as columns once and kept by the
+process (``custody.opened_vectors``) with their opened vectors as one matrix, under the
+scope's change token (``store.scope_changes``): a search reads the token first and uses a
+kept scope only while the token is unchanged, then reads the state of every subject key
+the scope holds vectors of (a key destroyed anywhere scores nothing). What varies with a
+search is applied to the kept columns: expiry and recency against ``now``, the subject and
+kinds filters, the postings hits of the query's terms (one primary-key range per term, in
+the tenant), and the operator memories of the purpose that match a term (read each time:
+``memory.visibility``). So a search of a scope that did not change reads no row of it.
+
+The cost of a search of a changed or cold scope, for n memories and t terms: one read of
+the scope's rows (with their sealed vectors when none are cached), one grouped read of the
+postings of the t terms, one AEAD open per vector not cached, and an n x d matrix product.
+Score dictionaries are built only for the rows the caller reads down to (the limit and
+the budget): what the search returns.
 
 The order and the scores are those of ``ranking.score`` (the same operations on the same
 floats, in the same order), ties broken by memory id like the lexical search's SQL.
@@ -16,237 +25,195 @@ floats, in the same order), ties broken by memory id like the lexical search's S
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lethe.vault.clock import to_db
 from lethe.vault.custody.keyring import SubjectKeyring
-from lethe.vault.custody.opened_vectors import OpenedVectors
-from lethe.vault.custody.sealing import scope_vectors, sealed_by_id
-from lethe.vault.memory.ranking import RELEVANCE, WEIGHTS, lexical_hits, rank_time, score, standing_columns
+from lethe.vault.custody.sealing import scope_vectors, sealed_by_id, subject_deks
+from lethe.vault.memory.ranking import (
+    AUTHORITY_RANK,
+    RECENCY_HALF_LIFE_DAYS,
+    RELEVANCE,
+    TRUST_RANK,
+    WEIGHTS,
+    lexical_hits,
+    score,
+)
 from lethe.vault.memory.vectors import VectorIndex
 from lethe.vault.memory.visibility import scope_branches
 from lethe.vault.model import Caller, Status
+from lethe.vault.store import scope_changes
 from lethe.vault.store.tables import memories, memory_vectors, search_postings
 
 Ranked = tuple[str, int, dict[str, float]]
 
+# Missing vectors up to this many are read by id; more, by the scope's own statement
+# joined with memory_vectors (a cold scope reads its vectors with its rows in one pass).
+READ_BY_ID = 64
+_AUTHORITY = {k.value: v for k, v in AUTHORITY_RANK.items()}
+_TRUST = {k.value: v for k, v in TRUST_RANK.items()}
+_US_PER_DAY = 86_400_000_000
+_DECAY = -math.log(2) / RECENCY_HALF_LIFE_DAYS
 
-@dataclass
+
+@dataclass(frozen=True)
 class Scope:
-    """The scope's rows as columns (one list per column, row i across them), in the order
-    of ``_statement``'s select list, and how it was read (to read its sealed vectors the
-    same way)."""
+    """Memories of a scope as columns (row i across them), and their opened vectors.
+
+    Immutable once read: a kept scope is shared by the searches of every thread."""
 
     ids: list[str]
-    tokens: list[int]
-    hits: list[int]
-    authority: list[float]
-    trust: list[float]
-    recency: list[float]
-    confidence: list[float]
-    subject_refs: list[str]
-    key_generations: list[int]
-    sealed_versions: list[int]
-    shape: tuple[str, bool, bool, bool, int] = ("", False, False, False, 0)
-    params: dict[str, Any] = field(default_factory=dict)
-    # A cold scope's sealed vectors, read with its rows: (memory_id, subject_ref, generation,
-    # version, sealed); None when the rows were read alone (a warm scope).
-    sealed: list[tuple[str, str, int, int, bytes]] | None = None
+    pos: dict[str, int]  # memory id -> row
+    tokens: Any  # int64 token estimates
+    authority: Any  # float64 ranks
+    trust: Any
+    confidence: Any
+    created_us: Any  # int64 microseconds since the epoch, UTC
+    expires_us: Any
+    subject_refs: Any  # object array
+    kinds: Any  # object array
+    key_of: Any  # int row -> index into ``keys``
+    keys: list[tuple[str, int]]  # (subject_ref, key generation) of the rows' data keys
+    id_order: Any  # int rank of each row's id among the scope's ids (ties: by id)
+    vectors: Any | None  # n x d float32; zeros where a row has no vector that opened
+    read_at_us: int
 
     def __len__(self) -> int:
         return len(self.ids)
 
 
-# Missing vectors up to this many are read by id; more, by the scope's own statement
-# joined with memory_vectors (a cold scope reads its vectors in one pass, as it used to).
-READ_BY_ID = 64
-
-
-def scope_rows(
+def ranked(
     conn: Connection,
+    keyring: SubjectKeyring,
+    vectors: VectorIndex,
     caller: Caller,
     purpose: str,
-    vectors: VectorIndex,
+    query: str,
     query_terms: list[str],
     now: datetime,
     subject_ref: str | None,
     kinds: Sequence[str],
     cap: int,
-    opened: OpenedVectors | None = None,
-) -> Scope | None:
-    """The scope's active, unexpired rows (of one subject, of some kinds, if given) with their
-    postings hits, in one statement; None if the scope holds more than ``cap`` memories. An
-    operator memory is in the scope only when a query term matches it (``memory.visibility``).
-    With an embedder, a scope whose vectors ``opened`` does not hold yet (cold) is read with
-    its sealed vectors in the same statement."""
-    dialect = conn.dialect.name
-    shape = (dialect, bool(query_terms), subject_ref is not None, bool(kinds), cap)
-    # Warm per agent and purpose: a narrower search (one subject, some kinds) of a warm scope
-    # finds its vectors cached; a wider one after a narrow one reads the rest by its misses.
-    warm_key = (caller.tenant_id, caller.agent_id, purpose, vectors.model)
-    with_sealed = vectors.model is not None and not (opened is not None and opened.scope_is_warm(warm_key))
-    stmt = _statement(*shape, vectors.model if with_sealed else None)
-    params: dict[str, Any] = {
-        "tenant": caller.tenant_id,
-        "agent": caller.agent_id,
-        "purpose": purpose,
-        "now": to_db(now),
-        "now_rank": rank_time(dialect, now),
-    }
-    if query_terms:
-        params["query_hashes"] = query_terms
-    if subject_ref is not None:
-        params["subject_ref"] = subject_ref
-    if kinds:
-        params["kinds"] = list(kinds)
-    rows = conn.execute(stmt, params).all()
-    if len(rows) > cap:
-        return None
-    width = 14 if with_sealed else 10
-    columns = [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(width)]
-    sealed = None
-    if with_sealed:
-        refs, gens, versions, blobs = columns[10:]
-        sealed = [
-            (m, r, g, v, b)
-            for m, r, g, v, b in zip(columns[0], refs, gens, versions, blobs, strict=True)
-            if b is not None
-        ]
-        if opened is not None:
-            keys = {(caller.tenant_id, r, g) for r, g in zip(refs, gens, strict=True) if r is not None}
-            opened.note_scope(warm_key, keys)
-    return Scope(*columns[:10], shape=shape, params=params, sealed=sealed)
-
-
-@functools.lru_cache(maxsize=64)
-def _statement(
-    dialect: str, terms: bool, subject: bool, kinds: bool, cap: int, model: str | None = None
-) -> sa.CompoundSelect | sa.Select:
-    """The scope statement of one shape, built once: the values are bound parameters
-    (building the expression was a tenth of a search). With ``model``, each row also
-    carries its sealed vector of that model (None if it has none)."""
-    now_rank = sa.bindparam("now_rank", type_=sa.String if dialect == "sqlite" else sa.DateTime)
-    selects = []
-    for joined, hits, filters in _branches(dialect, terms, subject, kinds):
-        sealed: list[sa.ColumnElement] = []
-        if model is not None:
-            v = memory_vectors
-            joined = joined.outerjoin(v, _vector_of(model))
-            sealed = [v.c.subject_ref, v.c.key_generation, v.c.version, v.c.sealed]
-        selects.append(
-            sa.select(
-                memories.c.id,
-                memories.c.token_estimate,
-                hits,
-                *standing_columns(dialect, now_rank),
-                memories.c.confidence,
-                memories.c.subject_ref,
-                memories.c.key_generation,
-                memories.c.sealed_version,
-                *sealed,
-            )
-            .select_from(joined)
-            .where(*filters)
+    blend: dict[str, float] | None = None,
+) -> Iterator[Ranked] | None:
+    """The scope's memories by score, best first (see the module docstring); None if the
+    agent's own scope holds more than ``cap`` memories. The relevance is the lexical share
+    alone without an embedder, else the hybrid blend."""
+    tenant = caller.tenant_id
+    opened = keyring.opened
+    scope_id = (tenant, caller.agent_id, purpose, vectors.model, cap)
+    now_us = _microseconds(now)
+    token = scope_changes.current(conn, tenant, caller.agent_id or "", purpose) if opened.capacity else None
+    scope = opened.kept_scope(scope_id, token) if token is not None else None
+    if not isinstance(scope, Scope) or scope.read_at_us > now_us:  # never kept, changed, or time went back
+        keep = token is not None
+        # A scope nothing will keep is read as narrow as this search needs it.
+        scope = _read(
+            conn,
+            keyring,
+            vectors,
+            caller,
+            purpose,
+            now,
+            None if keep else subject_ref,
+            () if keep else kinds,
+            cap,
         )
-    return _union(selects, cap)
-
-
-@functools.lru_cache(maxsize=64)
-def _vectors_statement(
-    dialect: str, terms: bool, subject: bool, kinds: bool, cap: int, model: str
-) -> sa.CompoundSelect | sa.Select:
-    """The sealed vectors of the same scope, read the way the scope is."""
-    v = memory_vectors
-    selects = [
-        sa.select(v.c.memory_id, v.c.subject_ref, v.c.key_generation, v.c.version, v.c.sealed)
-        .select_from(joined.join(v, _vector_of(model)))
-        .where(*filters)
-        for joined, _, filters in _branches(dialect, terms, subject, kinds)
-    ]
-    return _union(selects, cap)
-
-
-def _union(selects: list[sa.Select], cap: int) -> sa.CompoundSelect | sa.Select:
-    """The branches' rows, at most ``cap`` + 1 of them (one more says "over the cap")."""
-    if len(selects) == 1:
-        return selects[0].limit(cap + 1)
-    return sa.union_all(*selects).limit(cap + 1)
-
-
-def _vector_of(model: str) -> sa.ColumnElement[bool]:
-    """The join condition of a memory and its sealed vector of ``model``."""
-    v = memory_vectors
-    return sa.and_(v.c.tenant_id == memories.c.tenant_id, v.c.memory_id == memories.c.id, v.c.model == model)
-
-
-def _branches(
-    dialect: str, terms: bool, subject: bool, kinds: bool
-) -> list[tuple[sa.FromClause, sa.ColumnElement, list[sa.ColumnElement[bool]]]]:
-    """FROM, the hits column and WHERE of each branch of a scope of one shape: the agent's
-    own memories, and, when the query has terms, the operator memories of the purpose that
-    match one (``visibility.scope_branches``)."""
-    tenant = sa.bindparam("tenant", type_=sa.String)
-    own, operator = scope_branches(tenant, sa.bindparam("agent"), sa.bindparam("purpose"))
-    common: list[sa.ColumnElement[bool]] = [
-        memories.c.status == Status.ACTIVE.value,
-        memories.c.expires_at > sa.bindparam("now", type_=sa.DateTime),
-    ]
-    if subject:
-        common.append(memories.c.subject_ref == sa.bindparam("subject_ref"))
-    if kinds:
-        common.append(memories.c.kind.in_(sa.bindparam("kinds", expanding=True)))
-    if not terms:
-        return [(memories, sa.literal(0, sa.Integer), [*own, *common])]
-    query_hashes = sa.bindparam("query_hashes", expanding=True)
-    postings = lexical_hits(dialect, tenant, query_hashes).subquery("hits")
-    own_hits = memories.outerjoin(postings, postings.c.memory_id == memories.c.id)
-    # The few operator memories of the purpose (``ix_memories_authority``), each counting its
-    # own postings of the query's terms (``ix_search_postings_memory``): index seeks per
-    # operator memory, never a walk of the tenant's hits.
-    p = search_postings
-    operator_hits = (
-        sa.select(sa.func.count())
-        .where(p.c.tenant_id == memories.c.tenant_id, p.c.memory_id == memories.c.id)
-        .where(p.c.term_hash.in_(query_hashes))
-        .correlate(memories)
-        .scalar_subquery()
+        if scope is None:
+            return None
+        if keep:
+            keys = {(tenant, ref, gen) for ref, gen in scope.keys}
+            opened.keep_scope(scope_id, token, scope, keys, len(scope))
+        dead: set[int] = set()
+    else:
+        dead = _dead_keys(conn, keyring, tenant, scope)
+    return _rank(
+        conn,
+        keyring,
+        vectors,
+        caller,
+        purpose,
+        query,
+        query_terms,
+        now,
+        subject_ref,
+        kinds,
+        scope,
+        dead,
+        blend,
     )
-    return [
-        (own_hits, sa.func.coalesce(postings.c.hits, 0), [*own, *common]),
-        (memories, operator_hits, [*operator, operator_hits > 0, *common]),
-    ]
 
 
-def rank(
+def _rank(
     conn: Connection,
     keyring: SubjectKeyring,
     vectors: VectorIndex,
-    tenant_id: str,
+    caller: Caller,
+    purpose: str,
     query: str,
     query_terms: list[str],
+    now: datetime,
+    subject_ref: str | None,
+    kinds: Sequence[str],
     scope: Scope,
-    blend: dict[str, float] | None = None,
+    dead: set[int],
+    blend: dict[str, float] | None,
 ) -> Iterator[Ranked]:
-    """The scope's memories by score, best first (see the module docstring); the relevance
-    is the lexical share alone without an embedder, else the hybrid blend."""
-    import numpy as np
-
-    if not len(scope):
-        return
+    now_us = _microseconds(now)
+    mask = scope.expires_us > now_us
+    if subject_ref is not None:
+        mask &= scope.subject_refs == subject_ref
+    if kinds:
+        mask &= np.isin(scope.kinds, list(kinds))
+    rows = np.flatnonzero(mask)
     f64 = np.float64
-    lexical = np.array(scope.hits, dtype=f64)
+    lexical = np.zeros(len(rows), dtype=f64)
+    operator: list[Any] = []
     if query_terms:
-        lexical = lexical / len(query_terms)
-    hybrid = vectors.embedder is not None
-    semantic = _similarities(conn, keyring, vectors, tenant_id, query, scope) if hybrid else None
-    authority, trust = np.array(scope.authority, dtype=f64), np.array(scope.trust, dtype=f64)
-    confidence, recency = np.array(scope.confidence, dtype=f64), np.array(scope.recency, dtype=f64)
+        hits = np.zeros(len(scope), dtype=f64)
+        params = {"tenant": caller.tenant_id, "query_hashes": query_terms}
+        pos = scope.pos
+        found = [(pos.get(m), n) for m, n in conn.execute(_hits_statement(conn.dialect.name), params).all()]
+        found = [(i, n) for i, n in found if i is not None]
+        if found:
+            at, n = zip(*found, strict=True)
+            hits[list(at)] = n
+        lexical = hits[rows] / len(query_terms)
+        operator = _operator_rows(conn, caller, purpose, query_terms, now, subject_ref, kinds)
+    own = rows.tolist()
+    authority, trust = scope.authority[rows], scope.trust[rows]
+    confidence, created, tokens = scope.confidence[rows], scope.created_us[rows], scope.tokens[rows]
+    semantic = None
+    if vectors.embedder is not None:
+        semantic = _similarities(vectors, query, scope, rows, dead)
+    id_order = scope.id_order[rows]
+    operator_ids = [r.id for r in operator]  # ranked after the own rows
+    if operator:
+        lexical = np.concatenate(
+            [lexical, np.array([r.hits for r in operator], dtype=f64) / len(query_terms)]
+        )
+        authority = np.concatenate([authority, [_AUTHORITY.get(r.authority, 0.0) for r in operator]])
+        trust = np.concatenate([trust, [_TRUST.get(r.trust, 0.0) for r in operator]])
+        confidence = np.concatenate([confidence, [r.confidence for r in operator]])
+        created = np.concatenate([created, _us_of([r.created_at for r in operator])])
+        tokens = np.concatenate([tokens, [r.token_estimate for r in operator]])
+        if semantic is not None:
+            semantic = np.concatenate(
+                [semantic, _operator_similarities(conn, keyring, vectors, caller.tenant_id, query, operator)]
+            )
+        id_order = np.argsort(np.argsort(np.array([scope.ids[i] for i in own] + operator_ids)))
+    if not own and not operator_ids:
+        return
+    age = np.maximum((now_us - created) / _US_PER_DAY, 0.0)
+    recency = np.exp(_DECAY * age)
     w, b = WEIGHTS, blend or RELEVANCE
     relevance = (
         lexical if semantic is None else b["lexical"] * lexical + b["semantic"] * np.maximum(0.0, semantic)
@@ -255,50 +222,310 @@ def rank(
         "recency"
     ] * recency
     total = w["lexical"] * relevance + standing
-    order = np.lexsort((np.array(scope.ids), -total))
-    for i in order.tolist():
+    for i in np.lexsort((id_order, -total)).tolist():
         parts = score(
             float(lexical[i]),
-            scope.authority[i],
-            scope.trust[i],
-            scope.confidence[i],
-            scope.recency[i],
+            float(authority[i]),
+            float(trust[i]),
+            float(confidence[i]),
+            float(recency[i]),
             None if semantic is None else float(semantic[i]),
             blend,
         )
-        yield scope.ids[i], scope.tokens[i], parts
+        yield scope.ids[own[i]] if i < len(own) else operator_ids[i - len(own)], int(tokens[i]), parts
 
 
-def _similarities(
-    conn: Connection, keyring: SubjectKeyring, vectors: VectorIndex, tenant_id: str, query: str, scope: Scope
-) -> Any:
-    """Each memory's cosine with the query (all vectors are unit length), 0 where it has no
-    vector that opens; one matrix product; the plaintext vectors live only in this frame
-    and in the key-bound cache (``custody.opened_vectors``)."""
-    import numpy as np
-
-    out = np.zeros(len(scope), dtype=np.float64)
-    assert vectors.model is not None
-    wanted = list(
-        zip(scope.ids, scope.subject_refs, scope.key_generations, scope.sealed_versions, strict=True)
-    )
-    model = vectors.model
-
-    def read_sealed(ids: list[str]) -> Any:
-        if scope.sealed is not None:  # read with the rows
-            return scope.sealed
-        if len(ids) <= READ_BY_ID:
-            return sealed_by_id(conn, tenant_id, model, ids)
-        params = {k: v for k, v in scope.params.items() if k != "now_rank"}
-        return conn.execute(_vectors_statement(*scope.shape, model), params)
-
-    opened = scope_vectors(conn, keyring, tenant_id, model, wanted, read_sealed)
-    if not opened:
+def _similarities(vectors: VectorIndex, query: str, scope: Scope, rows: Any, dead: set[int]) -> Any:
+    """Each chosen row's cosine with the query (all vectors are unit length); 0 where it has
+    no vector or its key was found gone."""
+    out = np.zeros(len(rows), dtype=np.float64)
+    if scope.vectors is None or not len(rows):
         return out
     q = np.frombuffer((vectors.embed([query]) or [b""])[0], dtype="<f4")
-    at = [i for i, m in enumerate(scope.ids) if m in opened]
-    matrix = np.frombuffer(b"".join([opened[scope.ids[i]] for i in at]), dtype="<f4").reshape(len(at), -1)
-    if matrix.shape[1] != q.shape[0]:
+    if scope.vectors.shape[1] != q.shape[0]:
         return out
-    out[at] = (matrix @ q).astype(np.float64)
+    out[:] = scope.vectors[rows] @ q
+    if dead:
+        out[np.isin(scope.key_of[rows], list(dead))] = 0.0
     return out
+
+
+def _dead_keys(conn: Connection, keyring: SubjectKeyring, tenant_id: str, scope: Scope) -> set[int]:
+    """The indices (into ``scope.keys``) of the kept scope's subject keys that are gone now,
+    read in this transaction; the cache drops what it held for them (``subject_deks``)."""
+    if scope.vectors is None:
+        return set()
+    deks = subject_deks(conn, keyring, {(tenant_id, ref, gen) for ref, gen in scope.keys})
+    dead = set()
+    for i, (ref, gen) in enumerate(scope.keys):
+        if deks.get((tenant_id, ref, gen)) is None:
+            keyring.opened.discard((tenant_id, ref, gen))
+            dead.add(i)
+    return dead
+
+
+def _read(
+    conn: Connection,
+    keyring: SubjectKeyring,
+    vectors: VectorIndex,
+    caller: Caller,
+    purpose: str,
+    now: datetime,
+    subject_ref: str | None,
+    kinds: Sequence[str],
+    cap: int,
+) -> Scope | None:
+    """The agent's own active, unexpired memories of the purpose (of one subject, of some
+    kinds, if given) and their opened vectors; None over ``cap``. A scope whose vectors
+    the cache does not hold yet (cold) is read with its sealed vectors in one statement."""
+    dialect = conn.dialect.name
+    opened = keyring.opened
+    model = vectors.model
+    warm_key = (caller.tenant_id, caller.agent_id, purpose, model)
+    with_sealed = model is not None and not opened.scope_is_warm(warm_key)
+    shape = (dialect, subject_ref is not None, bool(kinds), cap)
+    params: dict[str, Any] = {
+        "tenant": caller.tenant_id,
+        "agent": caller.agent_id,
+        "purpose": purpose,
+        "now": to_db(now),
+    }
+    if subject_ref is not None:
+        params["subject_ref"] = subject_ref
+    if kinds:
+        params["kinds"] = list(kinds)
+    rows = conn.execute(_scope_statement(*shape, model if with_sealed else None), params).all()
+    if len(rows) > cap:
+        return None
+    columns = (
+        [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(15 if with_sealed else 11)]
+    )
+    ids, tokens, authority, trust, created, expires, confidence, refs, gens, versions, kinds_ = columns[:11]
+    key_index: dict[tuple[str, int], int] = {}
+    key_of = [key_index.setdefault((r, g), len(key_index)) for r, g in zip(refs, gens, strict=True)]
+    matrix = None
+    if model is not None:
+        sealed = None
+        if with_sealed:
+            sealed = [
+                (m, r, g, v, b) for m, r, g, v, b in zip(ids, *columns[11:], strict=True) if b is not None
+            ]
+            opened.note_scope(warm_key, {(caller.tenant_id, r, g) for r, g in key_index})
+
+        def read_sealed(missing: list[str]) -> Any:
+            if sealed is not None:  # read with the rows
+                return sealed
+            if len(missing) <= READ_BY_ID:
+                return sealed_by_id(conn, caller.tenant_id, model, missing)
+            vector_params = {k: v for k, v in params.items()}
+            return conn.execute(_vectors_statement(*shape, model), vector_params)
+
+        wanted = list(zip(ids, refs, gens, versions, strict=True))
+        plain = scope_vectors(conn, keyring, caller.tenant_id, model, wanted, read_sealed)
+        matrix = _matrix(ids, plain)
+    return Scope(
+        ids=ids,
+        pos={m: i for i, m in enumerate(ids)},
+        tokens=np.array(tokens, dtype=np.int64),
+        authority=np.array([_AUTHORITY.get(a, 0.0) for a in authority], dtype=np.float64),
+        trust=np.array([_TRUST.get(t, 0.0) for t in trust], dtype=np.float64),
+        confidence=np.array(confidence, dtype=np.float64),
+        created_us=_us_of(created),
+        expires_us=_us_of(expires),
+        subject_refs=np.array(refs, dtype=object),
+        kinds=np.array(kinds_, dtype=object),
+        key_of=np.array(key_of, dtype=np.int64),
+        keys=list(key_index),
+        id_order=np.argsort(np.argsort(np.array(ids))) if ids else np.zeros(0, dtype=np.int64),
+        vectors=matrix,
+        read_at_us=_microseconds(now),
+    )
+
+
+def _matrix(ids: list[str], plain: dict[str, bytes]) -> Any | None:
+    """The opened vectors as rows of one float32 matrix (zeros where none opened)."""
+    if not plain:
+        return None
+    width = len(next(iter(plain.values()))) // 4
+    matrix = np.zeros((len(ids), width), dtype=np.float32)
+    at = [i for i, m in enumerate(ids) if m in plain and len(plain[m]) == width * 4]
+    if at:
+        blob = b"".join([plain[ids[i]] for i in at])
+        matrix[at] = np.frombuffer(blob, dtype="<f4").reshape(len(at), width)
+    return matrix
+
+
+def _operator_similarities(
+    conn: Connection,
+    keyring: SubjectKeyring,
+    vectors: VectorIndex,
+    tenant_id: str,
+    query: str,
+    rows: list[Any],
+) -> Any:
+    """The cosine of each matching operator memory with the query (0 where none opens)."""
+    assert vectors.model is not None
+    wanted = [(r.id, r.subject_ref, r.key_generation, r.sealed_version) for r in rows]
+    plain = scope_vectors(conn, keyring, tenant_id, vectors.model, wanted)
+    matrix = _matrix([r.id for r in rows], plain)
+    out = np.zeros(len(rows), dtype=np.float64)
+    if matrix is None:
+        return out
+    q = np.frombuffer((vectors.embed([query]) or [b""])[0], dtype="<f4")
+    if matrix.shape[1] == q.shape[0]:
+        out[:] = matrix @ q
+    return out
+
+
+def _operator_rows(
+    conn: Connection,
+    caller: Caller,
+    purpose: str,
+    query_terms: list[str],
+    now: datetime,
+    subject_ref: str | None,
+    kinds: Sequence[str],
+) -> list[Any]:
+    """The operator memories of the purpose (not the agent's own) that match a query term."""
+    params: dict[str, Any] = {
+        "tenant": caller.tenant_id,
+        "agent": caller.agent_id,
+        "purpose": purpose,
+        "now": to_db(now),
+        "query_hashes": query_terms,
+    }
+    if subject_ref is not None:
+        params["subject_ref"] = subject_ref
+    if kinds:
+        params["kinds"] = list(kinds)
+    stmt = _operator_statement(conn.dialect.name, subject_ref is not None, bool(kinds))
+    return list(conn.execute(stmt, params))
+
+
+def _microseconds(t: datetime) -> int:
+    """A time as microseconds since the epoch, UTC (as the columns store it)."""
+    return int(np.datetime64(to_db(t), "us").astype(np.int64))
+
+
+def _us_of(values: list[Any]) -> Any:
+    """Times read by ``_time_text`` (ISO text) or as datetimes, as int64 microseconds."""
+    return np.array(values, dtype="datetime64[us]").astype(np.int64)
+
+
+def _time_text(dialect: str, column: sa.ColumnElement) -> sa.ColumnElement:
+    """A time column as ISO text: parsed by numpy at once (a datetime object per value was a
+    third of a scope read)."""
+    if dialect == "sqlite":
+        return sa.type_coerce(column, sa.String)  # stored as 'YYYY-MM-DD HH:MM:SS.ffffff'
+    return sa.func.to_char(column, 'YYYY-MM-DD"T"HH24:MI:SS.US')
+
+
+def _columns(dialect: str) -> list[sa.ColumnElement]:
+    """What a scope keeps of each memory, in ``Scope``'s order."""
+    m = memories.c
+    return [
+        m.id,
+        m.token_estimate,
+        m.authority,
+        m.trust,
+        _time_text(dialect, m.created_at).label("created_at"),
+        _time_text(dialect, m.expires_at).label("expires_at"),
+        m.confidence,
+        m.subject_ref,
+        m.key_generation,
+        m.sealed_version,
+        m.kind,
+    ]
+
+
+def _filters(subject: bool, kinds: bool) -> list[sa.ColumnElement[bool]]:
+    common: list[sa.ColumnElement[bool]] = [
+        memories.c.status == Status.ACTIVE.value,
+        memories.c.expires_at > sa.bindparam("now", type_=sa.DateTime),
+    ]
+    if subject:
+        common.append(memories.c.subject_ref == sa.bindparam("subject_ref"))
+    if kinds:
+        common.append(memories.c.kind.in_(sa.bindparam("kinds", expanding=True)))
+    return common
+
+
+def _branches() -> tuple[list[sa.ColumnElement[bool]], list[sa.ColumnElement[bool]]]:
+    return scope_branches(
+        sa.bindparam("tenant", type_=sa.String), sa.bindparam("agent"), sa.bindparam("purpose")
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _scope_statement(dialect: str, subject: bool, kinds: bool, cap: int, model: str | None) -> sa.Select:
+    """The agent's own scope of one shape, built once: at most ``cap`` + 1 rows (one more says
+    "over the cap"), one range of ``ix_memories_scope``. With ``model``, each row also
+    carries its sealed vector of that model (None if it has none)."""
+    own, _ = _branches()
+    joined: sa.FromClause = memories
+    sealed: list[sa.ColumnElement] = []
+    if model is not None:
+        v = memory_vectors
+        joined = memories.outerjoin(v, _vector_of(model))
+        sealed = [v.c.subject_ref, v.c.key_generation, v.c.version, v.c.sealed]
+    return (
+        sa.select(*_columns(dialect), *sealed)
+        .select_from(joined)
+        .where(*own, *_filters(subject, kinds))
+        .limit(cap + 1)
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _vectors_statement(dialect: str, subject: bool, kinds: bool, cap: int, model: str) -> sa.Select:
+    """The sealed vectors of the same scope, read the way the scope is."""
+    own, _ = _branches()
+    v = memory_vectors
+    return (
+        sa.select(v.c.memory_id, v.c.subject_ref, v.c.key_generation, v.c.version, v.c.sealed)
+        .select_from(memories.join(v, _vector_of(model)))
+        .where(*own, *_filters(subject, kinds))
+        .limit(cap + 1)
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _hits_statement(dialect: str) -> sa.Select:
+    """(memory_id, hits) of the tenant's memories with a posting for a query term."""
+    return lexical_hits(
+        dialect, sa.bindparam("tenant", type_=sa.String), sa.bindparam("query_hashes", expanding=True)
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _operator_statement(dialect: str, subject: bool, kinds: bool) -> sa.Select:
+    """The operator memories of the purpose that others wrote and that match a query term:
+    the few of ``ix_memories_authority``, each counting its own postings of the terms."""
+    _, operator = _branches()
+    p = search_postings
+    hits = (
+        sa.select(sa.func.count())
+        .where(p.c.tenant_id == memories.c.tenant_id, p.c.memory_id == memories.c.id)
+        .where(p.c.term_hash.in_(sa.bindparam("query_hashes", expanding=True)))
+        .correlate(memories)
+        .scalar_subquery()
+    )
+    m = memories.c
+    return sa.select(
+        m.id,
+        m.token_estimate,
+        m.authority,
+        m.trust,
+        _time_text(dialect, m.created_at).label("created_at"),
+        m.confidence,
+        m.subject_ref,
+        m.key_generation,
+        m.sealed_version,
+        hits.label("hits"),
+    ).where(*operator, hits > 0, *_filters(subject, kinds))
+
+
+def _vector_of(model: str) -> sa.ColumnElement[bool]:
+    """The join condition of a memory and its sealed vector of ``model``."""
+    v = memory_vectors
+    return sa.and_(v.c.tenant_id == memories.c.tenant_id, v.c.memory_id == memories.c.id, v.c.model == model)

@@ -23,6 +23,7 @@ Exceptions: ``StoreUnavailable`` (503) from the unit of work or the KMS; nothing
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -43,6 +44,7 @@ from lethe.vault.custody.sealing import open_rows, subject_deks
 from lethe.vault.memory import repository as repo
 from lethe.vault.memory.vectors import VectorIndex
 from lethe.vault.model import Status
+from lethe.vault.store import scope_changes
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.tables import index_recipes, memories, search_index
 
@@ -166,6 +168,7 @@ class Reindexer:
         v = self.vectors
         with self.uow.write() as conn:
             repo.drop_all_index_entries(conn)
+            scope_changes.everything_changed(conn, str(uuid.uuid4()))  # kept scopes hold old vectors
             vector_rows: list[dict[str, object]] = []
             for rows, missed in expected_entries(conn, conn, self.keyring, self.pseudonyms, v, vector_rows):
                 repo.add_index_rows(conn, rows)

@@ -99,31 +99,22 @@ class SearchService:
         if q.subject_id is not None:
             subject_ref = self.pseudonyms.subject_ref(caller.tenant_id, normal_subject_id(q.subject_id))
         with self.uow.read() as conn:
-            ranking: Iterator[Ranked] | None = None
-            recall = "lexical"
-            in_scope = ranked_scope.scope_rows(
+            ranking: Iterator[Ranked] | None = ranked_scope.ranked(
                 conn,
+                self.keyring,
+                self.vectors,
                 caller,
                 q.purpose,
-                self.vectors,
+                q.query,
                 query_terms,
                 now,
                 subject_ref,
                 q.kinds,
                 MAX_RANKED_IN_MEMORY,
-                self.keyring.opened,
+                self.blend,
             )
-            if in_scope is not None:
-                ranking = ranked_scope.rank(
-                    conn,
-                    self.keyring,
-                    self.vectors,
-                    caller.tenant_id,
-                    q.query,
-                    query_terms,
-                    in_scope,
-                    self.blend,
-                )
+            recall = "lexical"
+            if ranking is not None:
                 recall = "hybrid" if self.vectors.embedder is not None else "lexical"
             if ranking is None:
                 ranking = self._ranked_by_sql(conn, caller, q, query_terms, now, subject_ref)

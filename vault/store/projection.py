@@ -4,7 +4,8 @@ Commands append an event and apply it here in the same transaction; ``replay`` a
 the same events to an empty schema. Because both go through ``apply``, replay
 reproduces the live state by construction, and the compare-and-swap in each update
 (``WHERE version = :previous``) is what turns a lost race into a ``VersionConflict``.
-A memory is addressed by (tenant, id): two tenants may hold the same id.
+A memory is addressed by (tenant, id): two tenants may hold the same id. Every change to a
+memory also gives its scope a new change token (``store.scope_changes``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from sqlalchemy.engine import Connection
 from lethe.vault.clock import iso, parse_iso, to_db
 from lethe.vault.errors import VersionConflict
 from lethe.vault.model import GONE
+from lethe.vault.store import scope_changes
 from lethe.vault.store.events import Event
 from lethe.vault.store.tables import (
     forgotten_subjects,
@@ -113,8 +115,20 @@ def _written(conn: Connection, e: Event) -> None:
     if e.payload["version"] == 1:
         conn.execute(memories.insert(), _created_row(e, row))
     else:
+        scope_changes.memory_changed(conn, e.tenant_id, e.memory_id, e.event_id)  # the scope it leaves
         _cas(conn, e, e.payload["version"] - 1, row, memories.c.status.not_in(_GONE))
     conn.execute(idempotency_keys.insert(), idem)
+    scope_changes.written(conn, [_scope_token(e)])
+
+
+def _scope_token(e: Event) -> dict[str, str]:
+    """The scope a ``memory.written`` event writes to, with the event's id as its new token."""
+    return {
+        "tenant_id": e.tenant_id,
+        "agent_id": e.payload["agent_id"],
+        "purpose": e.payload["purpose"],
+        "token": e.event_id,
+    }
 
 
 def _transition(conn: Connection, e: Event, status: str, *guard: sa.ColumnElement, **extra: object) -> None:
@@ -122,6 +136,7 @@ def _transition(conn: Connection, e: Event, status: str, *guard: sa.ColumnElemen
     v = e.payload["version"]
     values = {"version": v, "status": status, "updated_at": to_db(parse_iso(e.occurred_at)), **extra}
     _cas(conn, e, v - 1, values, *guard)
+    scope_changes.memory_changed(conn, e.tenant_id, e.memory_id, e.event_id)
 
 
 # The item fields a review decision keeps (its first result); content is opened again when asked.
@@ -291,6 +306,7 @@ def _forgotten(conn: Connection, e: Event) -> None:
     )
     # Forgotten items that lost their ciphertext earlier still must not keep any.
     conn.execute(memories.update().where(*scope, memories.c.ciphertext.is_not(None)).values(ciphertext=None))
+    scope_changes.tenant_changed(conn, e.tenant_id, e.event_id)
     drop_subject_index(conn, e.tenant_id, e.subject_ref)
     conn.execute(
         forgotten_subjects.delete().where(
@@ -359,6 +375,8 @@ def apply_many(conn: Connection, batch: list[Event]) -> None:
             pairs = [(_created_row(e, r), i) for e in run for r, i in [_written_rows(e)]]
             conn.execute(memories.insert(), [p[0] for p in pairs])
             conn.execute(idempotency_keys.insert(), [p[1] for p in pairs])
+            newest = {(e.tenant_id, e.payload["agent_id"], e.payload["purpose"]): e for e in run}
+            scope_changes.written(conn, [_scope_token(e) for e in newest.values()])
             run.clear()
 
     for e in batch:

@@ -10,6 +10,7 @@ passes; ``lethe reindex`` rebuilds it.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -17,6 +18,7 @@ from typing import Protocol
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from lethe.vault.store import scope_changes as scope_tokens
 from lethe.vault.store.db import UnitOfWork, make_engine
 from lethe.vault.store.events import Event, read_events
 from lethe.vault.store.projection import apply_many
@@ -28,6 +30,7 @@ from lethe.vault.store.tables import (
     metadata,
     retractions,
     review_decisions,
+    scope_changes,
     search_index,
     search_postings,
 )
@@ -87,7 +90,8 @@ def check(
     """Replay into a scratch in-memory database and diff it against the live projection
     (and, given ``index``, the live search index against the one the replay gives)."""
     scratch = make_engine("sqlite://")
-    metadata.create_all(scratch, tables=[*COMPARED, search_index, search_postings, memory_vectors])
+    derived = [search_index, search_postings, memory_vectors, scope_changes]
+    metadata.create_all(scratch, tables=[*COMPARED, *derived])
     with UnitOfWork(engine).read() as src, scratch.begin() as dst:
         n = _apply_all(src, dst, progress)
         report = ReplayReport(events=n)
@@ -114,4 +118,5 @@ def rebuild(engine: Engine, progress: Progress | None = None) -> ReplayReport:
         for table in COMPARED:
             conn.execute(table.delete())
         n = _apply_all(conn, conn, progress)
+        scope_tokens.everything_changed(conn, str(uuid.uuid4()))  # no process keeps a scope read before
     return ReplayReport(events=n)

@@ -122,6 +122,20 @@ memory_vectors = sa.Table(
     sa.Index("ix_memory_vectors_subject", "tenant_id", "subject_ref"),
 )
 
+# The change token of each agent's scope (tenant, agent, purpose): a fresh value in the
+# same transaction as every change to the scope's memories or their vectors
+# (``store.scope_changes``), so a process may keep a scope's ranking columns and opened
+# vectors while the token it read them under is still the one in the store.
+scope_changes = sa.Table(
+    "scope_changes",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("agent_id", sa.String(128), nullable=False),
+    sa.Column("purpose", sa.String(64), nullable=False),
+    sa.Column("token", sa.String(36), nullable=False),
+    sa.PrimaryKeyConstraint("tenant_id", "agent_id", "purpose"),
+)
+
 idempotency_keys = sa.Table(
     "idempotency_keys",
     metadata,
