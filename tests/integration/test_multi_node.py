@@ -170,6 +170,27 @@ def test_a_memory_written_on_one_node_is_read_on_every_node(deployment: Deployme
             assert got.status_code == 200 and got.json()["content"] == "prefers green tea"
 
 
+def test_a_write_on_one_node_is_found_by_the_next_search_of_a_scope_every_node_keeps(
+    deployment: Deployment,
+) -> None:
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    token = agent_token(deployment, tenant)
+    a, b = (deployment.client(n, token) for n in deployment.nodes)
+    with a, b:
+        assert a.post("/v1/memories", json=memory_body("alice", "prefers green tea")).status_code == 201
+        search = {"query": "espresso afternoon", "purpose": "support"}
+        for client in (a, b):  # every worker of every node searches the scope, and keeps it
+            for _ in range(4):
+                r = client.post("/v1/memories/search", json=search)
+                assert r.status_code == 200 and "espresso" not in r.text
+        r = a.post("/v1/memories", json=memory_body("alice", "orders an espresso every afternoon"))
+        assert r.status_code == 201, r.text
+        for client in (b, a):
+            for _ in range(4):
+                found = client.post("/v1/memories/search", json=search).json()["items"]
+                assert [i["content"] for i in found][:1] == ["orders an espresso every afternoon"]
+
+
 def test_a_subject_forgotten_through_one_node_is_unreadable_on_every_node(deployment: Deployment) -> None:
     tenant = f"t-{uuid.uuid4().hex[:8]}"
     token = agent_token(deployment, tenant)

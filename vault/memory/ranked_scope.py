@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -82,7 +82,6 @@ class Scope:
     kinds: Any  # object array
     key_of: Any  # int row -> index into ``keys``
     keys: list[tuple[str, int]]  # (subject_ref, key generation) of the rows' data keys
-    id_order: Any  # int rank of each row's id among the scope's ids (ties: by id)
     vectors: Any | None  # n x d float32; zeros where a row has no vector that opened
     read_at_us: int
 
@@ -194,7 +193,6 @@ def _rank(
     semantic = None
     if vectors.embedder is not None:
         semantic = _similarities(vectors, query, scope, rows, dead)
-    id_order = scope.id_order[rows]
     operator_ids = [r.id for r in operator]  # ranked after the own rows
     if operator:
         lexical = np.concatenate(
@@ -209,7 +207,6 @@ def _rank(
             semantic = np.concatenate(
                 [semantic, _operator_similarities(conn, keyring, vectors, caller.tenant_id, query, operator)]
             )
-        id_order = np.argsort(np.argsort(np.array([scope.ids[i] for i in own] + operator_ids)))
     if not own and not operator_ids:
         return
     age = np.maximum((now_us - created) / _US_PER_DAY, 0.0)
@@ -222,7 +219,11 @@ def _rank(
         "recency"
     ] * recency
     total = w["lexical"] * relevance + standing
-    for i in np.lexsort((id_order, -total)).tolist():
+
+    def memory_id(i: int) -> str:
+        return scope.ids[own[i]] if i < len(own) else operator_ids[i - len(own)]
+
+    for i in _best_first(total, memory_id):
         parts = score(
             float(lexical[i]),
             float(authority[i]),
@@ -232,7 +233,22 @@ def _rank(
             None if semantic is None else float(semantic[i]),
             blend,
         )
-        yield scope.ids[own[i]] if i < len(own) else operator_ids[i - len(own)], int(tokens[i]), parts
+        yield memory_id(i), int(tokens[i]), parts
+
+
+def _best_first(total: Any, memory_id: Callable[[int], str]) -> Iterator[int]:
+    """Row indices by total, highest first, equal totals by memory id (as the SQL ranking
+    orders them); lazily: a search reads a few rows of the order, and only the runs of
+    equal totals it reaches are sorted by id."""
+    order = np.argsort(-total, kind="stable").tolist()
+    n, at = len(order), 0
+    while at < n:
+        end = at + 1
+        while end < n and total[order[end]] == total[order[at]]:
+            end += 1
+        run = order[at:end]
+        yield from (run if len(run) == 1 else sorted(run, key=memory_id))
+        at = end
 
 
 def _similarities(vectors: VectorIndex, query: str, scope: Scope, rows: Any, dead: set[int]) -> Any:
@@ -336,7 +352,6 @@ def _read(
         kinds=np.array(kinds_, dtype=object),
         key_of=np.array(key_of, dtype=np.int64),
         keys=list(key_index),
-        id_order=np.argsort(np.argsort(np.array(ids))) if ids else np.zeros(0, dtype=np.int64),
         vectors=matrix,
         read_at_us=_microseconds(now),
     )
