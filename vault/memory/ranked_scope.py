@@ -260,7 +260,7 @@ def _similarities(vectors: VectorIndex, query: str, scope: Scope, rows: Any, dea
     q = np.frombuffer((vectors.embed([query]) or [b""])[0], dtype="<f4")
     if scope.vectors.shape[1] != q.shape[0]:
         return out
-    out[:] = scope.vectors[rows] @ q
+    out[:] = (scope.vectors @ q)[rows]  # the product of the whole matrix: no copy of its rows
     if dead:
         out[np.isin(scope.key_of[rows], list(dead))] = 0.0
     return out
