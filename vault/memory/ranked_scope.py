@@ -29,7 +29,7 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import sqlalchemy as sa
@@ -37,7 +37,7 @@ from sqlalchemy.engine import Connection
 
 from lethe.vault.clock import to_db
 from lethe.vault.custody.keyring import SubjectKeyring
-from lethe.vault.custody.sealing import scope_vectors, sealed_by_id, subject_deks
+from lethe.vault.custody.sealing import live_deks, scope_vectors, sealed_by_id
 from lethe.vault.memory.ranking import (
     AUTHORITY_RANK,
     RECENCY_HALF_LIFE_DAYS,
@@ -89,43 +89,35 @@ class Scope:
         return len(self.ids)
 
 
+class Request(NamedTuple):
+    """One search as the ranking needs it: who asks, for what, when, narrowed how."""
+
+    caller: Caller
+    purpose: str
+    query: str
+    query_terms: list[str]
+    now: datetime
+    subject_ref: str | None
+    kinds: Sequence[str]
+    blend: dict[str, float] | None = None
+
+
 def ranked(
-    conn: Connection,
-    keyring: SubjectKeyring,
-    vectors: VectorIndex,
-    caller: Caller,
-    purpose: str,
-    query: str,
-    query_terms: list[str],
-    now: datetime,
-    subject_ref: str | None,
-    kinds: Sequence[str],
-    cap: int,
-    blend: dict[str, float] | None = None,
+    conn: Connection, keyring: SubjectKeyring, vectors: VectorIndex, r: Request, cap: int
 ) -> Iterator[Ranked] | None:
     """The scope's memories by score, best first (see the module docstring); None if the
     agent's own scope holds more than ``cap`` memories. The relevance is the lexical share
     alone without an embedder, else the hybrid blend."""
-    tenant = caller.tenant_id
+    tenant, agent = r.caller.tenant_id, r.caller.agent_id
     opened = keyring.opened
-    scope_id = (tenant, caller.agent_id, purpose, vectors.model, cap)
-    now_us = _microseconds(now)
-    token = scope_changes.current(conn, tenant, caller.agent_id or "", purpose) if opened.capacity else None
+    scope_id = (tenant, agent, r.purpose, vectors.model, cap)
+    token = scope_changes.current(conn, tenant, agent or "", r.purpose) if opened.capacity else None
     scope = opened.kept_scope(scope_id, token) if token is not None else None
-    if not isinstance(scope, Scope) or scope.read_at_us > now_us:  # never kept, changed, or time went back
+    # Never kept, changed since, or the clock went back: read it (and keep it if it can be).
+    if not isinstance(scope, Scope) or scope.read_at_us > _microseconds(r.now):
         keep = token is not None
-        # A scope nothing will keep is read as narrow as this search needs it.
-        scope = _read(
-            conn,
-            keyring,
-            vectors,
-            caller,
-            purpose,
-            now,
-            None if keep else subject_ref,
-            () if keep else kinds,
-            cap,
-        )
+        # A whole scope is kept; one nothing will keep is read as narrow as this search needs.
+        scope = _read(conn, keyring, vectors, r._replace(subject_ref=None, kinds=()) if keep else r, cap)
         if scope is None:
             return None
         if keep:
@@ -134,84 +126,58 @@ def ranked(
         dead: set[int] = set()
     else:
         dead = _dead_keys(conn, keyring, tenant, scope)
-    return _rank(
-        conn,
-        keyring,
-        vectors,
-        caller,
-        purpose,
-        query,
-        query_terms,
-        now,
-        subject_ref,
-        kinds,
-        scope,
-        dead,
-        blend,
-    )
+    return _rank(conn, keyring, vectors, r, scope, dead)
 
 
 def _rank(
-    conn: Connection,
-    keyring: SubjectKeyring,
-    vectors: VectorIndex,
-    caller: Caller,
-    purpose: str,
-    query: str,
-    query_terms: list[str],
-    now: datetime,
-    subject_ref: str | None,
-    kinds: Sequence[str],
-    scope: Scope,
-    dead: set[int],
-    blend: dict[str, float] | None,
+    conn: Connection, keyring: SubjectKeyring, vectors: VectorIndex, r: Request, scope: Scope, dead: set[int]
 ) -> Iterator[Ranked]:
-    now_us = _microseconds(now)
+    now_us = _microseconds(r.now)
     mask = scope.expires_us > now_us
-    if subject_ref is not None:
-        mask &= scope.subject_refs == subject_ref
-    if kinds:
-        mask &= np.isin(scope.kinds, list(kinds))
+    if r.subject_ref is not None:
+        mask &= scope.subject_refs == r.subject_ref
+    if r.kinds:
+        mask &= np.isin(scope.kinds, list(r.kinds))
     rows = np.flatnonzero(mask)
     f64 = np.float64
     lexical = np.zeros(len(rows), dtype=f64)
     operator: list[Any] = []
-    if query_terms:
+    if r.query_terms:
         hits = np.zeros(len(scope), dtype=f64)
-        params = {"tenant": caller.tenant_id, "query_hashes": query_terms}
+        params = {"tenant": r.caller.tenant_id, "query_hashes": r.query_terms}
         pos = scope.pos
         found = [(pos.get(m), n) for m, n in conn.execute(_hits_statement(conn.dialect.name), params).all()]
         found = [(i, n) for i, n in found if i is not None]
         if found:
             at, n = zip(*found, strict=True)
             hits[list(at)] = n
-        lexical = hits[rows] / len(query_terms)
-        operator = _operator_rows(conn, caller, purpose, query_terms, now, subject_ref, kinds)
+        lexical = hits[rows] / len(r.query_terms)
+        operator = _operator_rows(conn, r)
     own = rows.tolist()
     authority, trust = scope.authority[rows], scope.trust[rows]
     confidence, created, tokens = scope.confidence[rows], scope.created_us[rows], scope.tokens[rows]
-    semantic = None
-    if vectors.embedder is not None:
-        semantic = _similarities(vectors, query, scope, rows, dead)
-    operator_ids = [r.id for r in operator]  # ranked after the own rows
+    # The query's vector, embedded once for the scope and the operator memories alike.
+    q = np.frombuffer(vectors.embed([r.query])[0], dtype="<f4") if vectors.embedder is not None else None
+    semantic = None if q is None else _similarities(q, scope.vectors, rows, scope.key_of, dead)
+    operator_ids = [o.id for o in operator]  # ranked after the own rows
     if operator:
         lexical = np.concatenate(
-            [lexical, np.array([r.hits for r in operator], dtype=f64) / len(query_terms)]
+            [lexical, np.array([o.hits for o in operator], dtype=f64) / len(r.query_terms)]
         )
-        authority = np.concatenate([authority, [_AUTHORITY.get(r.authority, 0.0) for r in operator]])
-        trust = np.concatenate([trust, [_TRUST.get(r.trust, 0.0) for r in operator]])
-        confidence = np.concatenate([confidence, [r.confidence for r in operator]])
-        created = np.concatenate([created, _us_of([r.created_at for r in operator])])
-        tokens = np.concatenate([tokens, [r.token_estimate for r in operator]])
-        if semantic is not None:
+        authority = np.concatenate([authority, [_AUTHORITY.get(o.authority, 0.0) for o in operator]])
+        trust = np.concatenate([trust, [_TRUST.get(o.trust, 0.0) for o in operator]])
+        confidence = np.concatenate([confidence, [o.confidence for o in operator]])
+        created = np.concatenate([created, _us_of([o.created_at for o in operator])])
+        tokens = np.concatenate([tokens, [o.token_estimate for o in operator]])
+        if semantic is not None and q is not None:
             semantic = np.concatenate(
-                [semantic, _operator_similarities(conn, keyring, vectors, caller.tenant_id, query, operator)]
+                [semantic, _operator_similarities(conn, keyring, vectors, r.caller.tenant_id, q, operator)]
             )
     if not own and not operator_ids:
         return
     age = np.maximum((now_us - created) / _US_PER_DAY, 0.0)
     recency = np.exp(_DECAY * age)
-    w, b = WEIGHTS, blend or RELEVANCE
+    w, b = WEIGHTS, r.blend or RELEVANCE
     relevance = (
         lexical if semantic is None else b["lexical"] * lexical + b["semantic"] * np.maximum(0.0, semantic)
     )
@@ -231,7 +197,7 @@ def _rank(
             float(confidence[i]),
             float(recency[i]),
             None if semantic is None else float(semantic[i]),
-            blend,
+            r.blend,
         )
         yield memory_id(i), int(tokens[i]), parts
 
@@ -251,65 +217,42 @@ def _best_first(total: Any, memory_id: Callable[[int], str]) -> Iterator[int]:
         at = end
 
 
-def _similarities(vectors: VectorIndex, query: str, scope: Scope, rows: Any, dead: set[int]) -> Any:
-    """Each chosen row's cosine with the query (all vectors are unit length); 0 where it has
-    no vector or its key was found gone."""
+def _similarities(
+    q: Any, matrix: Any | None, rows: Any, key_of: Any = None, dead: frozenset[int] | set[int] = frozenset()
+) -> Any:
+    """Each chosen row's cosine with the query vector ``q`` (all vectors are unit length);
+    0 where it has no vector, the widths differ, or its key (``key_of``) was found gone."""
     out = np.zeros(len(rows), dtype=np.float64)
-    if scope.vectors is None or not len(rows):
+    if matrix is None or not len(rows) or matrix.shape[1] != q.shape[0]:
         return out
-    q = np.frombuffer((vectors.embed([query]) or [b""])[0], dtype="<f4")
-    if scope.vectors.shape[1] != q.shape[0]:
-        return out
-    out[:] = (scope.vectors @ q)[rows]  # the product of the whole matrix: no copy of its rows
+    out[:] = (matrix @ q)[rows]  # the product of the whole matrix: no copy of its rows
     if dead:
-        out[np.isin(scope.key_of[rows], list(dead))] = 0.0
+        out[np.isin(key_of[rows], list(dead))] = 0.0
     return out
 
 
 def _dead_keys(conn: Connection, keyring: SubjectKeyring, tenant_id: str, scope: Scope) -> set[int]:
     """The indices (into ``scope.keys``) of the kept scope's subject keys that are gone now,
-    read in this transaction; the cache drops what it held for them (``subject_deks``)."""
+    read in this transaction (``sealing.live_deks`` drops what the cache held for them)."""
     if scope.vectors is None:
         return set()
-    deks = subject_deks(conn, keyring, {(tenant_id, ref, gen) for ref, gen in scope.keys})
-    dead = set()
-    for i, (ref, gen) in enumerate(scope.keys):
-        if deks.get((tenant_id, ref, gen)) is None:
-            keyring.opened.discard((tenant_id, ref, gen))
-            dead.add(i)
-    return dead
+    deks = live_deks(conn, keyring, {(tenant_id, ref, gen) for ref, gen in scope.keys})
+    return {i for i, (ref, gen) in enumerate(scope.keys) if deks.get((tenant_id, ref, gen)) is None}
 
 
 def _read(
-    conn: Connection,
-    keyring: SubjectKeyring,
-    vectors: VectorIndex,
-    caller: Caller,
-    purpose: str,
-    now: datetime,
-    subject_ref: str | None,
-    kinds: Sequence[str],
-    cap: int,
+    conn: Connection, keyring: SubjectKeyring, vectors: VectorIndex, r: Request, cap: int
 ) -> Scope | None:
     """The agent's own active, unexpired memories of the purpose (of one subject, of some
     kinds, if given) and their opened vectors; None over ``cap``. A scope whose vectors
     the cache does not hold yet (cold) is read with its sealed vectors in one statement."""
-    dialect = conn.dialect.name
     opened = keyring.opened
     model = vectors.model
-    warm_key = (caller.tenant_id, caller.agent_id, purpose, model)
+    tenant = r.caller.tenant_id
+    warm_key = (tenant, r.caller.agent_id, r.purpose, model)
     with_sealed = model is not None and not opened.scope_is_warm(warm_key)
-    shape = (dialect, subject_ref is not None, bool(kinds), cap)
-    params: dict[str, Any] = {
-        "tenant": caller.tenant_id,
-        "agent": caller.agent_id,
-        "purpose": purpose,
-        "now": to_db(now),
-    }
-    if subject_ref is not None:
-        params["subject_ref"] = subject_ref
-    if kinds:
-        params["kinds"] = list(kinds)
+    shape = (conn.dialect.name, r.subject_ref is not None, bool(r.kinds), cap)
+    params = _params(r)
     rows = conn.execute(_scope_statement(*shape, model if with_sealed else None), params).all()
     if len(rows) > cap:
         return None
@@ -324,20 +267,19 @@ def _read(
         sealed = None
         if with_sealed:
             sealed = [
-                (m, r, g, v, b) for m, r, g, v, b in zip(ids, *columns[11:], strict=True) if b is not None
+                (m, ref, g, v, b) for m, ref, g, v, b in zip(ids, *columns[11:], strict=True) if b is not None
             ]
-            opened.note_scope(warm_key, {(caller.tenant_id, r, g) for r, g in key_index})
+            opened.note_scope(warm_key, {(tenant, ref, gen) for ref, gen in key_index})
 
         def read_sealed(missing: list[str]) -> Any:
             if sealed is not None:  # read with the rows
                 return sealed
             if len(missing) <= READ_BY_ID:
-                return sealed_by_id(conn, caller.tenant_id, model, missing)
-            vector_params = {k: v for k, v in params.items()}
-            return conn.execute(_vectors_statement(*shape, model), vector_params)
+                return sealed_by_id(conn, tenant, model, missing)
+            return conn.execute(_vectors_statement(*shape, model), params)
 
         wanted = list(zip(ids, refs, gens, versions, strict=True))
-        plain = scope_vectors(conn, keyring, caller.tenant_id, model, wanted, read_sealed)
+        plain = scope_vectors(conn, keyring, tenant, model, wanted, read_sealed)
         matrix = _matrix(ids, plain)
     return Scope(
         ids=ids,
@@ -353,7 +295,7 @@ def _read(
         key_of=np.array(key_of, dtype=np.int64),
         keys=list(key_index),
         vectors=matrix,
-        read_at_us=_microseconds(now),
+        read_at_us=_microseconds(r.now),
     )
 
 
@@ -371,50 +313,34 @@ def _matrix(ids: list[str], plain: dict[str, bytes]) -> Any | None:
 
 
 def _operator_similarities(
-    conn: Connection,
-    keyring: SubjectKeyring,
-    vectors: VectorIndex,
-    tenant_id: str,
-    query: str,
-    rows: list[Any],
+    conn: Connection, keyring: SubjectKeyring, vectors: VectorIndex, tenant_id: str, q: Any, rows: list[Any]
 ) -> Any:
-    """The cosine of each matching operator memory with the query (0 where none opens)."""
+    """The cosine of each matching operator memory with the query vector (0 where none opens)."""
     assert vectors.model is not None
-    wanted = [(r.id, r.subject_ref, r.key_generation, r.sealed_version) for r in rows]
+    wanted = [(o.id, o.subject_ref, o.key_generation, o.sealed_version) for o in rows]
     plain = scope_vectors(conn, keyring, tenant_id, vectors.model, wanted)
-    matrix = _matrix([r.id for r in rows], plain)
-    out = np.zeros(len(rows), dtype=np.float64)
-    if matrix is None:
-        return out
-    q = np.frombuffer((vectors.embed([query]) or [b""])[0], dtype="<f4")
-    if matrix.shape[1] == q.shape[0]:
-        out[:] = matrix @ q
-    return out
+    return _similarities(q, _matrix([o.id for o in rows], plain), np.arange(len(rows)))
 
 
-def _operator_rows(
-    conn: Connection,
-    caller: Caller,
-    purpose: str,
-    query_terms: list[str],
-    now: datetime,
-    subject_ref: str | None,
-    kinds: Sequence[str],
-) -> list[Any]:
-    """The operator memories of the purpose (not the agent's own) that match a query term."""
+def _params(r: Request) -> dict[str, Any]:
+    """The bound values of a scope or operator statement for this search."""
     params: dict[str, Any] = {
-        "tenant": caller.tenant_id,
-        "agent": caller.agent_id,
-        "purpose": purpose,
-        "now": to_db(now),
-        "query_hashes": query_terms,
+        "tenant": r.caller.tenant_id,
+        "agent": r.caller.agent_id,
+        "purpose": r.purpose,
+        "now": to_db(r.now),
     }
-    if subject_ref is not None:
-        params["subject_ref"] = subject_ref
-    if kinds:
-        params["kinds"] = list(kinds)
-    stmt = _operator_statement(conn.dialect.name, subject_ref is not None, bool(kinds))
-    return list(conn.execute(stmt, params))
+    if r.subject_ref is not None:
+        params["subject_ref"] = r.subject_ref
+    if r.kinds:
+        params["kinds"] = list(r.kinds)
+    return params
+
+
+def _operator_rows(conn: Connection, r: Request) -> list[Any]:
+    """The operator memories of the purpose (not the agent's own) that match a query term."""
+    stmt = _operator_statement(conn.dialect.name, r.subject_ref is not None, bool(r.kinds))
+    return list(conn.execute(stmt, {**_params(r), "query_hashes": r.query_terms}))
 
 
 def _microseconds(t: datetime) -> int:

@@ -99,19 +99,11 @@ class SearchService:
         if q.subject_id is not None:
             subject_ref = self.pseudonyms.subject_ref(caller.tenant_id, normal_subject_id(q.subject_id))
         with self.uow.read() as conn:
+            request = ranked_scope.Request(
+                caller, q.purpose, q.query, query_terms, now, subject_ref, q.kinds, self.blend
+            )
             ranking: Iterator[Ranked] | None = ranked_scope.ranked(
-                conn,
-                self.keyring,
-                self.vectors,
-                caller,
-                q.purpose,
-                q.query,
-                query_terms,
-                now,
-                subject_ref,
-                q.kinds,
-                MAX_RANKED_IN_MEMORY,
-                self.blend,
+                conn, self.keyring, self.vectors, request, MAX_RANKED_IN_MEMORY
             )
             recall = "lexical"
             if ranking is not None:

@@ -115,10 +115,9 @@ def _written(conn: Connection, e: Event) -> None:
     if e.payload["version"] == 1:
         conn.execute(memories.insert(), _created_row(e, row))
     else:
-        scope_changes.memory_changed(conn, e.tenant_id, e.memory_id, e.event_id)  # the scope it leaves
         _cas(conn, e, e.payload["version"] - 1, row, memories.c.status.not_in(_GONE))
     conn.execute(idempotency_keys.insert(), idem)
-    scope_changes.written(conn, [_scope_token(e)])
+    scope_changes.written(conn, [_scope_token(e)])  # an update keeps its agent and purpose: one scope
 
 
 def _scope_token(e: Event) -> dict[str, str]:
