@@ -109,3 +109,47 @@ def test_a_reindex_changes_every_scopes_token(lethe):
     before = (token(lethe), token(lethe, "a2"))
     lethe.reindex.rebuild()
     assert token(lethe) != before[0] and token(lethe, "a2") != before[1]
+
+
+def test_a_key_marked_destroyed_changes_every_scope_token_of_its_tenant_and_no_other(lethe):
+    from lethe.vault.store.tables import subject_keys
+
+    lethe.memories.write(agent(), write_cmd(TEA))
+    lethe.memories.write(agent(agent_id="a2"), write_cmd("Bob plays chess", subject="bob@example.com"))
+    lethe.memories.write(agent(tenant="t2"), write_cmd(VIOLIN))
+    with lethe.uow.read() as conn:
+        (alice,) = conn.execute(
+            sa.select(subject_keys).where(subject_keys.c.tenant_id == "t1").order_by(subject_keys.c.created_at)
+        ).all()[:1]
+        other_tenant = conn.execute(sa.select(scope_changes.c.token).where(scope_changes.c.tenant_id == "t2"))
+        t2_before = other_tenant.scalar_one()
+    before = (token(lethe), token(lethe, "a2"))
+    with lethe.uow.write() as conn:  # as an erasure's key step or a restore records it
+        lethe.keyring.mark_destroyed(conn, [alice.key_name], utcnow())
+    assert token(lethe) != before[0] and token(lethe, "a2") != before[1]
+    with lethe.uow.read() as conn:
+        t2_after = conn.execute(sa.select(scope_changes.c.token).where(scope_changes.c.tenant_id == "t2"))
+        assert t2_after.scalar_one() == t2_before
+
+
+def test_a_kept_scope_reads_the_postings_of_a_term_once_and_again_after_a_change(lethe):
+    lethe.memories.write(agent(), write_cmd(TEA))
+    statements: list[str] = []
+
+    def seen(conn, cursor, statement, *rest):  # type: ignore[no-untyped-def]
+        if statement.lstrip().startswith("SELECT search_postings.term_hash"):
+            statements.append(statement)
+
+    sa.event.listen(lethe.uow.engine, "before_cursor_execute", seen)
+    try:
+        assert found(lethe, "green tea") == [TEA]
+        assert len(statements) == 1
+        assert found(lethe, "tea green") == [TEA]  # the same terms: kept with the scope
+        assert len(statements) == 1
+        assert found(lethe, "green morning") == [TEA]  # one new term: read alone
+        assert len(statements) == 2
+        lethe.memories.write(agent(), write_cmd("Alice also drinks green smoothies"))
+        assert sorted(found(lethe, "green tea")) == sorted([TEA, "Alice also drinks green smoothies"])
+        assert len(statements) == 3  # a changed scope is read again, its terms with it
+    finally:
+        sa.event.remove(lethe.uow.engine, "before_cursor_execute", seen)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from lethe.keys.protocol import KeyDestroyed, KeyManager, KmsError, KmsUnavailab
 from lethe.vault.clock import to_db, utcnow
 from lethe.vault.custody.opened_vectors import OpenedVectors
 from lethe.vault.errors import KeyUnavailable, StoreUnavailable, SubjectForgotten
+from lethe.vault.store import scope_changes
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.tables import forgotten_subjects, subject_keys
 
@@ -196,13 +198,17 @@ class SubjectKeyring:
         return list(conn.execute(sa.select(subject_keys).where(subject_keys.c.state == ACTIVE)).all())
 
     def mark_destroyed(self, conn: Connection, key_names: list[str], at: datetime) -> None:
-        """Record that the KMS destroyed these keys (rows still marked live only)."""
-        if key_names:
-            conn.execute(
-                subject_keys.update()
-                .where(subject_keys.c.key_name.in_(key_names), subject_keys.c.state == ACTIVE)
-                .values(state=DESTROYED, destroyed_at=to_db(at))
-            )
+        """Record that the KMS destroyed these keys (rows still marked live only). Every scope
+        of their tenants gets a new change token in the same transaction: a scope a process
+        keeps with vectors opened under such a key is read again by the next search anywhere
+        (``store.scope_changes``), and reading it again finds the key gone."""
+        if not key_names:
+            return
+        live = sa.and_(subject_keys.c.key_name.in_(key_names), subject_keys.c.state == ACTIVE)
+        tenants = conn.execute(sa.select(subject_keys.c.tenant_id).where(live).distinct()).scalars().all()
+        conn.execute(subject_keys.update().where(live).values(state=DESTROYED, destroyed_at=to_db(at)))
+        for tenant_id in tenants:
+            scope_changes.tenant_changed(conn, tenant_id, uuid.uuid4().hex)
 
     def is_fenced(self, conn: Connection, tenant_id: str, subject_ref: str) -> bool:
         return (

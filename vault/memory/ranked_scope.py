@@ -5,15 +5,17 @@ the rows; as arrays. Scopes over the cap are ranked by SQL instead (``memory.sea
 An agent's own memories of a purpose (its scope) are read as columns once and kept by the
 process (``custody.opened_vectors``) with their opened vectors as one matrix, under the
 scope's change token (``store.scope_changes``): a search reads the token first and uses a
-kept scope only while the token is unchanged, then reads the state of every subject key
-the scope holds vectors of (a key destroyed anywhere scores nothing). What varies with a
-search is applied to the kept columns: expiry and recency against ``now``, the subject and
-kinds filters, the postings hits of the query's terms (one primary-key range per term, in
-the tenant), and the operator memories of the purpose that match a term (read each time:
-``memory.visibility``). So a search of a scope that did not change reads no row of it.
+kept scope only while the token is unchanged. The token covers the scope's memories, their
+vectors and postings, and the state of their subjects' keys (a key marked destroyed gives
+every scope of its tenant a new token). What varies with a search is applied to the kept
+columns: expiry and recency against ``now``, the subject and kinds filters, and the
+postings hits of the query's terms: the scope rows of each term, read once per term (one
+primary-key range in the tenant) and kept with the scope. The operator memories of the
+purpose that match a term are read each time (``memory.visibility``). So a search of a
+scope that did not change, with terms it met before, reads no row of it.
 
 The cost of a search of a changed or cold scope, for n memories and t terms: one read of
-the scope's rows (with their sealed vectors when none are cached), one grouped read of the
+the scope's rows (with their sealed vectors when none are cached), one read of the
 postings of the t terms, one AEAD open per vector not cached, and an n x d matrix product.
 Score dictionaries are built only for the rows the caller reads down to (the limit and
 the budget): what the search returns.
@@ -27,7 +29,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -37,14 +39,13 @@ from sqlalchemy.engine import Connection
 
 from lethe.vault.clock import to_db
 from lethe.vault.custody.keyring import SubjectKeyring
-from lethe.vault.custody.sealing import live_deks, scope_vectors, sealed_by_id
+from lethe.vault.custody.sealing import scope_vectors, sealed_by_id
 from lethe.vault.memory.ranking import (
     AUTHORITY_RANK,
     RECENCY_HALF_LIFE_DAYS,
     RELEVANCE,
     TRUST_RANK,
     WEIGHTS,
-    lexical_hits,
     score,
 )
 from lethe.vault.memory.vectors import VectorIndex
@@ -58,6 +59,9 @@ Ranked = tuple[str, int, dict[str, float]]
 # Missing vectors up to this many are read by id; more, by the scope's own statement
 # joined with memory_vectors (a cold scope reads its vectors with its rows in one pass).
 READ_BY_ID = 64
+# Terms whose scope rows a kept scope holds at most (an int32 array each, a few KiB for a
+# common term of a 1,000-item scope); terms past it are read by each search that has them.
+KEPT_TERMS = 4096
 _AUTHORITY = {k.value: v for k, v in AUTHORITY_RANK.items()}
 _TRUST = {k.value: v for k, v in TRUST_RANK.items()}
 _US_PER_DAY = 86_400_000_000
@@ -84,6 +88,9 @@ class Scope:
     keys: list[tuple[str, int]]  # (subject_ref, key generation) of the rows' data keys
     vectors: Any | None  # n x d float32; zeros where a row has no vector that opened
     read_at_us: int
+    # term hash -> the rows with a posting of it; filled by searches, valid under the same
+    # token as the rest (a dict's item set is atomic, so threads may share it).
+    term_rows: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -123,14 +130,11 @@ def ranked(
         if keep:
             keys = {(tenant, ref, gen) for ref, gen in scope.keys}
             opened.keep_scope(scope_id, token, scope, keys, len(scope))
-        dead: set[int] = set()
-    else:
-        dead = _dead_keys(conn, keyring, tenant, scope)
-    return _rank(conn, keyring, vectors, r, scope, dead)
+    return _rank(conn, keyring, vectors, r, scope)
 
 
 def _rank(
-    conn: Connection, keyring: SubjectKeyring, vectors: VectorIndex, r: Request, scope: Scope, dead: set[int]
+    conn: Connection, keyring: SubjectKeyring, vectors: VectorIndex, r: Request, scope: Scope
 ) -> Iterator[Ranked]:
     now_us = _microseconds(r.now)
     mask = scope.expires_us > now_us
@@ -143,22 +147,14 @@ def _rank(
     lexical = np.zeros(len(rows), dtype=f64)
     operator: list[Any] = []
     if r.query_terms:
-        hits = np.zeros(len(scope), dtype=f64)
-        params = {"tenant": r.caller.tenant_id, "query_hashes": r.query_terms}
-        pos = scope.pos
-        found = [(pos.get(m), n) for m, n in conn.execute(_hits_statement(conn.dialect.name), params).all()]
-        found = [(i, n) for i, n in found if i is not None]
-        if found:
-            at, n = zip(*found, strict=True)
-            hits[list(at)] = n
-        lexical = hits[rows] / len(r.query_terms)
+        lexical = _hits(conn, r.caller.tenant_id, r.query_terms, scope)[rows] / len(r.query_terms)
         operator = _operator_rows(conn, r)
     own = rows.tolist()
     authority, trust = scope.authority[rows], scope.trust[rows]
     confidence, created, tokens = scope.confidence[rows], scope.created_us[rows], scope.tokens[rows]
     # The query's vector, embedded once for the scope and the operator memories alike.
     q = np.frombuffer(vectors.embed([r.query])[0], dtype="<f4") if vectors.embedder is not None else None
-    semantic = None if q is None else _similarities(q, scope.vectors, rows, scope.key_of, dead)
+    semantic = None if q is None else _similarities(q, scope.vectors, rows)
     operator_ids = [o.id for o in operator]  # ranked after the own rows
     if operator:
         lexical = np.concatenate(
@@ -217,27 +213,39 @@ def _best_first(total: Any, memory_id: Callable[[int], str]) -> Iterator[int]:
         at = end
 
 
-def _similarities(
-    q: Any, matrix: Any | None, rows: Any, key_of: Any = None, dead: frozenset[int] | set[int] = frozenset()
-) -> Any:
+def _hits(conn: Connection, tenant_id: str, terms: list[str], scope: Scope) -> Any:
+    """How many of the query's terms each row of the scope has a posting of. The rows of a
+    term are read once (the tenant's postings of it, kept to the scope's rows) and kept
+    with the scope, up to ``KEPT_TERMS`` terms."""
+    kept = scope.term_rows
+    found = {t: kept[t] for t in terms if t in kept}
+    missing = [t for t in terms if t not in found]
+    if missing:
+        read: dict[str, list[int]] = {t: [] for t in missing}
+        pos = scope.pos
+        params = {"tenant": tenant_id, "query_hashes": missing}
+        for term, memory_id in conn.execute(_postings_statement(), params).all():
+            i = pos.get(memory_id)
+            if i is not None:
+                read[term].append(i)
+        for t, at in read.items():
+            found[t] = np.array(at, dtype=np.intp)
+            if len(kept) < KEPT_TERMS:
+                kept[t] = found[t]
+    hits = np.zeros(len(scope), dtype=np.float64)
+    for at in found.values():
+        hits[at] += 1.0  # a term's rows are distinct (one posting per memory and term)
+    return hits
+
+
+def _similarities(q: Any, matrix: Any | None, rows: Any) -> Any:
     """Each chosen row's cosine with the query vector ``q`` (all vectors are unit length);
-    0 where it has no vector, the widths differ, or its key (``key_of``) was found gone."""
+    0 where it has no vector or the widths differ."""
     out = np.zeros(len(rows), dtype=np.float64)
     if matrix is None or not len(rows) or matrix.shape[1] != q.shape[0]:
         return out
     out[:] = (matrix @ q)[rows]  # the product of the whole matrix: no copy of its rows
-    if dead:
-        out[np.isin(key_of[rows], list(dead))] = 0.0
     return out
-
-
-def _dead_keys(conn: Connection, keyring: SubjectKeyring, tenant_id: str, scope: Scope) -> set[int]:
-    """The indices (into ``scope.keys``) of the kept scope's subject keys that are gone now,
-    read in this transaction (``sealing.live_deks`` drops what the cache held for them)."""
-    if scope.vectors is None:
-        return set()
-    deks = live_deks(conn, keyring, {(tenant_id, ref, gen) for ref, gen in scope.keys})
-    return {i for i, (ref, gen) in enumerate(scope.keys) if deks.get((tenant_id, ref, gen)) is None}
 
 
 def _read(
@@ -430,11 +438,13 @@ def _vectors_statement(dialect: str, subject: bool, kinds: bool, cap: int, model
     )
 
 
-@functools.lru_cache(maxsize=4)
-def _hits_statement(dialect: str) -> sa.Select:
-    """(memory_id, hits) of the tenant's memories with a posting for a query term."""
-    return lexical_hits(
-        dialect, sa.bindparam("tenant", type_=sa.String), sa.bindparam("query_hashes", expanding=True)
+@functools.cache
+def _postings_statement() -> sa.Select:
+    """(term_hash, memory_id) of the tenant's postings of some terms: a primary-key range each."""
+    p = search_postings
+    return sa.select(p.c.term_hash, p.c.memory_id).where(
+        p.c.tenant_id == sa.bindparam("tenant", type_=sa.String),
+        p.c.term_hash.in_(sa.bindparam("query_hashes", expanding=True)),
     )
 
 

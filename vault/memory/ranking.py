@@ -48,25 +48,6 @@ def _ranked(column: sa.ColumnElement, ranks: dict) -> sa.ColumnElement:
     return sa.case(*((column == k.value, v) for k, v in ranks.items()), else_=0.0)
 
 
-def lexical_hits(
-    dialect: str, tenant_id: str | sa.BindParameter, query_terms: list[str] | sa.BindParameter
-) -> sa.Select:
-    """(memory_id, hits) of every memory of the tenant with a posting for a query term: one
-    primary-key range per term, so the cost follows those terms' postings, not the scope.
-
-    On SQLite the grouping key is ``+memory_id``: the unary plus is SQLite's documented way
-    to keep a term from choosing an index, and without it the planner reads the tenant's
-    whole ``ix_search_postings_memory`` range (every posting of the tenant) to save a sort.
-    """
-    p = search_postings
-    key = sa.literal_column("+search_postings.memory_id") if dialect == "sqlite" else p.c.memory_id
-    return (
-        sa.select(p.c.memory_id, sa.func.count().label("hits"))
-        .where(p.c.tenant_id == tenant_id, p.c.term_hash.in_(query_terms))
-        .group_by(key)
-    )
-
-
 def rank_time(dialect: str, now: datetime) -> str | datetime:
     """``now`` as ``standing_columns`` compares it with ``created_at`` in this dialect."""
     return iso(now).replace("T", " ").rstrip("Z") if dialect == "sqlite" else to_db(now)
