@@ -15,15 +15,17 @@ from lethe.api.http.metrics import Metrics
 from lethe.vault.access.tokens import TokenService
 
 
-def get_container(request: Request) -> Container:
+# ``async def``: they only read the app's state, and FastAPI runs a plain ``def`` dependency
+# in a worker thread (a thread hop per dependency per request).
+async def get_container(request: Request) -> Container:
     return request.app.state.container
 
 
-def get_metrics(request: Request) -> Metrics:
+async def get_metrics(request: Request) -> Metrics:
     return request.app.state.metrics
 
 
-def get_tokens(request: Request) -> TokenService:
+async def get_tokens(request: Request) -> TokenService:
     return request.app.state.tokens
 
 
