@@ -81,12 +81,17 @@ def decrypt_many_for_subject(data_key: bytes, items: Sequence[tuple[bytes, bytes
     was most of their cost."""
     if len(data_key) != KEY_BYTES:
         return [None] * len(items)
-    aead = AESGCM(data_key)
+    decrypt = AESGCM(data_key).decrypt
+    shortest, head = 1 + NONCE_BYTES + 16, _FORMAT[0]
     out: list[bytes | None] = []
-    for sealed, context in items:
+    for sealed, context in items:  # ``_open`` inlined, over views: no copy of each ciphertext
+        if len(sealed) < shortest or sealed[0] != head:
+            out.append(None)
+            continue
+        view = memoryview(sealed)
         try:
-            out.append(_open(aead, sealed, context))
-        except DecryptionFailed:
+            out.append(decrypt(view[1 : 1 + NONCE_BYTES], view[1 + NONCE_BYTES :], context))
+        except InvalidTag:
             out.append(None)
     return out
 

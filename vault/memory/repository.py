@@ -85,6 +85,10 @@ def open_item(conn: Connection, keyring: SubjectKeyring, row: Row) -> MemoryItem
 _BY_ID = sa.select(memories).where(
     memories.c.tenant_id == sa.bindparam("tenant_id"), memories.c.id == sa.bindparam("memory_id")
 )
+_BY_IDS = sa.select(memories).where(  # a search's results
+    memories.c.tenant_id == sa.bindparam("tenant_id"),
+    memories.c.id.in_(sa.bindparam("memory_ids", expanding=True)),
+)
 _PRIOR_WRITE = sa.select(idempotency_keys).where(
     idempotency_keys.c.tenant_id == sa.bindparam("tenant_id"),
     idempotency_keys.c.agent_id == sa.bindparam("agent_id"),
@@ -101,8 +105,7 @@ def by_ids(conn: Connection, tenant_id: str, memory_ids: Sequence[str]) -> dict[
     """The tenant's memories under these ids, keyed by id."""
     if not memory_ids:
         return {}
-    q = sa.select(memories).where(memories.c.tenant_id == tenant_id, memories.c.id.in_(list(memory_ids)))
-    return {r.id: r for r in conn.execute(q)}
+    return {r.id: r for r in conn.execute(_BY_IDS, {"tenant_id": tenant_id, "memory_ids": list(memory_ids)})}
 
 
 def prior_write(conn: Connection, tenant_id: str, agent_id: str, idempotency_key: str) -> Row | None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import IntegrityError
 
 from lethe.keys.envelope import content_commitment, derive_key
@@ -242,33 +242,37 @@ class MemoryService:
         w = self._prepare(
             caller, cmd, now, lambda ref: self.keyring.key_for_write(tenant_id, ref, cached=cached_key)
         )
+
+        def work(conn: Connection) -> WriteOutcome | Row:
+            first = self._idempotent_replay(conn, tenant_id, w.agent_id, cmd, w.request_hash)
+            if first is not None:
+                return WriteOutcome(first, created=False)
+            self._check_fence(conn, tenant_id, w.subject_ref, w.key.generation, cached_key)
+            at = self._target(conn, caller, w.agent_id, w.subject_ref, cmd, now)
+            old = self._supersedable(conn, caller, w.agent_id, cmd) if cmd.supersedes_id else None
+            self._emit(conn, self._written_event(w, at, now))
+            if old is not None:
+                self._emit(
+                    conn,
+                    Event(
+                        MEMORY_SUPERSEDED,
+                        tenant_id,
+                        {"version": old.version + 1, "superseded_by": at.memory_id},
+                        old.id,
+                        old.subject_ref,
+                        occurred_at=iso(now),
+                    ),
+                )
+            if at.version > 1:
+                repo.drop_index_entry(conn, tenant_id, at.memory_id)
+            repo.add_index_rows(conn, [self._index_row(w, at.memory_id)])
+            if vectors is not None:
+                repo.add_vectors(conn, [self._vector_row(w, at, vectors[0])])
+            return repo.by_id(conn, tenant_id, at.memory_id)
+
         try:
-            with self.uow.write() as conn:
-                first = self._idempotent_replay(conn, tenant_id, w.agent_id, cmd, w.request_hash)
-                if first is not None:
-                    return WriteOutcome(first, created=False)
-                self._check_fence(conn, tenant_id, w.subject_ref, w.key.generation, cached_key)
-                at = self._target(conn, caller, w.agent_id, w.subject_ref, cmd, now)
-                old = self._supersedable(conn, caller, w.agent_id, cmd) if cmd.supersedes_id else None
-                self._emit(conn, self._written_event(w, at, now))
-                if old is not None:
-                    self._emit(
-                        conn,
-                        Event(
-                            MEMORY_SUPERSEDED,
-                            tenant_id,
-                            {"version": old.version + 1, "superseded_by": at.memory_id},
-                            old.id,
-                            old.subject_ref,
-                            occurred_at=iso(now),
-                        ),
-                    )
-                if at.version > 1:
-                    repo.drop_index_entry(conn, tenant_id, at.memory_id)
-                repo.add_index_rows(conn, [self._index_row(w, at.memory_id)])
-                if vectors is not None:
-                    repo.add_vectors(conn, [self._vector_row(w, at, vectors[0])])
-                row = repo.by_id(conn, tenant_id, at.memory_id)
+            # Concurrent writes of this process share a transaction (``store.group_commit``).
+            row = self.uow.grouped(work)
         except IntegrityError as exc:
             # A concurrent writer took the id or the idempotency key first.
             with self.uow.read() as conn:
@@ -276,6 +280,8 @@ class MemoryService:
             if first is not None:
                 return WriteOutcome(first, created=False)
             raise VersionConflict("a memory with this id already exists") from exc
+        if isinstance(row, WriteOutcome):
+            return row
         return WriteOutcome(repo.to_item(row, cmd.subject_id, cmd.content), created=True)
 
     def import_batch(self, caller: Caller, cmds: list[WriteCommand]) -> int:

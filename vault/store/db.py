@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from lethe.vault.errors import StoreUnavailable
+from lethe.vault.store.group_commit import GroupCommit
 from lethe.vault.store.sqlite_writers import writer_queue
+
+T = TypeVar("T")
 
 _EVENT_LOG_LOCK = 0x4C455448  # "LETH": the advisory lock that serialises appends
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -93,6 +97,14 @@ class UnitOfWork:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._group = GroupCommit(self.write)
+
+    def grouped(self, work: Callable[[Connection], T]) -> T:
+        """``work(conn)`` in a write transaction that the concurrent writes of this process
+        may share, each in its own savepoint (``store.group_commit``): its result once
+        committed, or its exception (the others' are theirs). ``work`` must not open a
+        transaction of its own."""
+        return self._group.run(work)
 
     @contextmanager
     def write(self, lock_wait_ms: int | None = None) -> Iterator[Connection]:
