@@ -148,3 +148,19 @@ def test_a_kept_scope_reads_the_postings_of_a_term_once_and_again_after_a_change
         assert len(statements) == 3  # a changed scope is read again, its terms with it
     finally:
         sa.event.remove(lethe.uow.engine, "before_cursor_execute", seen)
+
+
+def test_a_kept_scope_keeps_the_rows_of_a_bounded_number_of_terms_whatever_the_queries(lethe):
+    from lethe.vault.memory import ranked_scope
+    from lethe.vault.memory.search import MAX_RANKED_IN_MEMORY
+
+    lethe.memories.write(agent(), write_cmd(TEA))
+    for q in range(3):  # 120 distinct terms no memory holds, and two that one does
+        found(lethe, " ".join(f"zz{q}x{i}" for i in range(40)) + " green tea")
+    scope_id = ("t1", "a1", "support", lethe.search.vectors.model, MAX_RANKED_IN_MEMORY)
+    kept = lethe.keyring.opened.kept_scope(scope_id, token(lethe))
+    assert isinstance(kept, ranked_scope.Scope) and len(kept) == 1
+    bound = ranked_scope.KEPT_TERMS + ranked_scope.KEPT_TERMS_PER_ROW * len(kept)
+    assert len(kept.term_rows) == bound  # 68 of the 122 terms met, the first ones
+    assert kept.term_rows_size[0] == 2  # green and tea: one row each
+    assert found(lethe, "green tea") == [TEA]  # still ranked alike

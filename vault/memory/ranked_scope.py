@@ -59,9 +59,11 @@ Ranked = tuple[str, int, dict[str, float]]
 # Missing vectors up to this many are read by id; more, by the scope's own statement
 # joined with memory_vectors (a cold scope reads its vectors with its rows in one pass).
 READ_BY_ID = 64
-# Terms whose scope rows a kept scope holds at most (an int32 array each, a few KiB for a
-# common term of a 1,000-item scope); terms past it are read by each search that has them.
-KEPT_TERMS = 4096
+# What a kept scope of n memories keeps of its query terms' rows at most: 64 + 4n terms and
+# 1,024 + 16n row indices in all (a memory has about 8 postings), so they cost about what
+# the scope's own columns do, whatever the queries; terms past it are read by each search.
+KEPT_TERMS, KEPT_TERMS_PER_ROW = 64, 4
+KEPT_ROWS, KEPT_ROWS_PER_ROW = 1024, 16
 _AUTHORITY = {k.value: v for k, v in AUTHORITY_RANK.items()}
 _TRUST = {k.value: v for k, v in TRUST_RANK.items()}
 _US_PER_DAY = 86_400_000_000
@@ -91,6 +93,7 @@ class Scope:
     # term hash -> the rows with a posting of it; filled by searches, valid under the same
     # token as the rest (a dict's item set is atomic, so threads may share it).
     term_rows: dict[str, Any] = field(default_factory=dict, compare=False)
+    term_rows_size: list[int] = field(default_factory=lambda: [0], compare=False)  # row indices kept
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -216,7 +219,8 @@ def _best_first(total: Any, memory_id: Callable[[int], str]) -> Iterator[int]:
 def _hits(conn: Connection, tenant_id: str, terms: list[str], scope: Scope) -> Any:
     """How many of the query's terms each row of the scope has a posting of. The rows of a
     term are read once (the tenant's postings of it, kept to the scope's rows) and kept
-    with the scope, up to ``KEPT_TERMS`` terms."""
+    with the scope, within ``KEPT_TERMS`` and ``KEPT_ROWS`` (a soft bound: two searches
+    may both add the last term that fits)."""
     kept = scope.term_rows
     found = {t: kept[t] for t in terms if t in kept}
     missing = [t for t in terms if t not in found]
@@ -228,10 +232,15 @@ def _hits(conn: Connection, tenant_id: str, terms: list[str], scope: Scope) -> A
             i = pos.get(memory_id)
             if i is not None:
                 read[term].append(i)
+        n, size = len(scope), scope.term_rows_size
         for t, at in read.items():
-            found[t] = np.array(at, dtype=np.intp)
-            if len(kept) < KEPT_TERMS:
-                kept[t] = found[t]
+            found[t] = rows = np.array(at, dtype=np.int32)
+            if (
+                len(kept) < KEPT_TERMS + KEPT_TERMS_PER_ROW * n
+                and size[0] + len(rows) <= KEPT_ROWS + KEPT_ROWS_PER_ROW * n
+            ):
+                kept[t] = rows
+                size[0] += len(rows)
     hits = np.zeros(len(scope), dtype=np.float64)
     for at in found.values():
         hits[at] += 1.0  # a term's rows are distinct (one posting per memory and term)
