@@ -81,17 +81,12 @@ def decrypt_many_for_subject(data_key: bytes, items: Sequence[tuple[bytes, bytes
     was most of their cost."""
     if len(data_key) != KEY_BYTES:
         return [None] * len(items)
-    decrypt = AESGCM(data_key).decrypt
-    shortest, head = 1 + NONCE_BYTES + 16, _FORMAT[0]
+    aead = AESGCM(data_key)
     out: list[bytes | None] = []
-    for sealed, context in items:  # ``_open`` inlined, over views: no copy of each ciphertext
-        if len(sealed) < shortest or sealed[0] != head:
-            out.append(None)
-            continue
-        view = memoryview(sealed)
+    for sealed, context in items:
         try:
-            out.append(decrypt(view[1 : 1 + NONCE_BYTES], view[1 + NONCE_BYTES :], context))
-        except InvalidTag:
+            out.append(_open(aead, sealed, context))
+        except DecryptionFailed:
             out.append(None)
     return out
 
@@ -100,8 +95,9 @@ def _open(aead: AESGCM, sealed: bytes, context: bytes) -> bytes:
     """One sealed value under an AEAD context; ``DecryptionFailed`` on any mismatch."""
     if len(sealed) < 1 + NONCE_BYTES + 16 or sealed[:1] != _FORMAT:
         raise DecryptionFailed("ciphertext did not authenticate")
+    view = memoryview(sealed)  # slices of a view: no copy of the ciphertext
     try:
-        return aead.decrypt(sealed[1 : 1 + NONCE_BYTES], sealed[1 + NONCE_BYTES :], context)
+        return aead.decrypt(view[1 : 1 + NONCE_BYTES], view[1 + NONCE_BYTES :], context)
     except InvalidTag:
         raise DecryptionFailed("ciphertext did not authenticate") from None
 

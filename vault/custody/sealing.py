@@ -128,12 +128,13 @@ def scope_vectors(
     by_key: dict[tuple[str, int], list[tuple[str, int]]] = {}
     for memory_id, ref, gen, version in wanted:
         by_key.setdefault((ref, gen), []).append((memory_id, version))
-    deks = live_deks(conn, keyring, {(tenant_id, ref, gen) for ref, gen in by_key})
+    deks = subject_deks(conn, keyring, {(tenant_id, ref, gen) for ref, gen in by_key})
     out: dict[str, bytes] = {}
     missing: dict[str, tuple[str, int, int]] = {}
     for (ref, gen), memories in by_key.items():
         key = (tenant_id, ref, gen)
         if deks.get(key) is None:
+            keyring.opened.discard(key)  # and the scopes kept with it
             continue
         cached = keyring.opened.get(key)
         for memory_id, version in memories:
@@ -194,18 +195,6 @@ def _open_missing(
         keyring.opened.put((tenant_id, ref, gen), (((g[0], g[1], model), plain) for g, plain in opened))
         out.update((g[0], plain) for g, plain in opened)
     return out
-
-
-def live_deks(
-    conn: Connection, keyring: SubjectKeyring, wanted: set[tuple[str, str, int]]
-) -> dict[tuple[str, str, int], bytes | None]:
-    """``subject_deks`` for keys whose opened vectors may be cached: what the cache holds
-    for a key found destroyed or gone is dropped (with the scopes kept with it)."""
-    deks = subject_deks(conn, keyring, wanted)
-    for key in wanted:
-        if deks.get(key) is None:
-            keyring.opened.discard(key)
-    return deks
 
 
 def subject_deks(

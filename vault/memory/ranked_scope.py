@@ -86,7 +86,6 @@ class Scope:
     expires_us: Any
     subject_refs: Any  # object array
     kinds: Any  # object array
-    key_of: Any  # int row -> index into ``keys``
     keys: list[tuple[str, int]]  # (subject_ref, key generation) of the rows' data keys
     vectors: Any | None  # n x d float32; zeros where a row has no vector that opened
     read_at_us: int
@@ -168,7 +167,7 @@ def _rank(
         confidence = np.concatenate([confidence, [o.confidence for o in operator]])
         created = np.concatenate([created, _us_of([o.created_at for o in operator])])
         tokens = np.concatenate([tokens, [o.token_estimate for o in operator]])
-        if semantic is not None and q is not None:
+        if q is not None:  # semantic too
             semantic = np.concatenate(
                 [semantic, _operator_similarities(conn, keyring, vectors, r.caller.tenant_id, q, operator)]
             )
@@ -277,8 +276,7 @@ def _read(
         [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(15 if with_sealed else 11)]
     )
     ids, tokens, authority, trust, created, expires, confidence, refs, gens, versions, kinds_ = columns[:11]
-    key_index: dict[tuple[str, int], int] = {}
-    key_of = [key_index.setdefault((r, g), len(key_index)) for r, g in zip(refs, gens, strict=True)]
+    keys = list(dict.fromkeys(zip(refs, gens, strict=True)))  # the rows' (subject, generation), once each
     matrix = None
     if model is not None:
         sealed = None
@@ -286,7 +284,7 @@ def _read(
             sealed = [
                 (m, ref, g, v, b) for m, ref, g, v, b in zip(ids, *columns[11:], strict=True) if b is not None
             ]
-            opened.note_scope(warm_key, {(tenant, ref, gen) for ref, gen in key_index})
+            opened.note_scope(warm_key, {(tenant, ref, gen) for ref, gen in keys})
 
         def read_sealed(missing: list[str]) -> Any:
             if sealed is not None:  # read with the rows
@@ -309,8 +307,7 @@ def _read(
         expires_us=_us_of(expires),
         subject_refs=np.array(refs, dtype=object),
         kinds=np.array(kinds_, dtype=object),
-        key_of=np.array(key_of, dtype=np.int64),
-        keys=list(key_index),
+        keys=keys,
         vectors=matrix,
         read_at_us=_microseconds(r.now),
     )

@@ -79,8 +79,8 @@ class GroupCommit:
         return slot.outcome()
 
     def _lead(self, mine: _Slot) -> None:
-        while not mine.done:  # its own work is in the first batch it takes (queued first)
-            self._one_batch()
+        self._one_batch()  # a leader's own work is first in the queue: in this batch
+        assert mine.done
         with self._mutex:
             if self._queued:
                 following = self._queued[0]
