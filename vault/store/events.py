@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.merkle import leaf_hash
+from lethe.vault.store.driver_rows import raw_rows
 from lethe.vault.store.tables import events
 
 
@@ -173,26 +174,21 @@ class SqlEventLog:
 _SIZE = sa.select(sa.func.coalesce(sa.func.max(events.c.seq), 0))  # built once: every append asks
 
 
+_READ = (
+    *(events.c.type, events.c.tenant_id, events.c.payload, events.c.memory_id, events.c.subject_ref),
+    *(events.c.ciphertext, events.c.occurred_at, events.c.event_id, events.c.seq, events.c.ciphertext_digest),
+)  # ``Event``'s fields in order
+
+
 def read_events(conn: Connection, start: int = 1, batch: int = 2000) -> Iterator[Event]:
-    """The stored events in order from ``start``, fetched in batches to bound memory (replay)."""
+    """The stored events in order from ``start``, fetched in batches to bound memory (replay),
+    at the driver (``driver_rows``): replay reads every event."""
     seq = start
     while True:
-        rows = conn.execute(
-            sa.select(events).where(events.c.seq >= seq).order_by(events.c.seq).limit(batch)
-        ).all()
+        page = sa.select(*_READ).where(events.c.seq >= seq).order_by(events.c.seq).limit(batch)
+        rows = list(raw_rows(conn, page))
         if not rows:
             return
-        for r in rows:
-            yield Event(
-                r.type,
-                r.tenant_id,
-                json.loads(r.payload),
-                r.memory_id,
-                r.subject_ref,
-                r.ciphertext,
-                r.occurred_at,
-                r.event_id,
-                r.seq,
-                r.ciphertext_digest,
-            )
-        seq = rows[-1].seq + 1
+        for t, tenant, payload, memory, subject, ciphertext, at, event_id, n, digest in rows:
+            yield Event(t, tenant, json.loads(payload), memory, subject, ciphertext, at, event_id, n, digest)
+        seq = rows[-1][8] + 1

@@ -17,10 +17,11 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lethe.vault.clock import iso, parse_iso, to_db
+from lethe.vault.clock import db_time, iso
 from lethe.vault.errors import VersionConflict
 from lethe.vault.model import GONE
 from lethe.vault.store import scope_changes
+from lethe.vault.store.driver_rows import insert_rows
 from lethe.vault.store.events import Event
 from lethe.vault.store.tables import (
     forgotten_subjects,
@@ -64,6 +65,9 @@ def _cas(conn: Connection, e: Event, previous: int, values: dict, *extra: sa.Col
         raise VersionConflict("the memory changed since the expected version")
 
 
+_PROVENANCE = json.JSONEncoder(sort_keys=True)  # as ``json.dumps(..., sort_keys=True)``, built once
+
+
 def _written_rows(e: Event) -> tuple[dict, dict]:
     """The projection row and idempotency row a ``memory.written`` event produces."""
     p = e.payload
@@ -78,12 +82,12 @@ def _written_rows(e: Event) -> tuple[dict, dict]:
         "key_generation": p["key_generation"],
         "content_hmac": p["content_hmac"],
         "token_estimate": p["token_estimate"],
-        "provenance": json.dumps(p["provenance"], sort_keys=True),
+        "provenance": _PROVENANCE.encode(p["provenance"]),
         "authority": p["authority"],
         "trust": p["trust"],
         "confidence": p["confidence"],
-        "updated_at": to_db(parse_iso(e.occurred_at)),
-        "expires_at": to_db(parse_iso(p["expires_at"])),
+        "updated_at": db_time(e.occurred_at),
+        "expires_at": db_time(p["expires_at"]),
         "version": p["version"],
         "status": p["status"],
         "supersedes_id": p["supersedes_id"],
@@ -104,7 +108,7 @@ def _created_row(e: Event, row: dict) -> dict:
     return {
         **row,
         "id": e.memory_id,
-        "created_at": to_db(parse_iso(e.payload["created_at"])),
+        "created_at": db_time(e.payload["created_at"]),
         "superseded_by": None,
         "created_seq": e.seq,
     }
@@ -133,7 +137,7 @@ def _scope_token(e: Event) -> dict[str, str]:
 def _transition(conn: Connection, e: Event, status: str, *guard: sa.ColumnElement, **extra: object) -> None:
     """A status change: compare-and-swap on the previous version, bump it, stamp the time."""
     v = e.payload["version"]
-    values = {"version": v, "status": status, "updated_at": to_db(parse_iso(e.occurred_at)), **extra}
+    values = {"version": v, "status": status, "updated_at": db_time(e.occurred_at), **extra}
     _cas(conn, e, v - 1, values, *guard)
     scope_changes.memory_changed(conn, e.tenant_id, e.memory_id, e.event_id)
 
@@ -208,9 +212,7 @@ def _expired(conn: Connection, e: Event) -> None:
 
 def _retention_confirmed(conn: Connection, e: Event) -> None:
     """A reviewer kept an active memory longer (``memory.retention``)."""
-    _transition(
-        conn, e, "active", memories.c.status == "active", expires_at=to_db(parse_iso(e.payload["expires_at"]))
-    )
+    _transition(conn, e, "active", memories.c.status == "active", expires_at=db_time(e.payload["expires_at"]))
 
 
 def _tombstoned(conn: Connection, e: Event) -> None:
@@ -300,7 +302,7 @@ def _forgotten(conn: Connection, e: Event) -> None:
             status="forgotten",
             ciphertext=None,
             version=memories.c.version + 1,
-            updated_at=to_db(parse_iso(e.occurred_at)),
+            updated_at=db_time(e.occurred_at),
         )
     )
     # Forgotten items that lost their ciphertext earlier still must not keep any.
@@ -366,14 +368,15 @@ _HANDLERS: dict[str, Callable[[Connection, Event], None]] = {
 
 
 def apply_many(conn: Connection, batch: list[Event]) -> None:
-    """Apply events in order; runs of new-memory events become one bulk insert each."""
+    """Apply events in order; runs of new-memory events become one bulk insert each, at the
+    driver (``driver_rows``): replay and imports insert every memory there."""
     run: list[Event] = []
 
     def flush() -> None:
         if run:
             pairs = [(_created_row(e, r), i) for e in run for r, i in [_written_rows(e)]]
-            conn.execute(memories.insert(), [p[0] for p in pairs])
-            conn.execute(idempotency_keys.insert(), [p[1] for p in pairs])
+            insert_rows(conn, memories, [p[0] for p in pairs])
+            insert_rows(conn, idempotency_keys, [p[1] for p in pairs])
             newest = {(e.tenant_id, e.payload["agent_id"], e.payload["purpose"]): e for e in run}
             scope_changes.written(conn, [_scope_token(e) for e in newest.values()])
             run.clear()
