@@ -280,6 +280,29 @@ def test_bad_tokens_from_one_address_are_rate_limited_but_a_valid_token_still_wo
         assert_problem(elsewhere.post("/v1/memories/search", json=search, headers=bad[0]), 401)
 
 
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_the_agents_routes_refuse_a_missing_or_malformed_token_before_they_read_the_body(
+    settings: Settings,
+) -> None:
+    # Write, read and search look a token up in the thread of their work, so a token of the
+    # right form is looked up only once the body is valid; no token, or a malformed one, is
+    # refused first, as on every route.
+    app = create_app(api_settings(settings, auth_failure_rate_limit="6/minute"))
+    with TestClient(app) as client:
+        invalid = {"query": 5}
+        for route in ("/v1/memories/search", "/v1/memories"):
+            assert_problem(client.post(route, json=invalid), 401)
+            assert_problem(client.post(route, json=invalid, headers=bearer("not-a-token")), 401)
+        unknown = bearer(f"lethe_{uuid.uuid4().hex}{'x' * 11}")
+        # An invalid body with a well-formed token: 422, no lookup, nothing charged...
+        for _ in range(5):
+            assert_problem(client.post("/v1/memories/search", json=invalid, headers=unknown), 422)
+        # ...so the failure limit (6, four spent above) still has two 401s left.
+        search = {"query": "tea", "purpose": "support"}
+        codes = [client.post("/v1/memories/search", json=search, headers=unknown).status_code for _ in "abc"]
+        assert codes == [401, 401, 429]
+
+
 def test_an_unreadable_auth_failure_rate_limit_is_refused_at_start_up(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="auth_failure_rate_limit"):
         Settings(data_dir=tmp_path, auth_failure_rate_limit="plenty")

@@ -47,6 +47,13 @@ from lethe.vault.store.tables import api_tokens
 TOKEN_PREFIX = "lethe_"  # noqa: S105 (a prefix, not a secret)
 MAX_TOKEN_TTL = timedelta(days=3650)
 _TOKEN = re.compile(r"^lethe_[A-Za-z0-9_-]{43}$")
+
+
+def well_formed(token: str | None) -> bool:
+    """Whether ``token`` has the form of a Lethe token (a cheap check before any lookup)."""
+    return bool(token) and _TOKEN.match(token) is not None
+
+
 _PURPOSE = re.compile(r"^[a-z0-9][a-z0-9_.:-]{0,63}$")
 _TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$")
 # No ':' in agent ids: the core names non-agent writers "role:principal".
@@ -174,7 +181,7 @@ class TokenService:
     def authenticate(self, token: str | None) -> Caller:
         """The caller a bearer token stands for; ``Unauthenticated`` for anything else."""
         refused = Unauthenticated("a valid bearer token is required")
-        if not token or not _TOKEN.match(token):
+        if not well_formed(token):
             raise refused
         digest = hash_token(token)
         with self.uow.read() as conn:

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import time
 
-import anyio
 from fastapi import APIRouter, Request, Response
 
-from lethe.api.http.auth import CallerDep
+from lethe.api.http.auth import CredentialsDep, authorised_then
 from lethe.api.http.problems import problem_responses
 from lethe.api.http.routes.deps import ContainerDep, IdempotencyHeader, MetricsDep, ResourceId
 from lethe.api.http.schemas.memories import MemoryOut, MemoryWrite, SearchIn, SearchOut
-from lethe.vault.model import Status
+from lethe.vault.memory.service import WriteOutcome
+from lethe.vault.model import Caller, SearchResult, Status
 
 router = APIRouter(prefix="/v1/memories", tags=["memories"])
 
@@ -29,16 +29,21 @@ router = APIRouter(prefix="/v1/memories", tags=["memories"])
         **problem_responses(401, 403, 404, 409, 413, 422, 429, 503),
     },
 )
-def write_memory(
+async def write_memory(
     body: MemoryWrite,
-    caller: CallerDep,
+    credentials: CredentialsDep,
     container: ContainerDep,
     metrics: MetricsDep,
+    request: Request,
     response: Response,
     idempotency_key: IdempotencyHeader = None,
 ) -> MemoryOut:
     """Store a memory (201), or return the first result of a retried idempotency key (200)."""
-    outcome = container.memories.write(caller, body.to_command(idempotency_key))
+
+    def write(caller: Caller) -> WriteOutcome:
+        return container.memories.write(caller, body.to_command(idempotency_key))
+
+    outcome = await authorised_then(request, credentials, write)
     if outcome.created:
         metrics.writes.inc()
         if outcome.item.status is Status.QUARANTINED:
@@ -56,9 +61,14 @@ def write_memory(
     response_model=MemoryOut,
     responses=problem_responses(401, 403, 404, 422, 429, 503),
 )
-def get_memory(memory_id: ResourceId, caller: CallerDep, container: ContainerDep) -> MemoryOut:
+async def get_memory(
+    memory_id: ResourceId, credentials: CredentialsDep, container: ContainerDep, request: Request
+) -> MemoryOut:
     """One memory in the caller's scope; anything else is 404, whoever owns it."""
-    return MemoryOut.from_domain(container.memories.get(caller, memory_id))
+    item = await authorised_then(
+        request, credentials, lambda caller: container.memories.get(caller, memory_id)
+    )
+    return MemoryOut.from_domain(item)
 
 
 @router.post(
@@ -68,15 +78,21 @@ def get_memory(memory_id: ResourceId, caller: CallerDep, container: ContainerDep
     responses=problem_responses(401, 403, 413, 422, 429, 503),
 )
 async def search_memories(
-    body: SearchIn, caller: CallerDep, container: ContainerDep, metrics: MetricsDep, request: Request
+    body: SearchIn,
+    credentials: CredentialsDep,
+    container: ContainerDep,
+    metrics: MetricsDep,
+    request: Request,
 ) -> SearchOut:
     """Scoped, ranked retrieval within a token budget."""
-    start = time.perf_counter()
+
+    def search(caller: Caller) -> tuple[SearchResult, float]:
+        start = time.perf_counter()
+        return container.search.search(caller, body.to_query()), time.perf_counter() - start
+
     # A worker thread of its own, at most ``search_concurrency`` at once (``Settings``): the
     # queue is in the event loop, so waiting searches hold none of the threads other requests use.
-    result = await anyio.to_thread.run_sync(
-        container.search.search, caller, body.to_query(), limiter=request.app.state.search_limiter
-    )
-    metrics.search_seconds.observe(time.perf_counter() - start)
+    result, seconds = await authorised_then(request, credentials, search, request.app.state.search_limiter)
+    metrics.search_seconds.observe(seconds)
     metrics.search_items.observe(len(result.items))
     return SearchOut.from_domain(result)
