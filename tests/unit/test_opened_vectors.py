@@ -68,6 +68,7 @@ def test_a_scope_is_warm_only_while_the_cache_holds_every_subject_key_it_was_rea
 
 
 S1, S2 = ("t1", "agent", "support", "model", 100), ("t1", "agent", "billing", "model", 100)
+S3, S4 = ("t1", "agent", "sales", "model", 100), ("t1", "agent", "legal", "model", 100)
 
 
 def test_a_kept_scope_is_served_only_under_the_token_it_was_read_under():
@@ -102,15 +103,40 @@ def test_a_kept_scope_lives_no_longer_than_the_vectors_it_was_built_from():
     assert cache.kept_scope(S1, "t") is None
 
 
-def test_kept_scopes_share_the_bound_with_the_vectors_and_go_first():
+def test_kept_scopes_share_the_bound_with_the_vectors_which_go_first():
     cache = OpenedVectors(max_vectors=4)
     cache.put(K1, [vec(1), vec(2)])
     cache.keep_scope(S1, "t", "scope-1", [K1], rows=2)
     assert cache.kept_scope(S1, "t") == "scope-1"
-    cache.put(K2, [vec(3)])  # five rows in all: the kept scope is evicted, the vectors stay
-    assert cache.kept_scope(S1, "t") is None and len(cache) == 3
+    cache.put(K2, [vec(3)])  # five rows in all: K1's vectors go, the kept scope stays
+    assert cache.kept_scope(S1, "t") == "scope-1" and len(cache) == 1
+    cache.keep_scope(S3, "t", "scope-3", [K2], rows=2)  # five: K2's vectors go
+    assert [cache.kept_scope(s, "t") for s in (S1, S3)] == ["scope-1", "scope-3"] and len(cache) == 0
+    cache.keep_scope(S4, "t", "scope-4", [K2], rows=2)  # six, and no vector left: the oldest scope
+    assert [cache.kept_scope(s, "t") for s in (S1, S3, S4)] == [None, "scope-3", "scope-4"]
     cache.keep_scope(S2, "t", "scope-2", [K2], rows=3)  # more than half the bound: never kept
     assert cache.kept_scope(S2, "t") is None
+
+
+def test_scopes_searched_in_turn_stay_kept_when_their_vectors_no_longer_fit_beside_them():
+    # Three scopes of two rows and their six vectors: twelve rows for a bound of eight. Served
+    # from the kept scopes, the vectors go first and the scopes stay: after the first round
+    # no search reads its scope again (evicting scopes first made every search a rebuild).
+    cache = OpenedVectors(max_vectors=8)
+    keys = [("t1", f"ref-{i}", 1) for i in range(3)]
+
+    def search(i: int) -> bool:
+        """Serve scope i as a search does; whether it had to be read again."""
+        if cache.kept_scope(("s", i), "t") is not None:
+            return False
+        cache.get(keys[i])
+        cache.put(keys[i], [vec(2 * i), vec(2 * i + 1)])
+        cache.keep_scope(("s", i), "t", f"scope-{i}", [keys[i]], rows=2)
+        return True
+
+    rebuilds = [sum(search(i) for i in range(3)) for _ in range(4)]
+    assert rebuilds[0] == 3 and rebuilds[2:] == [0, 0], rebuilds
+    assert len(cache) <= 2
 
 
 def test_a_cache_of_size_zero_keeps_no_scope():

@@ -19,8 +19,13 @@ It also keeps whole scopes as a search ranks them (``memory.ranked_scope``: the 
 columns and the opened vectors as one matrix), each under the scope's change token
 (``store.scope_changes``) and the subject keys whose vectors it holds: served only while
 the token a search reads is the same, within the TTL, and dropped with any of its keys
-(revoked or found gone). They count against the same bound as the vectors, and are
-evicted first: a scope is rebuilt from the cached vectors at the cost of reading its rows.
+(revoked or found gone). They count against the same bound as the vectors, and the
+vectors go first, least recently used subject first: a kept scope already holds its
+vectors, which are needed again only to read the scope again after it changed, while a
+scope evicted is read again at the next search. Evicting kept scopes first made every
+search of 10 scopes of 3,000 rows (in a 50,000 bound) read its scope again: 44 req/s
+where keeping them served 590. The price: a scope read again after a change opens from
+ciphertext the vectors that went.
 Plaintext vectors stay in this process's memory: never written, logged or shared.
 """
 
@@ -192,11 +197,11 @@ class OpenedVectors:
             self._drop_kept(scope)
 
     def _evict(self) -> None:
-        """Within the bound: least recently used kept scopes first, then vectors."""
-        while self._count + self._kept_rows > self._max and self._kept:
-            self._drop_kept(next(iter(self._kept)))
-        while self._count > self._max and self._data:
+        """Within the bound: vectors first (least recently used subject first), then kept scopes."""
+        while self._count + self._kept_rows > self._max and self._data:
             self._drop(next(iter(self._data)))
+        while self._kept_rows > self._max and self._kept:
+            self._drop_kept(next(iter(self._kept)))
 
     def __len__(self) -> int:
         """How many vectors are cached."""
