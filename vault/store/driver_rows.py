@@ -19,13 +19,13 @@ from sqlalchemy.engine import Connection, Dialect
 
 _Processor = Callable[[Any], Any]
 _Insert = tuple[str, tuple[str, ...], list[tuple[int, _Processor]], bool]
-_INSERTS: dict[tuple[str, str, str], _Insert] = {}
+_INSERTS: dict[tuple[sa.Table, str, str], _Insert] = {}  # by table object: names may repeat
 
 
 def _insert_of(table: sa.Table, dialect: Dialect) -> _Insert:
     """The INSERT of every column of ``table`` for ``dialect``: its SQL, its parameters in
     order, the bind processors by position, and whether the driver takes tuples."""
-    key = (table.name, dialect.name, dialect.paramstyle)
+    key = (table, dialect.name, dialect.paramstyle)
     if key not in _INSERTS:
         compiled = table.insert().compile(dialect=dialect)
         names = tuple(compiled.positiontup) if compiled.positional else tuple(c.key for c in table.columns)
