@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Protocol
 
 import sqlalchemy as sa
@@ -83,14 +84,23 @@ def _rows(conn: Connection, table: sa.Table, raw: bool) -> Iterator[tuple]:
     return raw_rows(conn, table) if raw else (tuple(r) for r in conn.execute(sa.select(*table.columns)))
 
 
+def _key_getter(at: list[int]) -> Callable[[tuple], tuple]:
+    """A row's primary key as a tuple (``itemgetter`` gives a bare value for one column)."""
+    if len(at) == 1:
+        i = at[0]
+        return lambda r: (r[i],)
+    return itemgetter(*at)
+
+
 def _differences(table: sa.Table, live: Iterator[tuple], replayed: Iterator[tuple]) -> list[str]:
     """What differs between the two sides of one table, in primary-key order."""
     cols = [c.name for c in table.columns]
     at = [cols.index(c.name) for c in table.primary_key.columns]
-    left = {tuple(r[i] for i in at): r for r in live}
+    key_of = _key_getter(at)
+    left = {key_of(r): r for r in live}
     pairs = []  # (key, live row or None, replayed row or None) of each difference
     for b in replayed:
-        key = tuple(b[i] for i in at)
+        key = key_of(b)
         a = left.pop(key, None)
         if a != b:
             pairs.append((key, a, b))
