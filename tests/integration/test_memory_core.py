@@ -40,6 +40,18 @@ def test_untrusted_write_is_quarantined_until_a_reviewer_promotes_it(lethe):
     assert lethe.memories.get(agent(), untrusted.id).content == "Alice drinks tea daily"
 
 
+def test_a_write_returns_the_memory_exactly_as_a_read_of_it_gives_it(lethe):
+    # A create returns the row it inserted without reading it back: it must be that row.
+    created = lethe.memories.write(
+        agent(), write_cmd("Alice likes green tea", expires_at=utcnow() + timedelta(days=3), confidence=0.3)
+    ).item
+    assert lethe.memories.get(agent(), created.id) == created
+    updated = lethe.memories.write(
+        agent(), write_cmd("Alice likes black tea", id=created.id, expected_version=1)
+    ).item
+    assert lethe.memories.get(agent(), created.id) == updated and updated.created_at == created.created_at
+
+
 def test_an_agent_cannot_promote_and_a_reviewer_needs_the_current_version(lethe):
     item = lethe.memories.write(agent(), write_cmd(source=SourceType.TOOL_RESULT)).item
     with pytest.raises(errors.OutOfScope):
