@@ -30,6 +30,7 @@ def parse_iso(text: str) -> datetime:
 
 
 def db_time(text: str) -> datetime:
-    """``to_db(parse_iso(text))`` in one step: replay converts three per memory."""
+    """``to_db(parse_iso(text))``, without converting text that is UTC already (as ``iso``
+    writes it): replay converts three per memory."""
     dt = datetime.fromisoformat(text)
-    return (dt if dt.tzinfo is UTC else dt.astimezone(UTC)).replace(tzinfo=None)
+    return dt.replace(tzinfo=None) if dt.tzinfo is UTC else to_db(parse_iso(text))

@@ -47,13 +47,6 @@ from lethe.vault.store.tables import api_tokens
 TOKEN_PREFIX = "lethe_"  # noqa: S105 (a prefix, not a secret)
 MAX_TOKEN_TTL = timedelta(days=3650)
 _TOKEN = re.compile(r"^lethe_[A-Za-z0-9_-]{43}$")
-
-
-def well_formed(token: str | None) -> bool:
-    """Whether ``token`` has the form of a Lethe token (a cheap check before any lookup)."""
-    return bool(token) and _TOKEN.match(token) is not None
-
-
 _PURPOSE = re.compile(r"^[a-z0-9][a-z0-9_.:-]{0,63}$")
 _TENANT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,63}$")
 # No ':' in agent ids: the core names non-agent writers "role:principal".
@@ -87,6 +80,11 @@ class TokenInfo:
 
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+def well_formed(token: str | None) -> bool:
+    """Whether ``token`` has the form of a Lethe token (a cheap check before any lookup)."""
+    return bool(token) and _TOKEN.match(token) is not None
 
 
 class TokenService:

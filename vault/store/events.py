@@ -191,4 +191,4 @@ def read_events(conn: Connection, start: int = 1, batch: int = 2000) -> Iterator
             return
         for t, tenant, payload, memory, subject, ciphertext, at, event_id, n, digest in rows:
             yield Event(t, tenant, json.loads(payload), memory, subject, ciphertext, at, event_id, n, digest)
-        seq = rows[-1][8] + 1
+        seq = n + 1  # after the page's last event
