@@ -209,17 +209,22 @@ def test_searches_served_from_opened_vectors_rank_as_searches_that_open_every_ve
     cold = build(settings.model_copy(update={"vector_cache_entries": 0}))
     try:
         first = _scores(lethe, "what does she like to drink")
-        assert len(lethe.keyring.opened) == 4  # the scope's vectors, opened once
-        assert _scores(lethe, "what does she like to drink") == first  # now from the cache
-        assert _scores(cold, "what does she like to drink") == first and len(cold.keyring.opened) == 0
+        assert lethe.keyring.opened.held == 4  # the scope's vectors, opened once
+        assert _scores(lethe, "what does she like to drink") == first  # now from the kept scope
+        assert _scores(cold, "what does she like to drink") == first and cold.keyring.opened.held == 0
     finally:
         cold.close()
 
 
-def test_a_cached_vector_is_never_scored_once_another_node_destroyed_its_key(lethe, settings):
+def test_a_cached_vector_is_never_scored_once_another_node_destroyed_its_key(lethe, settings, monkeypatch):
+    from lethe.vault.memory import ranked_scope
+
     populate(lethe)
     assert found(lethe, "what does she like to drink", limit=1) == [TEA]
-    assert len(lethe.keyring.opened) == 4
+    assert lethe.keyring.opened.held == 4
+    reads = []  # (the stale copy at hand, the scope read) of each scope read
+    real = ranked_scope._read
+    monkeypatch.setattr(ranked_scope, "_read", lambda *a: reads.append((a[-1], real(*a))) or reads[-1][1])
     other = build(settings)  # a second node on the same store
     try:
         (key,) = _subject_keys(other)
@@ -227,7 +232,9 @@ def test_a_cached_vector_is_never_scored_once_another_node_destroyed_its_key(let
             other.keyring.mark_destroyed(conn, [key.key_name], key.created_at)
         assert found(lethe, "what does she like to drink") == []  # nothing opens, nothing scores
         assert lethe.keyring.opened.get((key.tenant_id, key.subject_ref, key.generation)) == {}
-        assert len(lethe.keyring.opened) == 0
+        assert lethe.keyring.opened.held == 0
+        ((prior, scope),) = reads  # read again with the stale kept copy at hand: none of its vectors
+        assert prior is not None and prior.vectors is not None and len(scope) == 4 and scope.vectors is None
     finally:
         other.close()
 
@@ -235,10 +242,10 @@ def test_a_cached_vector_is_never_scored_once_another_node_destroyed_its_key(let
 def test_forget_drops_the_subjects_opened_vectors_in_the_forgetting_process(lethe):
     populate(lethe)
     found(lethe, "what does she like to drink")
-    assert len(lethe.keyring.opened) == 4
+    assert lethe.keyring.opened.held == 4
     lethe.erasure.request(officer(), "alice@example.com", "gdpr-art17-1a", "T-1")
     lethe.erasure.run_pending()
-    assert len(lethe.keyring.opened) == 0
+    assert lethe.keyring.opened.held == 0
     (key,) = _subject_keys(lethe)
     lethe.keyring.opened.put((key.tenant_id, key.subject_ref, key.generation), [(("m", 1, "x"), b"v")])
     assert len(lethe.keyring.opened) == 0  # revoked: a search in flight cannot put them back
@@ -250,7 +257,7 @@ def test_a_memory_written_after_its_scope_was_cached_is_opened_and_scored(lethe)
     coffee = lethe.memories.write(agent(), write_cmd("Alice orders an espresso every afternoon")).item
     r = lethe.search.search(agent(), SearchQuery(query="which coffee does she drink", purpose="support"))
     scores = {i.id: i.score for i in r.items}
-    assert scores[coffee.id]["semantic"] > 0 and len(lethe.keyring.opened) == 5
+    assert scores[coffee.id]["semantic"] > 0 and lethe.keyring.opened.held == 5
 
 
 @pytest.mark.parametrize("read_by_id", [64, 0], ids=["by-id", "by-scope"])
@@ -262,13 +269,42 @@ def test_a_scope_read_again_after_a_write_opens_the_new_vector_and_ranks_as_a_co
     monkeypatch.setattr(ranked_scope, "READ_BY_ID", read_by_id)  # few misses by id, many with the scope
     populate(lethe)
     lethe.search.search(agent(), SearchQuery(query="tea", purpose="support", subject_id="alice@example.com"))
-    assert len(lethe.keyring.opened) == 4  # a narrow search reads (and keeps) the whole scope
+    assert lethe.keyring.opened.held == 4  # a narrow search reads (and keeps) the whole scope
     bob = lethe.memories.write(agent(), write_cmd("Bob prefers black coffee", subject="bob@example.com")).item
     cold = build(settings.model_copy(update={"vector_cache_entries": 0}))
     try:
         assert _scores(lethe, "what does he drink") == _scores(cold, "what does he drink")
         assert bob.id in {i for i, _ in _scores(lethe, "what does he drink")}
-        assert len(lethe.keyring.opened) == 5  # Bob's vector joined the four the cache held
+        assert lethe.keyring.opened.held == 5  # Bob's vector joined the four the kept scope held
+    finally:
+        cold.close()
+
+
+def _scope_id(c) -> tuple:  # type: ignore[no-untyped-def]
+    from lethe.vault.memory.search import MAX_RANKED_IN_MEMORY
+
+    return ("t1", "a1", "support", c.search.vectors.model, MAX_RANKED_IN_MEMORY)
+
+
+def test_a_search_after_a_write_opens_only_the_new_vector_and_takes_the_rest_from_the_stale_scope(
+    lethe, settings, monkeypatch
+):
+    from lethe.vault.custody import sealing
+
+    populate(lethe)
+    opened: list[int] = []
+    real = sealing.decrypt_many_for_subject
+    monkeypatch.setattr(
+        sealing, "decrypt_many_for_subject", lambda dek, items: opened.append(len(items)) or real(dek, items)
+    )
+    _scores(lethe, "what does she like to drink")
+    assert sum(opened) == 4
+    lethe.memories.write(agent(), write_cmd("Alice orders an espresso every afternoon"))
+    cold = build(settings.model_copy(update={"vector_cache_entries": 0}))
+    try:
+        warm = _scores(lethe, "what does she like to drink")
+        assert sum(opened) == 5 and lethe.keyring.opened.held == 5  # one AEAD open: the new memory's
+        assert warm == _scores(cold, "what does she like to drink")  # ranked as if all were opened
     finally:
         cold.close()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from lethe.vault.custody.opened_vectors import OpenedVectors
 from tests.unit.fakes import FakeClock
 
@@ -75,8 +77,41 @@ def test_a_kept_scope_is_served_only_under_the_token_it_was_read_under():
     cache = OpenedVectors()
     cache.keep_scope(S1, "token-1", "scope-1", [K1], rows=2)
     assert cache.kept_scope(S1, "token-1") == "scope-1"
-    assert cache.kept_scope(S1, "token-2") is None  # the scope changed: the stale copy goes
-    assert cache.kept_scope(S1, "token-1") is None
+    assert cache.kept_scope(S1, "token-2") is None  # the scope changed: not served
+    stale = cache.kept_copy(S1)  # but the read that replaces it may take vectors from it
+    assert stale is not None and stale.scope == "scope-1"
+    cache.keep_scope(S1, "token-2", "scope-1b", [K1], rows=3)  # the new copy replaces it
+    assert cache.kept_scope(S1, "token-1") is None and cache.kept_scope(S1, "token-2") == "scope-1b"
+    assert cache.held == 3
+    cache.keep_scope(S1, "token-3", "scope-1c", [K1], rows=60_000)  # too large to keep: none is
+    assert cache.kept_copy(S1) is None and cache.held == 0
+
+
+def test_a_scope_built_from_a_stale_copy_lives_no_longer_than_the_copys_vectors():
+    clock = FakeClock()
+    cache = OpenedVectors(ttl_seconds=60, clock=clock.monotonic)
+    cache.keep_scope(S1, "token-1", "scope-1", [K1], rows=2)
+    clock.advance(50)
+    stale = cache.kept_copy(S1)
+    assert stale is not None
+    cache.keep_scope(S1, "token-2", "scope-1b", [K1], rows=3, not_after=stale.expires)
+    clock.advance(9)
+    assert cache.kept_scope(S1, "token-2") == "scope-1b"
+    clock.advance(2)  # 61 s after the first copy's vectors were opened
+    assert cache.kept_scope(S1, "token-2") is None
+    cache.keep_scope(S1, "token-2", "scope-1b", [K1], rows=3)
+    clock.advance(61)
+    assert cache.kept_copy(S1) is None  # past its TTL: nothing to take vectors from
+    assert cache.held == 0
+
+
+def test_keeping_a_scope_drops_its_keys_cached_vectors_which_the_scope_holds_now():
+    cache = OpenedVectors()
+    cache.put(K1, [vec(1), vec(2)])
+    cache.put(K2, [vec(3)])
+    cache.keep_scope(S1, "t", "scope-1", [K1], rows=2)
+    assert cache.get(K1) == {} and set(cache.get(K2)) == {vec(3)[0]}
+    assert len(cache) == 1 and cache.held == 3  # each vector held once
 
 
 def test_a_kept_scope_goes_with_any_of_its_keys_revoked_or_found_gone_and_is_refused_after():
@@ -105,23 +140,25 @@ def test_a_kept_scope_lives_no_longer_than_the_vectors_it_was_built_from():
 
 def test_kept_scopes_share_the_bound_with_the_vectors_which_go_first():
     cache = OpenedVectors(max_vectors=4)
-    cache.put(K1, [vec(1), vec(2)])
+    K3 = ("t1", "ref-c", 1)
     cache.keep_scope(S1, "t", "scope-1", [K1], rows=2)
-    assert cache.kept_scope(S1, "t") == "scope-1"
-    cache.put(K2, [vec(3)])  # five rows in all: K1's vectors go, the kept scope stays
-    assert cache.kept_scope(S1, "t") == "scope-1" and len(cache) == 1
-    cache.keep_scope(S3, "t", "scope-3", [K2], rows=2)  # five: K2's vectors go
+    cache.put(K2, [vec(3), vec(4)])  # four rows: within the bound
+    assert cache.held == 4
+    cache.put(K3, [vec(5)])  # five: the least recently used vectors go (K2's), the scope stays
+    assert cache.kept_scope(S1, "t") == "scope-1" and cache.get(K2) == {} and len(cache) == 1
+    cache.keep_scope(S3, "t", "scope-3", [K3], rows=2)  # K3's vectors are the scope's now: four
     assert [cache.kept_scope(s, "t") for s in (S1, S3)] == ["scope-1", "scope-3"] and len(cache) == 0
-    cache.keep_scope(S4, "t", "scope-4", [K2], rows=2)  # six, and no vector left: the oldest scope
-    assert [cache.kept_scope(s, "t") for s in (S1, S3, S4)] == [None, "scope-3", "scope-4"]
+    cache.keep_scope(S4, "t", "scope-4", [K2], rows=2)  # six, and no vector left: an older scope goes
+    kept = [cache.kept_scope(s, "t") for s in (S1, S3, S4)]
+    assert kept.count(None) == 1 and kept[2] == "scope-4" and cache.held == 4
     cache.keep_scope(S2, "t", "scope-2", [K2], rows=3)  # more than half the bound: never kept
     assert cache.kept_scope(S2, "t") is None
 
 
-def test_scopes_searched_in_turn_stay_kept_when_their_vectors_no_longer_fit_beside_them():
-    # Three scopes of two rows and their six vectors: twelve rows for a bound of eight. Served
-    # from the kept scopes, the vectors go first and the scopes stay: after the first round
-    # no search reads its scope again (evicting scopes first made every search a rebuild).
+def test_scopes_searched_in_turn_stay_kept_when_their_vectors_would_not_fit_twice():
+    # Three scopes of two rows: twelve rows for a bound of eight if each vector were held by
+    # the cache and by its scope. Held once, after the first round no search reads its scope
+    # again (holding both, with scopes evicted first, made every search a rebuild).
     cache = OpenedVectors(max_vectors=8)
     keys = [("t1", f"ref-{i}", 1) for i in range(3)]
 
@@ -135,11 +172,32 @@ def test_scopes_searched_in_turn_stay_kept_when_their_vectors_no_longer_fit_besi
         return True
 
     rebuilds = [sum(search(i) for i in range(3)) for _ in range(4)]
-    assert rebuilds[0] == 3 and rebuilds[2:] == [0, 0], rebuilds
-    assert len(cache) <= 2
+    assert rebuilds == [3, 0, 0, 0], rebuilds
+    assert len(cache) == 0 and cache.held == 6
 
 
-def test_a_cache_of_size_zero_keeps_no_scope():
-    cache = OpenedVectors(max_vectors=0)
-    cache.keep_scope(S1, "t", "scope-1", [K1], rows=0)
-    assert cache.kept_scope(S1, "t") is None
+def test_scopes_searched_in_turn_that_do_not_all_fit_are_mostly_served_kept():
+    # Six scopes of two rows in a bound of ten, searched in turn: one must go at each round.
+    # Evicting the least recently used one evicts the scope the next search needs, so every
+    # search read its scope again (6 a round); a random one of the older three quarters leaves
+    # most of them kept.
+    cache = OpenedVectors(max_vectors=10, rng=random.Random(7))
+
+    def search(i: int) -> bool:
+        if cache.kept_scope(("s", i), "t") is not None:
+            return False
+        cache.keep_scope(("s", i), "t", f"scope-{i}", [("t1", f"ref-{i}", 1)], rows=2)
+        return True
+
+    rebuilds = [sum(search(i) for i in range(6)) for _ in range(50)]
+    assert rebuilds[0] == 6 and cache.held == 10
+    assert sum(rebuilds[1:]) <= 3 * 49, rebuilds  # at most half of the searches read their scope
+
+
+def test_a_hot_scope_stays_kept_while_others_come_and_go():
+    cache = OpenedVectors(max_vectors=10, rng=random.Random(7))
+    hot = ("s", "hot")
+    cache.keep_scope(hot, "t", "hot", [K1], rows=2)
+    for i in range(200):  # a new scope each time, the hot one searched in between
+        assert cache.kept_scope(hot, "t") == "hot", i
+        cache.keep_scope(("s", i), "t", f"scope-{i}", [K2], rows=2)

@@ -19,18 +19,27 @@ It also keeps whole scopes as a search ranks them (``memory.ranked_scope``: the 
 columns and the opened vectors as one matrix), each under the scope's change token
 (``store.scope_changes``) and the subject keys whose vectors it holds: served only while
 the token a search reads is the same, within the TTL, and dropped with any of its keys
-(revoked or found gone). They count against the same bound as the vectors, and the
-vectors go first, least recently used subject first: a kept scope already holds its
-vectors, which are needed again only to read the scope again after it changed, while a
-scope evicted is read again at the next search. Evicting kept scopes first made every
-search of 10 scopes of 3,000 rows (in a 50,000 bound) read its scope again: 44 req/s
-where keeping them served 590. The price: a scope read again after a change opens from
-ciphertext the vectors that went.
+(revoked or found gone). A kept scope is the one copy of its vectors: keeping it drops
+its keys' cached vectors, and when the scope changes the search that reads it again reuses
+the stale copy's vectors (``kept_copy``) for the rows whose memory, version and key are
+unchanged, after reading each key's state in its own transaction as for a cached vector;
+the new copy replaces the stale one and expires no later than it. Holding each vector once, a worker keeps
+twice the rows in the same memory, and a write to a kept scope costs its next search one
+AEAD open, not one per row.
+Kept scopes and cached vectors count against one bound; the vectors go first, least
+recently used subject first, then kept scopes: one at random among the three quarters less
+recently used. Least recently used alone fails scopes searched in turn that do not all fit
+(each keep then evicts the scope the next search needs: 16 scopes of about 3,200 rows in a
+50,000 bound served 42-61 searches/s, every one a cold read); a random choice leaves most
+of them kept, and sparing the most recent quarter keeps the scopes searched most (in a
+simulation, as many hits as least recently used when one scope takes half the searches).
 Plaintext vectors stay in this process's memory: never written, logged or shared.
 """
 
 from __future__ import annotations
 
+import itertools
+import random
 import threading
 import time
 from collections import OrderedDict
@@ -52,6 +61,13 @@ class _Kept(NamedTuple):
     rows: int
 
 
+class Copy(NamedTuple):
+    """A kept scope as a read that replaces it sees it: the copy, and when its vectors expire."""
+
+    scope: object
+    expires: float
+
+
 class OpenedVectors:
     """Bounded, TTL'd, revocable cache of opened vectors per subject key (see the module)."""
 
@@ -60,8 +76,10 @@ class OpenedVectors:
         max_vectors: int = 50_000,
         ttl_seconds: float = 300.0,
         clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
     ) -> None:
         self._max = max_vectors
+        self._rng = rng or random.Random()
         self._ttl = ttl_seconds
         self._clock = clock
         self._data: OrderedDict[KeyId, tuple[float, dict[VectorId, bytes]]] = OrderedDict()
@@ -126,30 +144,65 @@ class OpenedVectors:
 
     def kept_scope(self, scope: ScopeId, token: str) -> object | None:
         """The scope kept under ``token`` (see the module), or None: never kept, expired, or
-        kept under another token (the scope changed since: the stale copy is dropped)."""
+        kept under another token (the scope changed since: the read that replaces it may
+        take vectors from the stale copy, ``kept_copy``; an expired one is dropped)."""
         with self._lock:
             hit = self._kept.get(scope)
             if hit is None:
                 return None
-            if hit.token != token or hit.expires < self._clock():
+            if hit.expires < self._clock():
                 self._drop_kept(scope)
+                return None
+            if hit.token != token:
                 return None
             self._kept.move_to_end(scope)
             return hit.scope
 
-    def keep_scope(self, scope: ScopeId, token: str, kept: object, keys: Iterable[KeyId], rows: int) -> None:
-        """Keep a scope read under ``token`` whose vectors were opened with ``keys``
-        (refused with a cache of size 0, for a scope of more rows than half the bound, or
-        when one of its keys was revoked meanwhile)."""
-        if self._max <= 0 or rows > self._max // 2:
+    def kept_copy(self, scope: ScopeId) -> Copy | None:
+        """The copy of a scope kept under any token, with when its vectors expire; None if
+        none is kept within its TTL. The read that replaces a stale copy takes vectors from
+        it, each only after its key's state is read (``sealing.scope_vectors``), and keeps
+        what it builds no later than ``expires`` (``keep_scope(not_after=...)``). The copy
+        stays until then, so that searches of the scope in flight together all use it."""
+        with self._lock:
+            hit = self._kept.get(scope)
+            if hit is None:
+                return None
+            if hit.expires < self._clock():
+                self._drop_kept(scope)
+                return None
+            return Copy(hit.scope, hit.expires)
+
+    def keep_scope(
+        self,
+        scope: ScopeId,
+        token: str,
+        kept: object,
+        keys: Iterable[KeyId],
+        rows: int,
+        not_after: float | None = None,
+    ) -> None:
+        """Keep a scope read under ``token`` whose vectors were opened with ``keys`` (and
+        some taken from a copy expiring at ``not_after``), in place of its keys' cached
+        vectors; refused with a cache of size 0, for a scope of more rows than half the
+        bound, or when one of its keys was revoked meanwhile."""
+        if self._max <= 0:
             return
         keys = frozenset(keys)
         with self._lock:
-            if keys & self._revoked:
+            self._drop_kept(scope)  # the copy it replaces, kept or not
+            if rows > self._max // 2 or keys & self._revoked:
                 return
-            self._drop_kept(scope)
             # No longer than the vectors it was built from: a vector lives a TTL from its opening.
-            expires = min([self._clock() + self._ttl, *(self._data[k][0] for k in keys if k in self._data)])
+            expires = min(
+                [
+                    self._clock() + self._ttl,
+                    *(self._data[k][0] for k in keys if k in self._data),
+                    *([] if not_after is None else [not_after]),
+                ]
+            )
+            for k in keys:  # the scope's matrix holds them now
+                self._drop(k)
             self._kept[scope] = _Kept(expires, token, keys, kept, rows)
             self._kept_rows += rows
             self._evict()
@@ -197,12 +250,19 @@ class OpenedVectors:
             self._drop_kept(scope)
 
     def _evict(self) -> None:
-        """Within the bound: vectors first (least recently used subject first), then kept scopes."""
+        """Within the bound: vectors first (least recently used subject first), then kept
+        scopes (one at random among the three quarters less recently used, see the module)."""
         while self._count + self._kept_rows > self._max and self._data:
             self._drop(next(iter(self._data)))
         while self._kept_rows > self._max and self._kept:
-            self._drop_kept(next(iter(self._kept)))
+            older = list(itertools.islice(self._kept, max(1, len(self._kept) * 3 // 4)))
+            self._drop_kept(self._rng.choice(older))
 
     def __len__(self) -> int:
-        """How many vectors are cached."""
+        """How many vectors are cached (apart from those kept scopes hold)."""
         return self._count
+
+    @property
+    def held(self) -> int:
+        """How many vectors the process holds: cached, and in kept scopes (one per row)."""
+        return self._count + self._kept_rows

@@ -116,12 +116,14 @@ def scope_vectors(
     model: str,
     wanted: Sequence[tuple[str, str, int, int]],
     read_sealed: SealedReader | None = None,
+    reuse: Reuse | None = None,
 ) -> dict[str, bytes]:
     """The opened vectors of one tenant's memories, given as (memory_id, subject_ref, key
     generation, sealed version), for ``model``; keyed by memory id. Every subject key's
     state is read in ``conn`` first: a destroyed (or missing) key opens nothing and drops
     what ``keyring.opened`` held for it. Vectors cached for a live key are served from
-    there; the rest are read (``read_sealed``, given the missing ids; by default by id),
+    there or, next, from ``reuse`` (a stale copy of a kept scope, given each wanted row);
+    the rest are read (``read_sealed``, given the missing ids; by default by id),
     opened (one AEAD context per subject key, the AAD's common prefix built once) and
     cached. A vector whose key, version or bytes do not match is left out, as
     ``open_rows`` leaves out content."""
@@ -139,6 +141,8 @@ def scope_vectors(
         cached = keyring.opened.get(key)
         for memory_id, version in memories:
             vector = cached.get((memory_id, version, model))
+            if vector is None and reuse is not None:
+                vector = reuse(memory_id, ref, gen, version)
             if vector is None:
                 missing[memory_id] = (ref, gen, version)
             else:
@@ -151,6 +155,9 @@ def scope_vectors(
 
 SealedReader = Callable[[list[str]], Iterable[tuple[str, str, int, int, bytes]]]
 """Given memory ids, their (memory_id, subject_ref, key_generation, version, sealed) rows."""
+Reuse = Callable[[str, str, int, int], bytes | None]
+"""Given (memory_id, subject_ref, key_generation, version) of a live key, the vector opened
+before for exactly that memory version and key, or None."""
 
 
 def sealed_by_id(

@@ -16,7 +16,8 @@ scope that did not change, with terms it met before, reads no row of it.
 
 The cost of a search of a changed or cold scope, for n memories and t terms: one read of
 the scope's rows (with their sealed vectors when none are cached), one read of the
-postings of the t terms, one AEAD open per vector not cached, and an n x d matrix product.
+postings of the t terms, one AEAD open per vector neither cached nor in the scope's stale
+kept copy (a write costs the next search one), and an n x d matrix product.
 Score dictionaries are built only for the rows the caller reads down to (the limit and
 the budget): what the search returns.
 
@@ -87,6 +88,8 @@ class Scope:
     subject_refs: Any  # object array
     kinds: Any  # object array
     keys: list[tuple[str, int]]  # (subject_ref, key generation) of the rows' data keys
+    generations: Any  # int64 key generation of each row
+    versions: Any  # int64 sealed version of each row
     vectors: Any | None  # n x d float32; zeros where a row has no vector that opened
     read_at_us: int
     # term hash -> the rows with a posting of it; filled by searches, valid under the same
@@ -125,13 +128,18 @@ def ranked(
     # Never kept, changed since, or the clock went back: read it (and keep it if it can be).
     if not isinstance(scope, Scope) or scope.read_at_us > _microseconds(r.now):
         keep = token is not None
+        # A stale copy's vectors serve the rows that did not change (once their keys' states are read).
+        copy = opened.kept_copy(scope_id) if keep else None
+        prior = copy.scope if copy is not None and isinstance(copy.scope, Scope) else None
         # A whole scope is kept; one nothing will keep is read as narrow as this search needs.
-        scope = _read(conn, keyring, vectors, r._replace(subject_ref=None, kinds=()) if keep else r, cap)
+        whole = r._replace(subject_ref=None, kinds=()) if keep else r
+        scope = _read(conn, keyring, vectors, whole, cap, prior)
         if scope is None:
             return None
         if keep:
             keys = {(tenant, ref, gen) for ref, gen in scope.keys}
-            opened.keep_scope(scope_id, token, scope, keys, len(scope))
+            not_after = copy.expires if copy is not None else None
+            opened.keep_scope(scope_id, token, scope, keys, len(scope), not_after)
     return _rank(conn, keyring, vectors, r, scope)
 
 
@@ -257,16 +265,22 @@ def _similarities(q: Any, matrix: Any | None, rows: Any) -> Any:
 
 
 def _read(
-    conn: Connection, keyring: SubjectKeyring, vectors: VectorIndex, r: Request, cap: int
+    conn: Connection,
+    keyring: SubjectKeyring,
+    vectors: VectorIndex,
+    r: Request,
+    cap: int,
+    prior: Scope | None = None,
 ) -> Scope | None:
     """The agent's own active, unexpired memories of the purpose (of one subject, of some
     kinds, if given) and their opened vectors; None over ``cap``. A scope whose vectors
-    the cache does not hold yet (cold) is read with its sealed vectors in one statement."""
+    neither the cache nor a ``prior`` copy of it holds (cold) is read with its sealed
+    vectors in one statement."""
     opened = keyring.opened
     model = vectors.model
     tenant = r.caller.tenant_id
     warm_key = (tenant, r.caller.agent_id, r.purpose, model)
-    with_sealed = model is not None and not opened.scope_is_warm(warm_key)
+    with_sealed = model is not None and prior is None and not opened.scope_is_warm(warm_key)
     shape = (conn.dialect.name, r.subject_ref is not None, bool(r.kinds), cap)
     params = _params(r)
     rows = conn.execute(_scope_statement(*shape, model if with_sealed else None), params).all()
@@ -294,7 +308,8 @@ def _read(
             return conn.execute(_vectors_statement(*shape, model), params)
 
         wanted = list(zip(ids, refs, gens, versions, strict=True))
-        plain = scope_vectors(conn, keyring, tenant, model, wanted, read_sealed)
+        reuse = None if prior is None else _reuse(prior)
+        plain = scope_vectors(conn, keyring, tenant, model, wanted, read_sealed, reuse)
         matrix = _matrix(ids, plain)
     return Scope(
         ids=ids,
@@ -308,9 +323,32 @@ def _read(
         subject_refs=np.array(refs, dtype=object),
         kinds=np.array(kinds_, dtype=object),
         keys=keys,
+        generations=np.array(gens, dtype=np.int64),
+        versions=np.array(versions, dtype=np.int64),
         vectors=matrix,
         read_at_us=_microseconds(r.now),
     )
+
+
+def _reuse(prior: Scope) -> Callable[[str, str, int, int], bytes | None]:
+    """The vector ``prior`` holds for a memory, if it is of the same version under the same
+    key (what its AAD bound when it was opened); None otherwise, or if none opened."""
+    matrix = prior.vectors
+
+    def vector(memory_id: str, ref: str, gen: int, version: int) -> bytes | None:
+        i = prior.pos.get(memory_id)
+        if (
+            matrix is None
+            or i is None
+            or prior.subject_refs[i] != ref
+            or prior.generations[i] != gen
+            or prior.versions[i] != version
+            or not matrix[i].any()  # zeros: no vector opened for it
+        ):
+            return None
+        return matrix[i].astype("<f4").tobytes()  # as opened: little-endian float32
+
+    return vector
 
 
 def _matrix(ids: list[str], plain: dict[str, bytes]) -> Any | None:
