@@ -147,13 +147,8 @@ class OpenedVectors:
         kept under another token (the scope changed since: the read that replaces it may
         take vectors from the stale copy, ``kept_copy``; an expired one is dropped)."""
         with self._lock:
-            hit = self._kept.get(scope)
-            if hit is None:
-                return None
-            if hit.expires < self._clock():
-                self._drop_kept(scope)
-                return None
-            if hit.token != token:
+            hit = self._live_kept(scope)
+            if hit is None or hit.token != token:
                 return None
             self._kept.move_to_end(scope)
             return hit.scope
@@ -165,13 +160,8 @@ class OpenedVectors:
         what it builds no later than ``expires`` (``keep_scope(not_after=...)``). The copy
         stays until then, so that searches of the scope in flight together all use it."""
         with self._lock:
-            hit = self._kept.get(scope)
-            if hit is None:
-                return None
-            if hit.expires < self._clock():
-                self._drop_kept(scope)
-                return None
-            return Copy(hit.scope, hit.expires)
+            hit = self._live_kept(scope)
+            return None if hit is None else Copy(hit.scope, hit.expires)
 
     def keep_scope(
         self,
@@ -239,6 +229,14 @@ class OpenedVectors:
         hit = self._data.pop(key, None)
         if hit is not None:
             self._count -= len(hit[1])
+
+    def _live_kept(self, scope: ScopeId) -> _Kept | None:
+        """The scope's kept copy within its TTL (an expired one is dropped); under the lock."""
+        hit = self._kept.get(scope)
+        if hit is not None and hit.expires < self._clock():
+            self._drop_kept(scope)
+            return None
+        return hit
 
     def _drop_kept(self, scope: ScopeId) -> None:
         hit = self._kept.pop(scope, None)
