@@ -23,9 +23,9 @@ the token a search reads is the same, within the TTL, and dropped with any of it
 its keys' cached vectors, and when the scope changes the search that reads it again reuses
 the stale copy's vectors (``kept_copy``) for the rows whose memory, version and key are
 unchanged, after reading each key's state in its own transaction as for a cached vector;
-the new copy replaces the stale one and expires no later than it. Holding each vector once, a worker keeps
-twice the rows in the same memory, and a write to a kept scope costs its next search one
-AEAD open, not one per row.
+the new copy replaces the stale one and expires no later than it. Holding each vector
+once, a worker keeps twice the rows in the same memory, and a write to a kept scope costs
+its next search one AEAD open, not one per row.
 Kept scopes and cached vectors count against one bound; the vectors go first, least
 recently used subject first, then kept scopes: one at random among the three quarters less
 recently used. Least recently used alone fails scopes searched in turn that do not all fit
