@@ -57,6 +57,9 @@ _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _EMAIL = re.compile(rf"^[^@\s\x00-\x1f\x7f]{{1,64}}@{_LABEL}(?:\.{_LABEL})+$")
 TOKEN_CREATED, TOKEN_REVOKED = "token.created", "token.revoked"
 
+# Every request looks its token up: the statement is built once, not per request.
+_BY_HASH = sa.select(api_tokens).where(api_tokens.c.token_hash == sa.bindparam("digest"))
+
 
 @dataclass(frozen=True)
 class TokenInfo:
@@ -183,7 +186,7 @@ class TokenService:
             raise refused
         digest = hash_token(token)
         with self.uow.read() as conn:
-            row = conn.execute(sa.select(api_tokens).where(api_tokens.c.token_hash == digest)).first()
+            row = conn.execute(_BY_HASH, {"digest": digest}).first()
         # The lookup is by an index; comparing in constant time as well costs nothing.
         if row is None or not hmac.compare_digest(row.token_hash, digest):
             raise refused

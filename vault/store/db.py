@@ -4,12 +4,23 @@ SQLite runs in WAL mode with a busy timeout; write transactions start with
 ``BEGIN IMMEDIATE`` so two processes never both read-then-upgrade (the classic
 SQLITE_BUSY deadlock). PostgreSQL write transactions take one advisory lock so event
 sequence numbers stay dense: they are Merkle leaf indices and may not have gaps.
+
+On PostgreSQL every round trip counts (a search is a handful of statements, each one):
+- reads run without ``BEGIN``/``ROLLBACK``. At READ COMMITTED, PostgreSQL's level here,
+  each statement takes its own snapshot inside a transaction too, so a read sees exactly
+  what it would in one; no read takes a lock or writes.
+- a pooled connection is pinged before use only once it has sat idle for
+  ``PING_AFTER_IDLE_S`` (``pool_pre_ping`` pinged before every use). A connection that
+  broke while idle (a restarted server) is replaced unseen; one that breaks while in use
+  fails its request with ``StoreUnavailable`` (503), and the pool then replaces every
+  connection opened before the break.
 """
 
 from __future__ import annotations
 
 import math
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -61,9 +72,32 @@ def make_engine(url: str, *, echo: bool = False) -> Engine:
             conn.exec_driver_sql(f"BEGIN {mode}")
 
         return engine
-    return sa.create_engine(
-        url, echo=echo, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW
-    )
+    engine = sa.create_engine(url, echo=echo, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
+    _ping_when_idle(engine)
+    return engine
+
+
+PING_AFTER_IDLE_S = 1.0  # a connection idle this long is pinged before its next use
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Ping a pooled connection before use if it has been idle ``PING_AFTER_IDLE_S``; a dead
+    one is replaced (``DisconnectionError`` makes the pool connect afresh)."""
+
+    @sa.event.listens_for(engine, "checkin")
+    def _idle_from(_dbapi_conn, record) -> None:  # type: ignore[no-untyped-def]
+        record.info["idle_since"] = time.monotonic()  # ``info`` goes with this DBAPI connection
+
+    @sa.event.listens_for(engine, "checkout")
+    def _ping(dbapi_conn, record, _proxy) -> None:  # type: ignore[no-untyped-def]
+        since = record.info.get("idle_since")
+        if since is None or time.monotonic() - since < PING_AFTER_IDLE_S:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_conn)
+            dbapi_conn.rollback()  # the ping's transaction: a read sets autocommit next
+        except engine.dialect.loaded_dbapi.Error as exc:
+            raise sa.exc.DisconnectionError("a pooled connection died while idle") from exc
 
 
 def is_sqlite(engine: Engine) -> bool:
@@ -97,6 +131,8 @@ class UnitOfWork:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        # PostgreSQL reads in autocommit: the same pool, no BEGIN/ROLLBACK round trips (module doc).
+        self._reader = engine if is_sqlite(engine) else engine.execution_options(isolation_level="AUTOCOMMIT")
         self._group = GroupCommit(self.write)
 
     def grouped(self, work: Callable[[Connection], T]) -> T:
@@ -158,8 +194,10 @@ class UnitOfWork:
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
+        """A read: on SQLite one snapshot (a deferred transaction); on PostgreSQL a snapshot
+        per statement, as READ COMMITTED gives inside a transaction too. Never write in it."""
         try:
-            with self.engine.connect() as conn, conn.begin():
+            with self._reader.connect() as conn, conn.begin():
                 yield conn
         except DBAPIError as exc:
             if _is_outage(exc):
