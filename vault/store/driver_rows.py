@@ -12,24 +12,19 @@ processors.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import datetime
-from operator import itemgetter
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Dialect
 
 _Processor = Callable[[Any], Any]
-_Insert = tuple[
-    str, Callable[[Mapping[str, Any]], tuple], list[tuple[int, _Processor]], tuple[str, ...] | None
-]
+_Insert = tuple[str, tuple[str, ...], list[tuple[int, _Processor]], bool]
 _INSERTS: dict[tuple[sa.Table, str, str], _Insert] = {}  # by table object: names may repeat
 
 
 def _insert_of(table: sa.Table, dialect: Dialect) -> _Insert:
-    """The INSERT of every column of ``table`` for ``dialect``: its SQL, a getter of a row's
-    parameters in order, the bind processors by position, and the parameter names where the
-    driver takes mappings rather than tuples."""
+    """The INSERT of every column of ``table`` for ``dialect``: its SQL, its parameters in
+    order, the bind processors by position, and whether the driver takes tuples."""
     key = (table, dialect.name, dialect.paramstyle)
     if key not in _INSERTS:
         compiled = table.insert().compile(dialect=dialect)
@@ -38,47 +33,21 @@ def _insert_of(table: sa.Table, dialect: Dialect) -> _Insert:
         for i, name in enumerate(names):
             proc = table.c[name].type.dialect_impl(dialect).bind_processor(dialect)
             if proc is not None:
-                processors.append(
-                    (i, _as_iso_text(proc) if isinstance(table.c[name].type, sa.DateTime) else proc)
-                )
-        getter = itemgetter(*names) if len(names) > 1 else (lambda row, n=names[0]: (row[n],))
-        _INSERTS[key] = (compiled.string, getter, processors, None if compiled.positional else names)
+                processors.append((i, proc))
+        _INSERTS[key] = (compiled.string, names, processors, compiled.positional)
     return _INSERTS[key]
-
-
-_PROBES = (
-    datetime(2026, 12, 4, 4, 10, 0, 123456),
-    datetime(1, 1, 1),
-    datetime(9999, 12, 31, 23, 59, 59, 999999),
-)
-
-
-def _as_iso_text(proc: _Processor) -> _Processor:
-    """SQLite's ``DateTime`` processor writes a naive datetime as ``isoformat(" ",
-    "microseconds")`` does, at twice the cost (a replay writes three per memory). The faster
-    form is used only if it gives the processor's very text for the probes; anything else
-    (None, an aware datetime) still goes through the processor."""
-
-    def iso_text(value: Any) -> Any:
-        if value.__class__ is datetime and value.tzinfo is None:
-            return value.isoformat(" ", "microseconds")
-        return proc(value)
-
-    return iso_text if all(p.isoformat(" ", "microseconds") == proc(p) for p in _PROBES) else proc
 
 
 def insert_rows(conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> None:
     """Insert ``rows`` (each naming every column of ``table``) in one ``executemany``."""
     if not rows:
         return
-    sql, getter, processors, names = _insert_of(table, conn.dialect)
-    params: list[Any] = list(map(getter, rows))
-    if processors:  # column by column: one processor call per value, in C loops otherwise
-        columns = list(zip(*params, strict=True))
-        for i, proc in processors:
-            columns[i] = tuple(map(proc, columns[i]))
-        params = list(zip(*columns, strict=True))
-    if names is not None:  # named placeholders (psycopg's): one mapping per row
+    sql, names, processors, positional = _insert_of(table, conn.dialect)
+    columns = [[row[n] for row in rows] for n in names]  # column by column: one processor call each
+    for i, proc in processors:
+        columns[i] = list(map(proc, columns[i]))
+    params = list(zip(*columns, strict=True))
+    if not positional:  # named placeholders (psycopg's): one mapping per row
         params = [dict(zip(names, values, strict=True)) for values in params]
     conn.exec_driver_sql(sql, params)
 
