@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -50,6 +51,20 @@ def test_a_write_returns_the_memory_exactly_as_a_read_of_it_gives_it(lethe):
         agent(), write_cmd("Alice likes black tea", id=created.id, expected_version=1)
     ).item
     assert lethe.memories.get(agent(), created.id) == updated and updated.created_at == created.created_at
+    assert updated.expires_at == created.expires_at  # an update never keeps a memory longer
+    # A whole-number confidence, a correction and a memory with its own id: still the row.
+    own_id = str(uuid.uuid4())
+    corrected = lethe.memories.write(
+        agent(), write_cmd("Alice likes oolong", supersedes_id=created.id, confidence=1, id=own_id)
+    ).item
+    read = lethe.memories.get(agent(), corrected.id)
+    assert read == corrected and type(read.confidence) is type(corrected.confidence) is float
+    assert (corrected.id, corrected.supersedes_id, corrected.version) == (own_id, created.id, 1)
+    # A retry answers with the row as stored, not as the write built it: the two agree.
+    retry = write_cmd("Alice likes white tea", key="k-same")
+    first = lethe.memories.write(agent(), retry)
+    again = lethe.memories.write(agent(), retry)
+    assert first.created and not again.created and again.item == first.item
 
 
 def test_an_agent_cannot_promote_and_a_reviewer_needs_the_current_version(lethe):

@@ -1,10 +1,13 @@
-"""PostgreSQL reads cost no transaction round trips, and the pool pings only idle connections,
-yet a connection that died while idle is still replaced before anyone uses it (vault/store/db.py).
-On a real PostgreSQL server."""
+"""PostgreSQL reads cost no transaction round trips, a write none of its own for ``BEGIN``,
+and the pool pings only idle connections, yet a connection that died while idle is still
+replaced before anyone uses it (vault/store/db.py). On a real PostgreSQL server."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -12,6 +15,7 @@ from psycopg.pq import TransactionStatus
 
 from lethe.vault.errors import StoreUnavailable
 from lethe.vault.store import db
+from tests.conftest import agent, write_cmd
 
 pytestmark = pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 
@@ -56,3 +60,49 @@ def test_a_connection_reused_at_once_is_not_pinged_so_a_break_costs_one_503(leth
     with pytest.raises(StoreUnavailable):  # the request that meets the break: 503, never a 500
         backend_pid(uow)
     assert backend_pid(uow) != first  # and the pool has replaced it for the next one
+
+
+@contextmanager
+def wire(engine: sa.Engine, path: Path) -> Iterator[list[str]]:
+    """What crosses the wire while inside: libpq's trace of every connection checked out
+    (stopped at check-in, before the file closes), and the statements SQLAlchemy sent."""
+    statements: list[str] = []
+
+    def sent(_conn, _cursor, statement, *_args) -> None:  # type: ignore[no-untyped-def]
+        statements.append(statement)
+
+    with path.open("w") as f:
+
+        def trace(dbapi_conn, *_args) -> None:  # type: ignore[no-untyped-def]
+            dbapi_conn.pgconn.trace(f.fileno())
+
+        def untrace(dbapi_conn, *_args) -> None:  # type: ignore[no-untyped-def]
+            dbapi_conn.pgconn.untrace()
+
+        hooks = [("checkout", trace), ("checkin", untrace), ("before_cursor_execute", sent)]
+        for name, fn in hooks:
+            sa.event.listen(engine, name, fn)
+        try:
+            yield statements
+        finally:
+            for name, fn in hooks:
+                sa.event.remove(engine, name, fn)
+
+
+def round_trips(path: Path) -> list[str]:
+    """The client's messages that wait for the server: a simple query, or a Sync."""
+    sent = [line.split("\t") for line in path.read_text().splitlines() if "\tF\t" in line]
+    return [m[4].strip() if m[3] == "Query" else "Sync" for m in sent if m[3] in ("Query", "Sync")]
+
+
+def test_a_write_sends_begin_with_its_lock_and_reads_nothing_back(lethe, tmp_path) -> None:
+    lethe.memories.write(agent(), write_cmd("Alice likes tea"))  # the subject's key is made once
+    with wire(lethe.uow.engine, tmp_path / "trace") as statements:
+        lethe.memories.write(agent(), write_cmd("Alice likes green tea"))
+    trips = round_trips(tmp_path / "trace")
+    begin = f"BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({db._EVENT_LOG_LOCK})"
+    assert trips[0] == f'"{begin}"' and trips[-1] == '"COMMIT"'
+    assert not [t for t in trips[1:] if "BEGIN" in t]
+    assert len(trips) == len(statements) + 1  # one round trip a statement, one for the commit
+    # The answer is mapped from the event it wrote: nothing of ``memories`` is read.
+    assert not [s for s in statements if s.startswith("SELECT") and "FROM memories" in s]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any
 
 import sqlalchemy as sa
@@ -25,6 +26,7 @@ from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.sealing import open_rows
 from lethe.vault.model import Authority, Kind, MemoryItem, Provenance, SourceType, Status, Trust
 from lethe.vault.store import projection
+from lethe.vault.store.events import Event
 from lethe.vault.store.projection import MEMORY_WRITTEN
 from lethe.vault.store.tables import (
     events,
@@ -70,6 +72,12 @@ def to_item(
         idempotency_key=row.idempotency_key,
         score=score,
     )
+
+
+def written_item(e: Event, subject_id: str, content: str) -> MemoryItem:
+    """The item a ``memory.written`` event just left, mapped from the event as ``to_item``
+    maps the row (``projection.written_memory``): a write answers without reading it back."""
+    return to_item(SimpleNamespace(**projection.written_memory(e)), subject_id, content)
 
 
 def open_item(conn: Connection, keyring: SubjectKeyring, row: Row) -> MemoryItem | None:

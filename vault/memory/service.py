@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.engine import Connection, Row
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from lethe.keys.envelope import content_commitment, derive_key
@@ -243,14 +243,14 @@ class MemoryService:
             caller, cmd, now, lambda ref: self.keyring.key_for_write(tenant_id, ref, cached=cached_key)
         )
 
-        def work(conn: Connection) -> WriteOutcome | Row:
+        def work(conn: Connection) -> WriteOutcome | Event:
             first = self._idempotent_replay(conn, tenant_id, w.agent_id, cmd, w.request_hash)
             if first is not None:
                 return WriteOutcome(first, created=False)
             self._check_fence(conn, tenant_id, w.subject_ref, w.key.generation, cached_key)
             at = self._target(conn, caller, w.agent_id, w.subject_ref, cmd, now)
             old = self._supersedable(conn, caller, w.agent_id, cmd) if cmd.supersedes_id else None
-            self._emit(conn, self._written_event(w, at, now))
+            written = self._emit(conn, self._written_event(w, at, now))
             if old is not None:
                 self._emit(
                     conn,
@@ -268,11 +268,11 @@ class MemoryService:
             repo.add_index_rows(conn, [self._index_row(w, at.memory_id)])
             if vectors is not None:
                 repo.add_vectors(conn, [self._vector_row(w, at, vectors[0])])
-            return repo.by_id(conn, tenant_id, at.memory_id)
+            return written  # the item is mapped from it after the commit, not read back
 
         try:
             # Concurrent writes of this process share a transaction (``store.group_commit``).
-            row = self.uow.grouped(work)
+            done = self.uow.grouped(work)
         except IntegrityError as exc:
             # A concurrent writer took the id or the idempotency key first.
             with self.uow.read() as conn:
@@ -280,9 +280,9 @@ class MemoryService:
             if first is not None:
                 return WriteOutcome(first, created=False)
             raise VersionConflict("a memory with this id already exists") from exc
-        if isinstance(row, WriteOutcome):
-            return row
-        return WriteOutcome(repo.to_item(row, cmd.subject_id, cmd.content), created=True)
+        if isinstance(done, WriteOutcome):
+            return done
+        return WriteOutcome(repo.written_item(done, cmd.subject_id, cmd.content), created=True)
 
     def import_batch(self, caller: Caller, cmds: list[WriteCommand]) -> int:
         """Bulk import of new memories (migrations, benchmarks): same validation, policy,
@@ -318,8 +318,11 @@ class MemoryService:
             raise IdempotencyConflict("an idempotency key in the batch was already used") from exc
         return len(batch)
 
-    def _emit(self, conn: Connection, event: Event) -> None:
-        apply(conn, self.log.append(conn, event))
+    def _emit(self, conn: Connection, event: Event) -> Event:
+        """Append ``event`` and apply it; the event as appended (its ``seq``)."""
+        appended = self.log.append(conn, event)
+        apply(conn, appended)
+        return appended
 
     def _idempotent_replay(
         self, conn: Connection, tenant_id: str, agent_id: str, cmd: WriteCommand, request_hash: str

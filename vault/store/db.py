@@ -9,6 +9,9 @@ On PostgreSQL every round trip counts (a search is a handful of statements, each
 - reads run without ``BEGIN``/``ROLLBACK``. At READ COMMITTED, PostgreSQL's level here,
   each statement takes its own snapshot inside a transaction too, so a read sees exactly
   what it would in one; no read takes a lock or writes.
+- a write sends ``BEGIN`` and its advisory lock in one round trip (the driver would send
+  ``BEGIN`` alone before the first statement): its connection is in autocommit at the
+  driver, which still sends ``COMMIT`` or ``ROLLBACK`` for the transaction it is in.
 - a pooled connection is pinged before use only once it has sat idle for
   ``PING_AFTER_IDLE_S`` (``pool_pre_ping`` pinged before every use). A connection that
   broke while idle (a restarted server) is replaced unseen; one that breaks while in use
@@ -100,6 +103,13 @@ def _ping_when_idle(engine: Engine) -> None:
             raise sa.exc.DisconnectionError("a pooled connection died while idle") from exc
 
 
+def _locked_begin(lock_wait_ms: int | None) -> str:
+    """PostgreSQL: open the transaction and take the append lock in one round trip (one
+    simple query of several statements, so it carries no parameters)."""
+    wait = "" if lock_wait_ms is None else f" SET LOCAL lock_timeout = {int(lock_wait_ms)};"
+    return f"BEGIN ISOLATION LEVEL READ COMMITTED;{wait} SELECT pg_advisory_xact_lock({_EVENT_LOG_LOCK})"
+
+
 def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
@@ -133,6 +143,7 @@ class UnitOfWork:
         self.engine = engine
         # PostgreSQL reads in autocommit: the same pool, no BEGIN/ROLLBACK round trips (module doc).
         self._reader = engine if is_sqlite(engine) else engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._writer = engine if is_sqlite(engine) else self._reader  # sends its own BEGIN (module doc)
         self._group = GroupCommit(self.write)
 
     def grouped(self, work: Callable[[Connection], T]) -> T:
@@ -171,7 +182,7 @@ class UnitOfWork:
     def _write(self, lock_wait_ms: int | None) -> Iterator[Connection]:
         sqlite = is_sqlite(self.engine)
         try:
-            with self.engine.connect() as conn:
+            with self._writer.connect() as conn:
                 if sqlite:
                     conn = conn.execution_options(sqlite_begin="IMMEDIATE")
                     if lock_wait_ms is not None:  # on the driver connection: no transaction yet
@@ -179,9 +190,7 @@ class UnitOfWork:
                 try:
                     with conn.begin():
                         if not sqlite:
-                            if lock_wait_ms is not None:
-                                conn.exec_driver_sql(f"SET LOCAL lock_timeout = {int(lock_wait_ms)}")
-                            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _EVENT_LOG_LOCK})
+                            conn.exec_driver_sql(_locked_begin(lock_wait_ms))
                         yield conn
                 finally:
                     if sqlite and lock_wait_ms is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -112,6 +113,15 @@ def _created_row(e: Event, row: dict) -> dict:
         "superseded_by": None,
         "created_seq": e.seq,
     }
+
+
+def written_memory(e: Event) -> dict[str, Any]:
+    """The ``memories`` row a ``memory.written`` event leaves, as its columns hold it: what
+    an update does not change (id, creation time) the event carries too, so the writer
+    answers from it without reading the row back."""
+    row, _ = _written_rows(e)
+    created_at = db_time(e.payload["created_at"])
+    return {**row, "id": e.memory_id, "created_at": created_at, "confidence": float(row["confidence"])}
 
 
 def _written(conn: Connection, e: Event) -> None:
