@@ -108,9 +108,7 @@ def run(
     the result in the shape of ``loadgen``'s (requests, errors, requests_per_s, latency)."""
     expected = expected_status(requests[0])
     script = workdir / "wrk-load.lua"
-    script.write_text(
-        _SCRIPT % {"requests": _lua(requests), "tokens": _lua(tokens), "expected": expected}
-    )
+    script.write_text(_SCRIPT % {"requests": _lua(requests), "tokens": _lua(tokens), "expected": expected})
     url = f"http://127.0.0.1:{port}"
     base = ["wrk", "-t2", f"-c{concurrency}", "--timeout", "30s", "-s", str(script)]
     if warmup > 0:
