@@ -106,3 +106,22 @@ def test_a_write_sends_begin_with_its_lock_and_reads_nothing_back(lethe, tmp_pat
     assert len(trips) == len(statements) + 1  # one round trip a statement, one for the commit
     # The answer is mapped from the event it wrote: nothing of ``memories`` is read.
     assert not [s for s in statements if s.startswith("SELECT") and "FROM memories" in s]
+
+
+def test_a_write_that_times_out_on_the_lock_is_a_503_and_leaves_its_connection_usable(lethe) -> None:
+    uow = lethe.uow
+    with uow.write() as holder:  # another writer holds the append lock
+        holder.execute(sa.text("SELECT 1"))
+        start = time.monotonic()
+        with pytest.raises(StoreUnavailable), uow.write(lock_wait_ms=100):
+            pass
+        assert time.monotonic() - start < 5  # bounded by the lock timeout, not the holder
+    # The timed-out transaction was rolled back on its connection: every pooled connection
+    # writes again, in autocommit at the driver, with its BEGIN sent by the write.
+    for _ in range(db.POOL_SIZE + 1):
+        with uow.write() as conn:
+            assert conn.execute(sa.text("SELECT count(*) FROM events")).scalar_one() >= 0
+            driver = conn.connection.driver_connection
+            assert driver.autocommit and driver.info.transaction_status == TransactionStatus.INTRANS
+    with uow.read() as conn:
+        assert conn.connection.driver_connection.info.transaction_status == TransactionStatus.IDLE
