@@ -41,3 +41,14 @@ def test_the_migrations_form_one_line_without_two_heads() -> None:
     assert chain[0][2] is None
     for (_, previous, _), (name, _, down) in pairwise(chain):
         assert down == previous, f"{name} revises {down}, but the migration before it is {previous}"
+
+
+def test_schema_head_names_alembics_head() -> None:
+    # A store at HEAD opens without importing Alembic; a migration added without moving HEAD
+    # would make every process take this release's previous schema for current.
+    from alembic.script import ScriptDirectory
+
+    from lethe.vault.store import schema
+
+    assert ScriptDirectory.from_config(schema._config()).get_current_head() == schema.HEAD
+    assert revisions()[-1][1] == schema.HEAD

@@ -45,6 +45,12 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 # sixth of a server's time); more than that open on demand and close when returned.
 POOL_SIZE = 16
 POOL_OVERFLOW = 16
+# Pages each SQLite connection caches (SQLite's default is 2,000 KiB). A server's pool cycles
+# through all its connections, so every one fills its cache: 16 held 34 MiB under a search
+# load, against 10 MiB at this size, with no loss of throughput measured (searches, writes,
+# compaction). The operating system's page cache still holds the file, and under writes a WAL
+# connection drops its cache at each read transaction that follows another's commit anyway.
+SQLITE_CACHE_KIB = 512
 
 
 def make_engine(url: str, *, echo: bool = False) -> Engine:
@@ -63,6 +69,7 @@ def make_engine(url: str, *, echo: bool = False) -> Engine:
             cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.execute("PRAGMA secure_delete=ON")
+            cur.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
             try:
                 cur.execute("SELECT exp(0)")
             except sqlite3.OperationalError:  # SQLite built without math functions
