@@ -1,7 +1,7 @@
 """Each pooled SQLite connection caches a bounded amount of the file (``db.SQLITE_CACHE_KIB``).
 
 A server's pool hands out all of its connections in turn, so every one fills its page cache:
-with SQLite's default of 2,000 KiB a worker's 16 connections held 34 MiB under a search load.
+with SQLite's default of 2,000 KiB, 16 threads searching in one process held 34 MiB in them.
 The test reads a table larger than any cache through 16 connections and asks SQLite itself
 how much memory it holds (``sqlite3_memory_used``, through the library Python's module uses).
 """
