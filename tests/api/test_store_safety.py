@@ -7,9 +7,11 @@ is private to its owner.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,6 +92,39 @@ def test_serve_refuses_a_schema_from_a_newer_release(tmp_path: Path) -> None:
     r = run_lethe(settings.data_dir, "serve", "--port", "1")
     assert r.returncode == 2 and "newer Lethe" in " ".join(r.stderr.split()), r.stderr
     assert run_lethe(settings.data_dir, "migrate").returncode == 2
+
+
+_OPEN_AND_PROBE = """
+import json, sys
+from lethe.api.bootstrap import build
+from lethe.api.settings import Settings
+from lethe.vault.store.readiness import check_readiness
+c = build(Settings())
+checks = check_readiness(c.uow, c.kms)
+c.close()
+print(json.dumps([[m for m in ("alembic", "mako", "pygments") if m in sys.modules], len(checks)]))
+"""
+
+
+def test_a_process_that_opens_a_current_store_and_probes_it_never_imports_alembic(tmp_path: Path) -> None:
+    # Alembic and what it pulls in are 11 MiB of a server process's memory: a store at this
+    # release's schema is recognised without them (schema.HEAD); only migrating needs them.
+    settings = Settings(data_dir=tmp_path / "data")
+    build(settings, create=True).close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LETHE_")} | {
+        "LETHE_DATA_DIR": str(settings.data_dir)
+    }
+    r = subprocess.run(
+        [sys.executable, "-c", _OPEN_AND_PROBE],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    imported, checks = json.loads(r.stdout)
+    assert imported == [] and checks > 0, r.stdout
 
 
 @pytest.mark.slow

@@ -93,12 +93,12 @@ def require_current(engine: Engine) -> SchemaState:
 
 
 def _stamped(engine: Engine) -> str | None:
-    """The one revision in Alembic's version table; None if there is no table or not one row."""
-    try:
-        with engine.connect() as conn:
-            rows = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalars().all()
-    except sa.exc.DBAPIError:
-        return None
+    """The one revision in Alembic's version table; None if there is no table or not one row.
+    A store that cannot be reached raises here, as Alembic's own check would."""
+    with engine.connect() as conn:
+        if not sa.inspect(conn).has_table("alembic_version"):
+            return None
+        rows = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalars().all()
     return rows[0] if len(rows) == 1 else None
 
 
