@@ -28,11 +28,20 @@ from tests.conftest import agent, officer, write_cmd
 PUBLIC_FILES = {"signing.pub.pem", "log-origin"}  # the public key and origin auditors pin
 
 
-def run_lethe(data_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+def lethe_env(data_dir: Path, **env: str) -> dict[str, str]:
+    """This process's environment without its ``LETHE_*`` settings, pointed at ``data_dir``."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("LETHE_")}
-    full |= {"LETHE_DATA_DIR": str(data_dir), **env}
+    return full | {"LETHE_DATA_DIR": str(data_dir), **env}
+
+
+def run_lethe(data_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*lethe_command(), *args], env=full, capture_output=True, text=True, timeout=120, check=False
+        [*lethe_command(), *args],
+        env=lethe_env(data_dir, **env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
 
 
@@ -111,12 +120,9 @@ def test_a_process_that_opens_a_current_store_and_probes_it_never_imports_alembi
     # release's schema is recognised without them (schema.HEAD); only migrating needs them.
     settings = Settings(data_dir=tmp_path / "data")
     build(settings, create=True).close()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LETHE_")} | {
-        "LETHE_DATA_DIR": str(settings.data_dir)
-    }
     r = subprocess.run(
         [sys.executable, "-c", _OPEN_AND_PROBE],
-        env=env,
+        env=lethe_env(settings.data_dir),
         capture_output=True,
         text=True,
         timeout=120,
