@@ -22,16 +22,14 @@ import os
 import random
 import subprocess
 import threading
-import uuid
 from pathlib import Path
 from typing import Any
-
-import sqlalchemy as sa
 
 from lethe.api.bench import wrk
 from lethe.api.bench.context import RunContext, store_settings
 from lethe.api.bench.datagen import generate
 from lethe.api.bench.http_load import RATE_LIMIT, _plan, _requests, _wait_ready, meets, spawn_serve
+from lethe.api.bench.postgres import NoPostgres, fresh_database
 from lethe.api.bench.rss import peak_rss_tree_mb
 from lethe.api.bench.scales import AGENT_ID, PURPOSE
 from lethe.api.bench.stats import ratio
@@ -39,7 +37,6 @@ from lethe.api.bench.subprocesses import free_port, terminate
 from lethe.api.bootstrap import build
 from lethe.vault.model import Role
 
-DEFAULT_POSTGRES = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/15"
 NODES = 2
 
@@ -50,22 +47,11 @@ def measure(ctx: RunContext) -> dict[str, Any]:
         return {"skipped": "no wrk (two nodes are loaded at once by one wrk each)"}
     if ctx.ensure_openbao() is None:
         return {"skipped": "no OpenBao (the nodes' shared KMS)"}
-    admin_url = os.environ.get("LETHE_BENCH_POSTGRES_URL", DEFAULT_POSTGRES)
     try:
-        admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.exec_driver_sql("SELECT 1")
-    except Exception as exc:  # no server, no driver, refused: the figure cannot run here
-        return {"skipped": f"no PostgreSQL at LETHE_BENCH_POSTGRES_URL ({type(exc).__name__})"}
-    name = f"lethe_bench_{uuid.uuid4().hex[:12]}"
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    try:
-        return _measure(ctx, admin.url.set(database=name).render_as_string(hide_password=False))
-    finally:
-        with admin.connect() as conn:
-            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.dispose()
+        with fresh_database() as database_url:
+            return _measure(ctx, database_url)
+    except NoPostgres as exc:
+        return {"skipped": str(exc)}
 
 
 def _measure(ctx: RunContext, database_url: str) -> dict[str, Any]:

@@ -87,6 +87,8 @@ class Bench:
                 ctx.ensure_openbao()
             with ctx.phase("1 governed writes vs plain inserts"):
                 ctx.figure("write_throughput", writes.measure)
+            with ctx.phase("1b governed writes vs plain inserts, PostgreSQL"):
+                ctx.figure("write_throughput_postgres", writes.measure_postgres)
             with ctx.phase("2 envelope vs Transit per record (OpenBao)"):
                 ctx.figure("vault_envelope", envelope.measure)
             make_search_stores(ctx)

@@ -12,6 +12,7 @@ AGENT_ID = "agent-1"
 PURPOSE = "support"
 FIGURES = (
     "write_throughput",
+    "write_throughput_postgres",
     "vault_envelope",
     "search_latency",
     "forget_latency",
@@ -22,6 +23,7 @@ FIGURES = (
 )
 TARGETS = {
     "write_throughput": "ratio >= 0.5",
+    "write_throughput_postgres": "ratio >= 0.5",
     "vault_envelope": "ratio >= 20",
     "search_latency": "ratio <= 1.5 and p95 <= 20 ms",
     "http_search": ">= 500 requests/s and p99 <= 100 ms (2 cores)",

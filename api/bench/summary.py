@@ -66,10 +66,10 @@ def row(
     return (figure, ours, baseline, ratio, target, verdict)
 
 
-def _writes(w: dict[str, Any]) -> list[Row]:
+def _writes(w: dict[str, Any], label: str = "1. Governed encrypted writes (SQLite)") -> list[Row]:
     return [
         row(
-            "1. Governed encrypted writes (SQLite)",
+            label,
             f"{fmt(w['ours_per_s'])} writes/s",
             f"{fmt(w['baseline_per_s'])} plain inserts/s",
             fmt(w["ratio"], 2),
@@ -77,6 +77,10 @@ def _writes(w: dict[str, Any]) -> list[Row]:
             verdict(w),
         )
     ]
+
+
+def _writes_postgres(w: dict[str, Any]) -> list[Row]:
+    return _writes(w, "1b. Governed encrypted writes (PostgreSQL)")
 
 
 def _envelope(v: dict[str, Any]) -> list[Row]:
@@ -259,6 +263,7 @@ def _rss_rows(m: dict[str, Any]) -> list[Row]:
 # (label of the row when the figure failed or was skipped, figure key, its rows), in report order.
 _FIGURES = (
     ("1. Governed encrypted writes (SQLite)", "write_throughput", _writes),
+    ("1b. Governed encrypted writes (PostgreSQL)", "write_throughput_postgres", _writes_postgres),
     ("2. Per-record encryption on OpenBao", "vault_envelope", _envelope),
     ("3. Scoped search p95, scope 1,000", "search_latency", _search),
     ("4. Forget", "forget_latency", _forget),

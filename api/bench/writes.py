@@ -1,9 +1,13 @@
 """Figure 1, ``write_throughput``: governed encrypted writes against plain inserts.
 
-``MemoryService.write`` (one durable transaction each, SQLite, local KMS) against plain
+``MemoryService.write`` (one durable transaction each, the run's KMS) against plain
 SQLAlchemy Core inserts of the same rows (same columns and sizes, plaintext content) into
 an equivalent table at the same durability, one transaction per insert. The two alternate
 in rounds so that drift on the machine hits both alike. Ratio ours/baseline.
+
+Figure 1 runs on SQLite; figure 1b, ``write_throughput_postgres``, the same on a fresh
+PostgreSQL database (both tables in it, the server's default durability: every commit
+waits for its WAL flush), skipped where no PostgreSQL server answers.
 """
 
 from __future__ import annotations
@@ -16,11 +20,12 @@ from typing import Any
 import sqlalchemy as sa
 
 from lethe.api.bench.baselines import plain_memories_table, plain_sqlite_engine
-from lethe.api.bench.context import RunContext
+from lethe.api.bench.context import RunContext, store_settings
+from lethe.api.bench.postgres import NoPostgres, fresh_database
 from lethe.api.bench.scales import TARGETS
 from lethe.api.bench.stats import percentiles, rate, ratio
 from lethe.api.bench.workload import agent_caller, warm_subjects, write_command
-from lethe.api.bootstrap import Container
+from lethe.api.bootstrap import Container, build
 from lethe.keys.envelope import content_commitment
 from lethe.vault.custody.sealing import seal
 from lethe.vault.model import Caller, WriteCommand
@@ -30,13 +35,29 @@ TENANT = "bench-writes"
 
 
 def measure(ctx: RunContext) -> dict[str, Any]:
-    """Time the writes and the inserts, then split a write's cost into key lookup and crypto."""
+    """Figure 1: on SQLite, baseline in its own SQLite file at Lethe's pragmas."""
     c = ctx.build("writes")
+    return _measure(ctx, c, plain_sqlite_engine(ctx.root / "writes" / "baseline.sqlite3"))
+
+
+def measure_postgres(ctx: RunContext) -> dict[str, Any]:
+    """Figure 1b: on PostgreSQL, Lethe's tables and the baseline's in one fresh database."""
+    try:
+        with fresh_database() as database_url:
+            spec = {**ctx.spec("writes-postgres"), "database_url": database_url}
+            c = build(store_settings(spec), create=True)
+            return _measure(ctx, c, sa.create_engine(database_url))
+    except NoPostgres as exc:
+        return {"skipped": str(exc)}
+
+
+def _measure(ctx: RunContext, c: Container, base_engine: sa.Engine) -> dict[str, Any]:
+    """Time the writes and the inserts, then split a write's cost into key lookup and crypto."""
     try:
         caller = agent_caller(TENANT)
         rng = random.Random(11)
         subjects = warm_subjects(c.memories, caller, rng)  # first write creates the key: not timed
-        ours, base, cmds = _interleaved(ctx, c, caller, subjects, rng)
+        ours, base, cmds = _interleaved(ctx, c, base_engine, caller, subjects, rng)
         with c.uow.read() as conn:
             sizes = conn.execute(
                 sa.select(
@@ -46,6 +67,7 @@ def measure(ctx: RunContext) -> dict[str, Any]:
             ).one()
         key_us, crypto_us = _cost_of_a_write(c, caller, subjects[0], cmds)
     finally:
+        base_engine.dispose()
         c.close()
     ours_rate, base_rate = rate(ours), rate(base)
     r = ratio(ours_rate, base_rate)
@@ -70,13 +92,17 @@ def measure(ctx: RunContext) -> dict[str, Any]:
 
 
 def _interleaved(
-    ctx: RunContext, c: Container, caller: Caller, subjects: list[str], rng: random.Random
+    ctx: RunContext,
+    c: Container,
+    base_engine: sa.Engine,
+    caller: Caller,
+    subjects: list[str],
+    rng: random.Random,
 ) -> tuple[list[float], list[float], list[WriteCommand]]:
     """Per round: Lethe's writes, then the same rows (plaintext) inserted into the baseline."""
     s = ctx.scale
     md = sa.MetaData()
     table = plain_memories_table(md)
-    base_engine = plain_sqlite_engine(ctx.root / "writes" / "baseline.sqlite3")
     md.create_all(base_engine)
     ours: list[float] = []
     base: list[float] = []
@@ -108,7 +134,6 @@ def _interleaved(
             with base_engine.begin() as conn:
                 conn.execute(table.insert(), m)
             base.append(time.perf_counter() - t)
-    base_engine.dispose()
     return ours, base, cmds
 
 
