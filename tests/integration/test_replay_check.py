@@ -4,13 +4,17 @@ difference, on real SQLite and real PostgreSQL."""
 from __future__ import annotations
 
 import gc
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
 import pytest
 import sqlalchemy as sa
+from hypothesis import given
+from hypothesis import strategies as st
+from sqlalchemy.dialects import postgresql, sqlite
 
+from lethe.vault.clock import db_time, iso
 from lethe.vault.store import replay
-from lethe.vault.store.driver_rows import insert_rows, raw_rows
+from lethe.vault.store.driver_rows import insert_rows, raw_rows, time_as_stored
 from lethe.vault.store.tables import forgotten_subjects, idempotency_keys, memories
 from tests.conftest import agent, write_cmd
 
@@ -107,3 +111,18 @@ def test_the_check_leaves_the_cycle_collector_as_it_found_it(lethe):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+_OFFSETS = st.builds(timezone, st.timedeltas(min_value=timedelta(hours=-23), max_value=timedelta(hours=23)))
+
+
+@given(st.datetimes(min_value=datetime(1000, 1, 2), max_value=datetime(9999, 12, 30), timezones=_OFFSETS))
+def test_a_timestamp_taken_from_an_events_text_is_what_sqlalchemy_stores_on_sqlite(at: datetime) -> None:
+    """Replay on SQLite slices ``clock.iso``'s text into the column's text, skipping the
+    datetime; any other form of the text (an offset, no fraction) goes the long way."""
+    as_stored = time_as_stored(sqlite.dialect())
+    assert as_stored is not None
+    processor = sa.DateTime().dialect_impl(sqlite.dialect()).bind_processor(sqlite.dialect())
+    for text in (iso(at), at.isoformat(), at.replace(microsecond=0).isoformat()):
+        assert as_stored(text) == processor(db_time(text)), text
+    assert time_as_stored(postgresql.dialect()) is None  # the driver takes the datetime itself

@@ -22,7 +22,7 @@ from lethe.vault.clock import db_time, iso
 from lethe.vault.errors import VersionConflict
 from lethe.vault.model import GONE
 from lethe.vault.store import scope_changes
-from lethe.vault.store.driver_rows import insert_rows
+from lethe.vault.store.driver_rows import insert_rows, time_as_stored
 from lethe.vault.store.events import Event
 from lethe.vault.store.tables import (
     forgotten_subjects,
@@ -69,8 +69,9 @@ def _cas(conn: Connection, e: Event, previous: int, values: dict, *extra: sa.Col
 _PROVENANCE = json.JSONEncoder(sort_keys=True)  # as ``json.dumps(..., sort_keys=True)``, built once
 
 
-def _written_rows(e: Event) -> tuple[dict, dict]:
-    """The projection row and idempotency row a ``memory.written`` event produces."""
+def _written_rows(e: Event, time: Callable[[str], Any] = db_time) -> tuple[dict, dict]:
+    """The projection row and idempotency row a ``memory.written`` event produces; ``time``
+    turns the event's timestamps into column values (``driver_rows.time_as_stored``)."""
     p = e.payload
     row = {
         "tenant_id": e.tenant_id,
@@ -87,8 +88,8 @@ def _written_rows(e: Event) -> tuple[dict, dict]:
         "authority": p["authority"],
         "trust": p["trust"],
         "confidence": p["confidence"],
-        "updated_at": db_time(e.occurred_at),
-        "expires_at": db_time(p["expires_at"]),
+        "updated_at": time(e.occurred_at),
+        "expires_at": time(p["expires_at"]),
         "version": p["version"],
         "status": p["status"],
         "supersedes_id": p["supersedes_id"],
@@ -105,11 +106,11 @@ def _written_rows(e: Event) -> tuple[dict, dict]:
     return row, idem
 
 
-def _created_row(e: Event, row: dict) -> dict:
+def _created_row(e: Event, row: dict, time: Callable[[str], Any] = db_time) -> dict:
     return {
         **row,
         "id": e.memory_id,
-        "created_at": db_time(e.payload["created_at"]),
+        "created_at": time(e.payload["created_at"]),
         "superseded_by": None,
         "created_seq": e.seq,
     }
@@ -377,15 +378,21 @@ _HANDLERS: dict[str, Callable[[Connection, Event], None]] = {
 }
 
 
+_TIMESTAMPS = ("created_at", "updated_at", "expires_at")  # the ``memories`` columns a write dates
+
+
 def apply_many(conn: Connection, batch: list[Event]) -> None:
     """Apply events in order; runs of new-memory events become one bulk insert each, at the
     driver (``driver_rows``): replay and imports insert every memory there."""
     run: list[Event] = []
 
+    as_stored = time_as_stored(conn.dialect)
+    time, stored = (as_stored, _TIMESTAMPS) if as_stored else (db_time, ())
+
     def flush() -> None:
         if run:
-            pairs = [(_created_row(e, r), i) for e in run for r, i in [_written_rows(e)]]
-            insert_rows(conn, memories, [p[0] for p in pairs])
+            pairs = [(_created_row(e, r, time), i) for e in run for r, i in [_written_rows(e, time)]]
+            insert_rows(conn, memories, [p[0] for p in pairs], stored)
             insert_rows(conn, idempotency_keys, [p[1] for p in pairs])
             newest = {(e.tenant_id, e.payload["agent_id"], e.payload["purpose"]): e for e in run}
             scope_changes.written(conn, [_scope_token(e) for e in newest.values()])
