@@ -8,7 +8,8 @@ container.
 
 Middleware, outermost first: request context and access log (``api.http.logging``),
 then the body limits (``api.http.middleware``). With the MCP SDK installed, ``/mcp`` and
-its OAuth protected-resource metadata are mounted too (``api.mcp.http``).
+its OAuth protected-resource metadata are routed too, the SDK loaded on their first request
+(``api.mcp.on_demand``, then ``api.mcp.http``).
 
 Exceptions: ``RuntimeError`` at creation if a ``/v1`` route has no entry in
 ``api.http.auth.ROUTE_ROLES`` (access policy must be complete); ``ValueError`` for an
@@ -38,6 +39,7 @@ from lethe.api.http.metrics import InstrumentedKms, Metrics
 from lethe.api.http.middleware import BodyLimitMiddleware
 from lethe.api.http.routes import audit, erasure, health, memories, review, subject_access, tokens
 from lethe.api.http.verify_page import install_verifier
+from lethe.api.mcp.on_demand import OnDemandMcp, sdk_installed
 from lethe.api.settings import Settings
 from lethe.api.store_lease import serve_lease
 
@@ -117,14 +119,15 @@ def create_app_from_environment() -> FastAPI:
 
 
 def mount_optional_mcp(app: FastAPI, settings: Settings) -> Callable[[], AbstractAsyncContextManager[None]]:
-    """``/mcp`` when the MCP SDK is installed (``lethe-vault[mcp]``); its session manager's lifetime."""
-    try:
-        from lethe.api.mcp.http import mount_mcp
-    except ImportError:
+    """``/mcp`` when the MCP SDK is installed (``lethe-vault[mcp]``), loaded on its first
+    request (``api.mcp.on_demand``); the context the lifespan holds open while serving."""
+    if not sdk_installed():
         log = logging.getLogger("lethe.api")
         log.info("MCP SDK not installed: /mcp is off (pip install lethe-vault[mcp])")
         return nullcontext
-    return mount_mcp(app, settings).running
+    mcp = OnDemandMcp(app, settings)
+    mcp.install()
+    return mcp.running
 
 
 def check_route_roles(routers: list[APIRouter]) -> None:

@@ -14,7 +14,8 @@ A 401 here costs the client address as a failed authentication on the HTTP API d
 ``LETHE_PUBLIC_URL`` is the URL clients reach the server at (``lethe serve`` defaults it
 to its own address); it names the resource and allows its ``Host`` (DNS-rebinding guard).
 
-Exceptions: ``ImportError`` from ``mount_mcp`` when the SDK is not installed.
+``api.mcp.on_demand`` imports this module, and so the SDK, on the first request to ``/mcp``
+or the metadata. Exceptions: ``ImportError`` when the SDK is not installed.
 """
 
 from __future__ import annotations
@@ -36,11 +37,10 @@ from lethe.api.http.logging import request_context
 from lethe.api.http.problems import ApiProblem, problem_response
 from lethe.api.mcp.catalogue import SCOPE
 from lethe.api.mcp.identity import LetheTokenVerifier, from_access_token
+from lethe.api.mcp.on_demand import METADATA, PATH, public_url
 from lethe.api.mcp.server import LetheMCPServer, asgi_connector, build_server
 from lethe.api.settings import Settings
 
-PATH = "/mcp"
-METADATA = "/.well-known/oauth-protected-resource"
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 
@@ -100,6 +100,7 @@ class McpMount:
             allowed_origins=[f"{parts.scheme}://{parts.netloc}", *LOOPBACK_ORIGINS],
         )
         self.max_body = settings.max_body_bytes
+        self.routes: list[Route] = []  # what ``build_mcp`` serves: /mcp and the metadata
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -117,12 +118,10 @@ class McpMount:
             self.gate.app = None
 
 
-def mount_mcp(app: Any, settings: Settings) -> McpMount:
-    """Add ``/mcp`` and the protected-resource metadata to the FastAPI ``app``.
-
-    The app's lifespan runs ``McpMount.running()`` for as long as it serves.
-    """
-    public = (settings.public_url or "http://127.0.0.1:8080").rstrip("/")
+def build_mcp(app: Any, settings: Settings) -> McpMount:
+    """The MCP server of the FastAPI ``app``: ``/mcp`` and the protected-resource metadata
+    as ``McpMount.routes``, served while ``McpMount.running()`` is open."""
+    public = public_url(settings)
     resource = AnyHttpUrl(f"{public}{PATH}")
     auth = AuthSettings(
         issuer_url=AnyHttpUrl(public),
@@ -134,8 +133,9 @@ def mount_mcp(app: Any, settings: Settings) -> McpMount:
         from_access_token, asgi_connector(app), auth, LetheTokenVerifier(lambda: app.state.tokens)
     )
     gate = McpGate(lambda: app.state.auth_failure_limiter)
-    app.router.routes.append(Route(PATH, endpoint=gate, include_in_schema=False))
+    mount = McpMount(server, gate, settings, public)
+    mount.routes.append(Route(PATH, endpoint=gate, include_in_schema=False))
     for route in create_protected_resource_routes(resource, [AnyHttpUrl(public)], [SCOPE], "Lethe MCP"):
-        app.router.routes.append(route)  # /.well-known/oauth-protected-resource/mcp (RFC 9728 §3.1)
-        app.router.routes.append(Route(METADATA, endpoint=route.endpoint, methods=route.methods))
-    return McpMount(server, gate, settings, public)
+        mount.routes.append(route)  # /.well-known/oauth-protected-resource/mcp (RFC 9728 §3.1)
+        mount.routes.append(Route(METADATA, endpoint=route.endpoint, methods=route.methods))
+    return mount

@@ -1,0 +1,56 @@
+"""The MCP SDK is loaded on the first request to ``/mcp`` or its metadata (``api.mcp.on_demand``):
+a server that no agent reaches over MCP never imports it (about 20 MiB of each server
+process), and the first request that needs it is answered as if it had always been there."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from lethe.api.bootstrap import build
+from lethe.api.settings import Settings
+from tests.api.test_store_safety import lethe_env
+
+_SERVE_WITHOUT_THEN_WITH_MCP = """
+import json, sys
+from fastapi.testclient import TestClient
+from lethe.api.http.app import create_app
+from lethe.api.settings import Settings
+
+loaded = lambda: sorted({m.split(".")[0] for m in sys.modules} & {"mcp", "httpx"})
+out = {}
+with TestClient(create_app(Settings(public_url="http://testserver"))) as client:
+    out["ready"] = client.get("/readyz").status_code
+    out["before"] = loaded()
+    metadata = client.get("/.well-known/oauth-protected-resource/mcp")
+    out["metadata"] = [metadata.status_code, metadata.json().get("resource")]
+    out["after"] = loaded()
+    unauthenticated = client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    out["mcp"] = [unauthenticated.status_code, unauthenticated.headers.get("www-authenticate", "")]
+    out["wrong_method"] = client.post("/.well-known/oauth-protected-resource").status_code
+print(json.dumps(out))
+"""
+
+
+def test_a_server_that_no_agent_reaches_over_mcp_never_imports_the_sdk(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data")
+    build(settings, create=True).close()
+    r = subprocess.run(
+        [sys.executable, "-c", _SERVE_WITHOUT_THEN_WITH_MCP],
+        env=lethe_env(settings.data_dir),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["ready"] == 200
+    assert out["before"] == []  # serving, ready, and neither the SDK nor its HTTP client loaded
+    assert out["metadata"] == [200, "http://testserver/mcp"]  # the first request loads it
+    assert out["after"] == ["httpx", "mcp"]
+    status, challenge = out["mcp"]
+    assert status == 401 and 'resource_metadata="http://testserver/.well-known/' in challenge
+    assert out["wrong_method"] == 405  # the SDK's route answers, methods and all
