@@ -11,7 +11,7 @@ from pathlib import Path
 
 from lethe.api.bootstrap import build
 from lethe.api.settings import Settings
-from tests.api.test_store_safety import lethe_env
+from tests.children import lethe_env
 
 _SERVE_WITHOUT_THEN_WITH_MCP = """
 import json, sys

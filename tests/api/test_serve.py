@@ -8,13 +8,10 @@ canary subject id and a real token, then reads every line the server printed.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -24,15 +21,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.children import lethe_command, lethe_env
+
 pytestmark = pytest.mark.slow
-
-
-def lethe_command() -> list[str]:
-    script = Path(sys.executable).parent / "lethe"
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("lethe")
-    return [found] if found else [sys.executable, "-c", "from lethe.api.cli import app; app()"]
 
 
 def free_port() -> int:
@@ -75,9 +66,7 @@ class Server:
 
 
 def start_server(tmp_path: Path, extra_env: dict[str, str], workers: int = 1) -> Server:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LETHE_")}
-    env["LETHE_DATA_DIR"] = str(tmp_path / "data")
-    env.update(extra_env)
+    env = lethe_env(tmp_path / "data", **extra_env)
     if not (tmp_path / "data").exists():  # `lethe serve` opens only an initialised store
         init = subprocess.run(
             [*lethe_command(), "init"], env=env, capture_output=True, text=True, check=False

@@ -23,15 +23,10 @@ from lethe.vault.erasure.backup import create_backup
 from lethe.vault.store.db import make_engine
 from lethe.vault.store.schema import upgrade
 from tests.api.test_serve import lethe_command, start_server
+from tests.children import lethe_env
 from tests.conftest import agent, officer, write_cmd
 
 PUBLIC_FILES = {"signing.pub.pem", "log-origin"}  # the public key and origin auditors pin
-
-
-def lethe_env(data_dir: Path, **env: str) -> dict[str, str]:
-    """This process's environment without its ``LETHE_*`` settings, pointed at ``data_dir``."""
-    full = {k: v for k, v in os.environ.items() if not k.startswith("LETHE_")}
-    return full | {"LETHE_DATA_DIR": str(data_dir), **env}
 
 
 def run_lethe(data_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

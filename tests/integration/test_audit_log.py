@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +28,7 @@ from lethe.vault.errors import InvalidCommand, LogInconsistent
 from lethe.vault.merkle import leaf_hash, verify_consistency, verify_inclusion
 from lethe.vault.store.events import canonical_row
 from lethe.vault.store.tables import checkpoints, events
+from tests.children import lethe_env
 from tests.conftest import agent, officer, write_cmd
 
 LETHE = Path(sys.executable).parent / "lethe"
@@ -36,8 +36,7 @@ ALICE = "alice@example.com"
 
 
 def run_lethe(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LETHE_")}
-    env["LETHE_DATA_DIR"] = str(settings.data_dir)
+    env = lethe_env(settings.data_dir)
     if settings.database_url:
         env["LETHE_DATABASE_URL"] = settings.database_url
     return subprocess.run(

@@ -7,12 +7,12 @@ baselines, and a slow or busy machine must not fail the suite.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.children import clean_env, lethe_command
 
 FIGURES = (
     "write_throughput",
@@ -28,17 +28,10 @@ FIGURES = (
 )
 
 
-def lethe_command() -> list[str]:
-    script = Path(sys.executable).parent / "lethe"
-    if script.is_file():
-        return [str(script)]
-    return [sys.executable, "-c", "from lethe.api.cli import app; app(prog_name='lethe')"]
-
-
 @pytest.mark.slow
 def test_bench_small_completes_and_writes_json_and_markdown(tmp_path: Path) -> None:
     out_json, out_md = tmp_path / "bench.json", tmp_path / "performance.md"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LETHE_")}
+    env = clean_env()
     proc = subprocess.run(
         [
             *lethe_command(),

@@ -10,7 +10,6 @@ import base64
 import hashlib
 import io
 import json
-import os
 import subprocess
 import sys
 import time
@@ -33,6 +32,7 @@ from lethe.vault.clock import parse_iso
 from lethe.vault.erasure.deadlines import add_months
 from lethe.vault.store.events import Event, SqlEventLog
 from lethe.vault.store.tables import backups
+from tests.children import lethe_env
 from tests.conftest import agent, officer, write_cmd
 
 ALICE = "alice@example.com"
@@ -73,8 +73,7 @@ def step(parsed: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def run_lethe(settings: Settings, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LETHE_")}
-    env["LETHE_DATA_DIR"] = str(settings.data_dir)
+    env = lethe_env(settings.data_dir)
     if settings.database_url:
         env["LETHE_DATABASE_URL"] = settings.database_url
     env["COLUMNS"] = "200"

@@ -10,7 +10,6 @@ port (``tests.torture.cluster``), so the test can stall it without touching the 
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
 import signal
@@ -26,6 +25,7 @@ import httpx
 import pytest
 
 from tests.api.test_serve import free_port, lethe_command
+from tests.children import clean_env
 from tests.torture.cluster import PrivateRedis
 from tests.torture.stack import memory_body, request_erasure
 
@@ -117,8 +117,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory, postgres, openbao) -> I
         "NODE_A_PORT": str(free_port()),
         "NODE_B_PORT": str(free_port()),
     }
-    base = {k: v for k, v in os.environ.items() if not k.startswith("LETHE_")}
-    env = {**base, **node_environment(values)}
+    env = clean_env(**node_environment(values))
     dirs = [root / "node-a", root / "node-b"]
     init = subprocess.run(
         [*lethe_command(), "init"],

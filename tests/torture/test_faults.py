@@ -18,7 +18,6 @@ many faults it injected and how many invariant checks it made.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import threading
 import time
@@ -36,6 +35,7 @@ from lethe.api.store_lease import exclusive_lease
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.errors import StoreNotReady
 from lethe.vault.store.db import make_engine
+from tests.children import clean_env
 from tests.torture.cluster import Node, PrivatePostgres, PrivateRedis, init_nodes, lethe
 from tests.torture.stack import memory_body
 
@@ -190,7 +190,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, openbao) -> Iterator[Clust
         "LETHE_RATE_LIMIT": "1000000/minute",
         "LETHE_ERASURE_INTERVAL_SECONDS": "0.5",
     }
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("LETHE_")}, **env}
+    env = clean_env(**env)
     nodes = init_nodes(tmp_path_factory.mktemp("faults"), env, ["node-a", "node-b"])
     try:
         for node in nodes:
