@@ -3,10 +3,16 @@ inherit the shell's ``LETHE_*`` settings (a developer's own store must never lea
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+from lethe.api.bootstrap import build
+from lethe.api.settings import Settings
 
 
 def lethe_command() -> list[str]:
@@ -28,3 +34,19 @@ def clean_env(**env: str) -> dict[str, str]:
 def lethe_env(data_dir: Path, **env: str) -> dict[str, str]:
     """``clean_env`` pointed at the store in ``data_dir`` (unless ``env`` names another)."""
     return clean_env() | {"LETHE_DATA_DIR": str(data_dir)} | env
+
+
+def python_on_a_new_store(data_dir: Path, script: str) -> Any:
+    """Create a store in ``data_dir``, run ``script`` in a fresh interpreter pointed at it,
+    and return the JSON of the last line it printed (what a process imported, say)."""
+    build(Settings(data_dir=data_dir), create=True).close()
+    r = subprocess.run(
+        [sys.executable, "-c", script],
+        env=lethe_env(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])

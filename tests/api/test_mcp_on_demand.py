@@ -4,14 +4,9 @@ process), and the first request that needs it is answered as if it had always be
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
-from lethe.api.bootstrap import build
-from lethe.api.settings import Settings
-from tests.children import lethe_env
+from tests.children import python_on_a_new_store
 
 _SERVE_WITHOUT_THEN_WITH_MCP = """
 import json, sys
@@ -35,18 +30,7 @@ print(json.dumps(out))
 
 
 def test_a_server_that_no_agent_reaches_over_mcp_never_imports_the_sdk(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path / "data")
-    build(settings, create=True).close()
-    r = subprocess.run(
-        [sys.executable, "-c", _SERVE_WITHOUT_THEN_WITH_MCP],
-        env=lethe_env(settings.data_dir),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout.strip().splitlines()[-1])
+    out = python_on_a_new_store(tmp_path / "data", _SERVE_WITHOUT_THEN_WITH_MCP)
     assert out["ready"] == 200
     assert out["before"] == []  # serving, ready, and neither the SDK nor its HTTP client loaded
     assert out["metadata"] == [200, "http://testserver/mcp"]  # the first request loads it

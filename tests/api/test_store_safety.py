@@ -7,11 +7,9 @@ is private to its owner.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +21,7 @@ from lethe.vault.erasure.backup import create_backup
 from lethe.vault.store.db import make_engine
 from lethe.vault.store.schema import upgrade
 from tests.api.test_serve import lethe_command, start_server
-from tests.children import lethe_env
+from tests.children import lethe_env, python_on_a_new_store
 from tests.conftest import agent, officer, write_cmd
 
 PUBLIC_FILES = {"signing.pub.pem", "log-origin"}  # the public key and origin auditors pin
@@ -113,19 +111,8 @@ print(json.dumps([[m for m in ("alembic", "mako", "pygments") if m in sys.module
 def test_a_process_that_opens_a_current_store_and_probes_it_never_imports_alembic(tmp_path: Path) -> None:
     # Alembic and what it pulls in are 11 MiB of a server process's memory: a store at this
     # release's schema is recognised without them (schema.HEAD); only migrating needs them.
-    settings = Settings(data_dir=tmp_path / "data")
-    build(settings, create=True).close()
-    r = subprocess.run(
-        [sys.executable, "-c", _OPEN_AND_PROBE],
-        env=lethe_env(settings.data_dir),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert r.returncode == 0, r.stderr
-    imported, checks = json.loads(r.stdout)
-    assert imported == [] and checks > 0, r.stdout
+    imported, checks = python_on_a_new_store(tmp_path / "data", _OPEN_AND_PROBE)
+    assert imported == [] and checks > 0
 
 
 @pytest.mark.slow
