@@ -4,13 +4,16 @@ imports the MCP SDK, which is about 20 MiB of every server process and 0.4 s of 
 The paths (``/mcp`` and the RFC 9728 metadata) are routed from the start; the first
 request to any of them imports ``api.mcp.http`` (in a worker thread, so the event loop
 goes on serving), builds the server and starts its session manager in the app's lifespan.
-Every later request goes straight to the SDK's routes.
+Every later request goes straight to the SDK's routes. If the SDK is found but cannot be
+loaded or started (a broken install), every request to those paths is a 503 problem until
+the node restarts, and the cause is logged once: the rest of the API is unaffected.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -21,10 +24,12 @@ from anyio.abc import TaskGroup, TaskStatus
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from lethe.api.http.problems import ApiProblem
 from lethe.api.settings import Settings
 
 PATH = "/mcp"
 METADATA = "/.well-known/oauth-protected-resource"
+log = logging.getLogger("lethe.api")
 
 
 def sdk_installed() -> bool:
@@ -48,6 +53,7 @@ class OnDemandMcp:
         self._routes: dict[str, Route] | None = None
         self._tasks: TaskGroup | None = None
         self._lock: anyio.Lock | None = None
+        self._failed = False
 
     def install(self) -> None:
         """Route the paths here (added last, as the SDK's own routes were)."""
@@ -65,26 +71,39 @@ class OnDemandMcp:
             finally:
                 self._tasks = None
                 self._routes = None
+                self._failed = False
                 tasks.cancel_scope.cancel()
 
     async def forward(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
         """Hand a request for ``path`` to the SDK's route for it, loading the SDK first."""
         routes = self._routes if self._routes is not None else await self._load()
+        if routes is None:
+            raise ApiProblem(
+                503, "MCP unavailable", "The MCP endpoint could not be started on this node; see its log."
+            )
         await routes[path].handle(scope, receive, send)
 
-    async def _load(self) -> dict[str, Route]:
+    async def _load(self) -> dict[str, Route] | None:
         if self._tasks is None or self._lock is None:
             raise RuntimeError("/mcp is served only while the app runs (its lifespan)")
         async with self._lock:
-            if self._routes is None:
-                http = await anyio.to_thread.run_sync(importlib.import_module, "lethe.api.mcp.http")
-                mount = http.build_mcp(self.app, self.settings)
-                routes = {r.path: r for r in mount.routes}
-                if set(routes) != set(self.paths):  # the SDK moved its metadata: fail loudly
-                    raise RuntimeError(f"MCP routes {sorted(routes)} are not {sorted(self.paths)}")
-                await self._tasks.start(self._serve, mount)
-                self._routes = routes
+            if self._routes is None and not self._failed:
+                try:
+                    self._routes = await self._start()
+                except Exception:  # a broken install: say why once (an import's traceback), 503 after
+                    self._failed = True
+                    log.exception("MCP SDK failed to load; /mcp answers 503 until this node restarts")
             return self._routes
+
+    async def _start(self) -> dict[str, Route]:
+        assert self._tasks is not None
+        http = await anyio.to_thread.run_sync(importlib.import_module, "lethe.api.mcp.http")
+        mount = http.build_mcp(self.app, self.settings)
+        routes = {r.path: r for r in mount.routes}
+        if set(routes) != set(self.paths):  # the SDK moved its metadata: fail loudly
+            raise RuntimeError(f"MCP routes {sorted(routes)} are not {sorted(self.paths)}")
+        await self._tasks.start(self._serve, mount)
+        return routes
 
     @staticmethod
     async def _serve(mount: Any, *, task_status: TaskStatus[None]) -> None:
