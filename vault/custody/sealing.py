@@ -77,7 +77,27 @@ def open_rows(
     caller treats them as absent, never as an error that could leak which one failed.
     """
     wanted = {(r.tenant_id, r.subject_ref, r.key_generation) for r in rows if r.ciphertext is not None}
-    deks = subject_deks(conn, keyring, wanted)
+    return _open_with(subject_deks(conn, keyring, wanted), rows)
+
+
+def open_rows_with_keys(
+    keyring: SubjectKeyring, rows: Sequence[Any]
+) -> dict[tuple[str, str], tuple[str, str]]:
+    """``open_rows`` for rows read together with their key row (``key_name``, ``wrapped_dek``,
+    ``key_state``, None where it has none: ``memory.repository.by_ids_with_keys``): no key lookup
+    of its own, and the key's state comes from the same statement, so the same snapshot,
+    as the ciphertext. A hot read (search, get) saves a round trip."""
+    keys = {
+        (r.tenant_id, r.subject_ref, r.key_generation): (r.key_name, r.wrapped_dek, r.key_state)
+        for r in rows
+        if r.ciphertext is not None and r.key_state is not None
+    }
+    return _open_with(_deks(keyring, keys), rows)
+
+
+def _open_with(
+    deks: dict[tuple[str, str, int], bytes | None], rows: Sequence[Any]
+) -> dict[tuple[str, str], tuple[str, str]]:
     out: dict[tuple[str, str], tuple[str, str]] = {}
     for r in rows:
         dek = deks.get((r.tenant_id, r.subject_ref, r.key_generation))
@@ -209,10 +229,17 @@ def subject_deks(
 ) -> dict[tuple[str, str, int], bytes | None]:
     """The data key of each (tenant, subject, generation); None where it is destroyed or gone."""
     keys = _key_rows(conn, wanted)
+    return _deks(keyring, {k: (kr.key_name, kr.wrapped_dek, kr.state) for k, kr in keys.items()})
+
+
+def _deks(
+    keyring: SubjectKeyring, keys: dict[tuple[str, str, int], tuple[str, bytes, str]]
+) -> dict[tuple[str, str, int], bytes | None]:
+    """Each key row's data key (name, wrapped key, state); None where it is not active."""
     deks: dict[tuple[str, str, int], bytes | None] = {}
-    for k, kr in keys.items():
+    for k, (name, wrapped, state) in keys.items():
         try:
-            deks[k] = keyring.key_for_read(k[0], k[1], k[2], kr.key_name, kr.wrapped_dek, kr.state)
+            deks[k] = keyring.key_for_read(k[0], k[1], k[2], name, wrapped, state)
         except KeyUnavailable:
             deks[k] = None
     return deks

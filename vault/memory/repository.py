@@ -23,7 +23,7 @@ from sqlalchemy.engine import Connection
 
 from lethe.vault.clock import from_db, to_db
 from lethe.vault.custody.keyring import SubjectKeyring
-from lethe.vault.custody.sealing import open_rows
+from lethe.vault.custody.sealing import open_rows, open_rows_with_keys
 from lethe.vault.model import Authority, Kind, MemoryItem, Provenance, SourceType, Status, Trust
 from lethe.vault.store import projection
 from lethe.vault.store.events import Event
@@ -36,6 +36,7 @@ from lethe.vault.store.tables import (
     review_decisions,
     search_index,
     search_postings,
+    subject_keys,
 )
 
 Row = Any  # a SQLAlchemy row of ``memories`` (attribute access by column name)
@@ -86,6 +87,12 @@ def open_item(conn: Connection, keyring: SubjectKeyring, row: Row) -> MemoryItem
     return to_item(row, *opened) if opened is not None else None
 
 
+def open_item_with_key(keyring: SubjectKeyring, row: Row) -> MemoryItem | None:
+    """``open_item`` for a row read with its key row (``by_id_with_key``)."""
+    opened = open_rows_with_keys(keyring, [row]).get((row.tenant_id, row.id))
+    return to_item(row, *opened) if opened is not None else None
+
+
 # -- lookups -----------------------------------------------------------------------------
 
 
@@ -94,6 +101,31 @@ _BY_ID = sa.select(memories).where(
     memories.c.tenant_id == sa.bindparam("tenant_id"), memories.c.id == sa.bindparam("memory_id")
 )
 _BY_IDS = sa.select(memories).where(  # a search's results
+    memories.c.tenant_id == sa.bindparam("tenant_id"),
+    memories.c.id.in_(sa.bindparam("memory_ids", expanding=True)),
+)
+# The hot reads (get, a search's results) take each memory's key row in the same statement
+# (``custody.sealing.open_rows_with_keys``): key_name, wrapped_dek and key_state, all None
+# where the row has no key row.
+_WITH_KEY = sa.select(
+    memories,
+    subject_keys.c.key_name,
+    subject_keys.c.wrapped_dek,
+    subject_keys.c.state.label("key_state"),
+).select_from(
+    memories.outerjoin(
+        subject_keys,
+        sa.and_(
+            subject_keys.c.tenant_id == memories.c.tenant_id,
+            subject_keys.c.subject_ref == memories.c.subject_ref,
+            subject_keys.c.generation == memories.c.key_generation,
+        ),
+    )
+)
+_BY_ID_WITH_KEY = _WITH_KEY.where(
+    memories.c.tenant_id == sa.bindparam("tenant_id"), memories.c.id == sa.bindparam("memory_id")
+)
+_BY_IDS_WITH_KEYS = _WITH_KEY.where(
     memories.c.tenant_id == sa.bindparam("tenant_id"),
     memories.c.id.in_(sa.bindparam("memory_ids", expanding=True)),
 )
@@ -107,6 +139,19 @@ _PRIOR_WRITE = sa.select(idempotency_keys).where(
 def by_id(conn: Connection, tenant_id: str, memory_id: str) -> Row | None:
     """The tenant's memory under this id (ids are unique within a tenant, not across tenants)."""
     return conn.execute(_BY_ID, {"tenant_id": tenant_id, "memory_id": memory_id}).first()
+
+
+def by_id_with_key(conn: Connection, tenant_id: str, memory_id: str) -> Row | None:
+    """``by_id`` with the memory's key row (for ``open_item_with_key``)."""
+    return conn.execute(_BY_ID_WITH_KEY, {"tenant_id": tenant_id, "memory_id": memory_id}).first()
+
+
+def by_ids_with_keys(conn: Connection, tenant_id: str, memory_ids: Sequence[str]) -> dict[str, Row]:
+    """``by_ids`` with each memory's key row (for ``custody.sealing.open_rows_with_keys``)."""
+    if not memory_ids:
+        return {}
+    params = {"tenant_id": tenant_id, "memory_ids": list(memory_ids)}
+    return {r.id: r for r in conn.execute(_BY_IDS_WITH_KEYS, params)}
 
 
 def by_ids(conn: Connection, tenant_id: str, memory_ids: Sequence[str]) -> dict[str, Row]:

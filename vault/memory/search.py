@@ -28,7 +28,7 @@ from sqlalchemy.engine import Connection
 from lethe.vault.clock import to_db, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
-from lethe.vault.custody.sealing import open_rows
+from lethe.vault.custody.sealing import open_rows_with_keys
 from lethe.vault.errors import InvalidCommand, OutOfScope
 from lethe.vault.memory import ranked_scope
 from lethe.vault.memory import repository as repo
@@ -119,8 +119,8 @@ class SearchService:
                     continue
                 chosen.append((cid, parts))
                 used += tokens
-            rows = repo.by_ids(conn, caller.tenant_id, [cid for cid, _ in chosen])
-            opened = open_rows(conn, self.keyring, list(rows.values()))
+            rows = repo.by_ids_with_keys(conn, caller.tenant_id, [cid for cid, _ in chosen])
+        opened = open_rows_with_keys(self.keyring, list(rows.values()))
         keys = [((caller.tenant_id, cid), score) for cid, score in chosen]
         items = [repo.to_item(rows[k[1]], *opened[k], score=score) for k, score in keys if k in opened]
         used = sum(rows[i.id].token_estimate for i in items)

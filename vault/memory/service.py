@@ -407,10 +407,10 @@ class MemoryService:
 
     def get(self, caller: Caller, memory_id: str) -> MemoryItem:
         with self.uow.read() as conn:
-            row = repo.by_id(conn, caller.tenant_id, memory_id)
-            if row is None or not self._visible(caller, row):
-                raise NotFound("memory not found")
-            item = repo.open_item(conn, self.keyring, row)
+            row = repo.by_id_with_key(conn, caller.tenant_id, memory_id)
+        if row is None or not self._visible(caller, row):
+            raise NotFound("memory not found")
+        item = repo.open_item_with_key(self.keyring, row)
         if item is None:
             raise NotFound("memory not found")
         return item
