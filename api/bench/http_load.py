@@ -25,6 +25,8 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
+
 from lethe.api.bench import wrk
 from lethe.api.bench.context import BenchError, RunContext
 from lethe.api.bench.rss import peak_rss_tree_mb
@@ -32,8 +34,10 @@ from lethe.api.bench.scales import AGENT_ID, PURPOSE, TARGETS
 from lethe.api.bench.stats import ratio
 from lethe.api.bench.subprocesses import clean_env, free_port, terminate
 from lethe.api.bench.workload import query_words
+from lethe.api.bootstrap import Container
 from lethe.vault.model import Role
 from lethe.vault.store.schema import downgrade, schema_state, upgrade
+from lethe.vault.store.tables import memories
 
 # The per-token limit (600/minute by default) would cap the load at 160 rps; the limiter
 # still runs on every request.
@@ -71,7 +75,8 @@ def measure(ctx: RunContext) -> dict[str, Any]:
                 runs[name] = _load(ctx, port, tokens, requests)
                 info["load_generator_peak_rss_mb"] = runs[name].get("peak_rss_mb")
         server_rss = peak_rss_tree_mb(server.pid)  # its largest process, after every load
-        soak = _soak(ctx, server.pid, port, tokens, plan) if ctx.soak_seconds > 0 else None
+        searched = sorted({c.tokens.authenticate(t).tenant_id for t in tokens})
+        soak = _soak(ctx, server.pid, port, tokens, plan, searched) if ctx.soak_seconds > 0 else None
     finally:
         terminate(server, timeout=30)
     ctx.subprocess_rss("lethe serve (largest process)", server_rss)
@@ -140,11 +145,20 @@ def _previous_release(ctx: RunContext, tokens: list[str], search: list[dict[str,
 
 
 def _soak(
-    ctx: RunContext, pid: int, port: int, tokens: list[str], plan: dict[str, list[dict[str, Any]]]
+    ctx: RunContext,
+    pid: int,
+    port: int,
+    tokens: list[str],
+    plan: dict[str, list[dict[str, Any]]],
+    searched: list[str],
 ) -> dict[str, Any]:
     """Figure 6's search load kept on the same server for ``ctx.soak_seconds`` (with a governed
     write load for a sixth of each minute), the resident memory of its largest process read
-    after each minute: whether a server's memory settles or keeps growing under load."""
+    after each minute: whether a server's memory settles or keeps growing under load. The
+    writes land in the scopes searched (the tokens' tenants), so those are counted before and
+    after: a worker keeps the scopes it searches, up to its vector cache's bound."""
+    c = ctx.stores["large"]
+    scope_rows = [_memories_of(c, searched)]
     samples: list[dict[str, Any]] = []
     errors = requests = 0
     start = time.monotonic()
@@ -165,8 +179,12 @@ def _soak(
             ctx.say(f"  soak: {samples[-1]['minutes']} min, largest process {samples[-1]['rss_mb']} MiB")
     last = samples[-1] if samples else {}
     limit_mib = 250e6 / 2**20  # the target is 250 MB
+    scope_rows.append(_memories_of(c, searched))
     return {
         "seconds": round(time.monotonic() - start, 1),
+        "scopes_searched": len(searched),
+        "scope_memories": scope_rows,  # before and after
+        "vector_cache_entries": c.search.keyring.opened.capacity,
         "requests": requests,
         "errors": errors,
         "samples": samples,
@@ -175,6 +193,14 @@ def _soak(
         "target": "<= 250 MB after 10 minutes of the HTTP load",
         "met": last.get("rss_mb") is not None and ctx.soak_seconds >= 600 and last["rss_mb"] <= limit_mib,
     }
+
+
+def _memories_of(c: Container, tenants: list[str]) -> int:
+    """How many memories these tenants' scopes hold (each tenant is one scope here)."""
+    with c.uow.read() as conn:
+        return int(
+            conn.execute(sa.select(sa.func.count()).where(memories.c.tenant_id.in_(tenants))).scalar_one()
+        )
 
 
 def _schema_head(checkout: Path) -> str:

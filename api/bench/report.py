@@ -584,11 +584,26 @@ def _soak(soak: dict[str, Any] | None) -> list[str]:
             f"({soak['requests']:,} requests, {soak['errors']} errors); the resident memory",
             "(`VmRSS`) and peak (`VmHWM`) of its largest process after each minute. Target:",
             f"{soak['target']}.",
+            *_soak_scopes(soak),
         ),
         table(
             ["minutes", "RSS MiB", "peak RSS MiB"],
             [[fmt(x["minutes"], 1), fmt(x["rss_mb"]), fmt(x["peak_rss_mb"])] for x in soak["samples"]],
         ),
+    ]
+
+
+def _soak_scopes(soak: dict[str, Any]) -> list[str]:
+    """What the server's caches had to hold: the writes grow the scopes being searched."""
+    if "scope_memories" not in soak:
+        return []
+    before, after = soak["scope_memories"]
+    return [
+        f"The writes land in the {soak['scopes_searched']} scopes searched (one per token's",
+        f"tenant): they held {before:,} memories at the start and {after:,} at the end. A",
+        "worker keeps the scopes it searches, with their opened vectors, up to",
+        f"{soak['vector_cache_entries']:,} rows (`LETHE_VECTOR_CACHE_ENTRIES`), so its memory",
+        "grows with them up to that bound.",
     ]
 
 

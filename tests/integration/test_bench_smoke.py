@@ -82,6 +82,8 @@ def test_bench_small_completes_and_writes_json_and_markdown(tmp_path: Path) -> N
     soak = figures["http_search"]["soak"]  # a quarter of a minute: one sample, and not "met"
     assert soak["requests"] > 0 and soak["errors"] == 0
     assert len(soak["samples"]) == 1 and soak["rss_mb"] > 50 and soak["met"] is False
+    before, after = soak["scope_memories"]  # its writes grew the scopes it searched
+    assert soak["scopes_searched"] >= 1 and after > before > 0
     assert figures["http_search"]["write"]["requests"] > 0 and figures["http_search"]["write"]["errors"] == 0
     nodes = figures["http_nodes"]  # this machine kind has PostgreSQL, OpenBao and wrk: it runs
     assert nodes["search"]["requests"] > 0 and len(nodes["search"]["per_node"]) == 2
@@ -94,5 +96,6 @@ def test_bench_small_completes_and_writes_json_and_markdown(tmp_path: Path) -> N
     for heading in headings:
         assert heading in md, heading
     assert results["command"] in md
+    assert f"they held {before:,} memories at the start and {after:,} at the end" in " ".join(md.split())
     # The benchmark cleans up after itself: only the two reports are left.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.json", "performance.md"]
