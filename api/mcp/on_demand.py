@@ -89,20 +89,19 @@ class OnDemandMcp:
         async with self._lock:
             if self._routes is None and not self._failed:
                 try:
-                    self._routes = await self._start()
+                    self._routes = await self._start(self._tasks)
                 except Exception:  # a broken install: say why once (an import's traceback), 503 after
                     self._failed = True
                     log.exception("MCP SDK failed to load; /mcp answers 503 until this node restarts")
             return self._routes
 
-    async def _start(self) -> dict[str, Route]:
-        assert self._tasks is not None
+    async def _start(self, tasks: TaskGroup) -> dict[str, Route]:
         http = await anyio.to_thread.run_sync(importlib.import_module, "lethe.api.mcp.http")
         mount = http.build_mcp(self.app, self.settings)
         routes = {r.path: r for r in mount.routes}
         if set(routes) != set(self.paths):  # the SDK moved its metadata: fail loudly
             raise RuntimeError(f"MCP routes {sorted(routes)} are not {sorted(self.paths)}")
-        await self._tasks.start(self._serve, mount)
+        await tasks.start(self._serve, mount)
         return routes
 
     @staticmethod

@@ -100,34 +100,32 @@ def open_item_with_key(keyring: SubjectKeyring, row: Row) -> MemoryItem | None:
 _BY_ID = sa.select(memories).where(
     memories.c.tenant_id == sa.bindparam("tenant_id"), memories.c.id == sa.bindparam("memory_id")
 )
-_BY_IDS = sa.select(memories).where(  # a search's results
+_OF_IDS = (  # the tenant's memories under some ids
     memories.c.tenant_id == sa.bindparam("tenant_id"),
     memories.c.id.in_(sa.bindparam("memory_ids", expanding=True)),
 )
+_BY_IDS = sa.select(memories).where(*_OF_IDS)
 # The hot reads (get, a search's results) take each memory's key row in the same statement
 # (``custody.sealing.open_rows_with_keys``): key_name, wrapped_dek and key_state, all None
 # where the row has no key row.
-_WITH_KEY = sa.select(
-    memories,
-    subject_keys.c.key_name,
-    subject_keys.c.wrapped_dek,
-    subject_keys.c.state.label("key_state"),
-).select_from(
-    memories.outerjoin(
-        subject_keys,
-        sa.and_(
-            subject_keys.c.tenant_id == memories.c.tenant_id,
-            subject_keys.c.subject_ref == memories.c.subject_ref,
-            subject_keys.c.generation == memories.c.key_generation,
-        ),
+_BY_IDS_WITH_KEYS = (
+    sa.select(
+        memories,
+        subject_keys.c.key_name,
+        subject_keys.c.wrapped_dek,
+        subject_keys.c.state.label("key_state"),
     )
-)
-_BY_ID_WITH_KEY = _WITH_KEY.where(
-    memories.c.tenant_id == sa.bindparam("tenant_id"), memories.c.id == sa.bindparam("memory_id")
-)
-_BY_IDS_WITH_KEYS = _WITH_KEY.where(
-    memories.c.tenant_id == sa.bindparam("tenant_id"),
-    memories.c.id.in_(sa.bindparam("memory_ids", expanding=True)),
+    .select_from(
+        memories.outerjoin(
+            subject_keys,
+            sa.and_(
+                subject_keys.c.tenant_id == memories.c.tenant_id,
+                subject_keys.c.subject_ref == memories.c.subject_ref,
+                subject_keys.c.generation == memories.c.key_generation,
+            ),
+        )
+    )
+    .where(*_OF_IDS)
 )
 _PRIOR_WRITE = sa.select(idempotency_keys).where(
     idempotency_keys.c.tenant_id == sa.bindparam("tenant_id"),
@@ -143,7 +141,7 @@ def by_id(conn: Connection, tenant_id: str, memory_id: str) -> Row | None:
 
 def by_id_with_key(conn: Connection, tenant_id: str, memory_id: str) -> Row | None:
     """``by_id`` with the memory's key row (for ``open_item_with_key``)."""
-    return conn.execute(_BY_ID_WITH_KEY, {"tenant_id": tenant_id, "memory_id": memory_id}).first()
+    return by_ids_with_keys(conn, tenant_id, [memory_id]).get(memory_id)
 
 
 def by_ids_with_keys(conn: Connection, tenant_id: str, memory_ids: Sequence[str]) -> dict[str, Row]:
