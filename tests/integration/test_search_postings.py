@@ -3,7 +3,8 @@
 A query's lexical score comes from ``search_postings`` (one row per keyed term hash of a
 memory) by index seeks, never from a substring scan of term lists; postings follow the
 memory out of the index (retraction, erasure, rebuild); migration 0011 writes them for a
-store that had none; a query of a thousand terms is refused before any SQL runs.
+store that had none, and 0018 leaves them one B-tree, their primary key, by which a
+memory's postings are dropped too; a query of a thousand terms is refused before any SQL runs.
 """
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ from tests.conftest import agent, officer, write_cmd
 
 def ids(c, query: str, **kw) -> list[str]:  # type: ignore[no-untyped-def]
     return [i.id for i in c.search.search(agent(), SearchQuery(query=query, purpose="support", **kw)).items]
+
+
+def lexical(c, query: str) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    found = c.search.search(agent(), SearchQuery(query=query, purpose="support"))
+    return {i.id: i.score["lexical"] for i in found.items}
 
 
 def postings(c, memory_id: str | None = None) -> int:  # type: ignore[no-untyped-def]
@@ -146,3 +152,60 @@ def test_a_query_of_too_many_terms_is_refused_naming_the_limit_before_any_sql(le
 
     sql = statements_of(lethe, run)
     assert sql == []
+
+
+def test_the_postings_are_one_b_tree_their_primary_key(lethe, backend):
+    # Migration 0018: no second index by memory; on SQLite no rowid table beside the key.
+    with lethe.uow.read() as conn:
+        if backend == "sqlite":
+            sql = conn.exec_driver_sql(
+                "SELECT type, name, sql FROM sqlite_schema WHERE tbl_name = 'search_postings'"
+            ).all()
+            assert [(t, n) for t, n, _ in sql] == [("table", "search_postings")], sql
+            assert sql[0][2].rstrip().upper().endswith("WITHOUT ROWID"), sql
+        else:
+            names = (
+                conn.exec_driver_sql("SELECT indexname FROM pg_indexes WHERE tablename = 'search_postings'")
+                .scalars()
+                .all()
+            )
+            assert names == ["search_postings_pkey"], names
+
+
+def test_an_update_replaces_the_memorys_postings_with_those_of_its_new_terms(lethe):
+    first = lethe.memories.write(agent(), write_cmd("alice drinks green tea")).item
+    other = lethe.memories.write(agent(), write_cmd("alice drinks black coffee")).item
+    lethe.memories.write(agent(), write_cmd("alice reads books", id=first.id, expected_version=1))
+    assert postings(lethe, first.id) == 3 and postings(lethe, other.id) == 4
+    assert lexical(lethe, "green tea") == {first.id: 0.0, other.id: 0.0}
+    assert lexical(lethe, "books coffee") == {first.id: 0.5, other.id: 0.5}
+
+
+def test_forgetting_a_subject_drops_its_postings_and_no_one_elses(lethe):
+    for text in ("alice drinks green tea", "alice likes black tea", "alice walks"):
+        lethe.memories.write(agent(), write_cmd(text))
+    bob = lethe.memories.write(agent(), write_cmd("bob drinks green tea", subject="bob@example.com")).item
+    lethe.erasure.request(officer(), "alice@example.com", "gdpr-art17-1a", "T-1")
+    lethe.erasure.run_pending()
+    assert postings(lethe) == postings(lethe, bob.id) == 4
+    assert lexical(lethe, "green tea") == {bob.id: 1.0}
+
+
+def test_migration_0018_keeps_every_posting_and_search_reads_them(lethe, backend):
+    for text in ("alice drinks green tea", "bob likes coffee", "carol reads books"):
+        lethe.memories.write(agent(), write_cmd(text))
+    with lethe.uow.read() as conn:
+        before = set(conn.execute(sa.select(search_postings)).all())
+    engine = lethe.uow.engine
+    with engine.begin() as conn:  # back to the schema before 0018: a second index, by memory
+        cfg = schema._config()
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0017")
+        indexes = {i["name"] for i in sa.inspect(conn).get_indexes("search_postings")}
+        assert "ix_search_postings_memory" in indexes
+    upgrade(engine)
+    with lethe.uow.read() as conn:
+        after = set(conn.execute(sa.select(search_postings)).all())
+        assert sa.inspect(conn).get_indexes("search_postings") == []
+    assert after == before and len(after) == 10
+    assert sorted(lexical(lethe, "green tea").values()) == [0.0, 0.0, 1.0]

@@ -10,6 +10,7 @@ memory also gives its scope a new change token (``store.scope_changes``).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from datetime import datetime
@@ -32,7 +33,6 @@ from lethe.vault.store.tables import (
     retractions,
     review_decisions,
     search_index,
-    search_postings,
 )
 
 MEMORY_WRITTEN = "memory.written"
@@ -243,11 +243,7 @@ def drop_index_entry(conn: Connection, tenant_id: str, memory_id: str) -> None:
             memory_vectors.c.tenant_id == tenant_id, memory_vectors.c.memory_id == memory_id
         )
     )
-    conn.execute(
-        search_postings.delete().where(
-            search_postings.c.tenant_id == tenant_id, search_postings.c.memory_id == memory_id
-        )
-    )
+    _drop_postings(conn, "memory_id", tenant_id, memory_id)
     conn.execute(
         search_index.delete().where(
             search_index.c.tenant_id == tenant_id, search_index.c.memory_id == memory_id
@@ -262,19 +258,48 @@ def drop_subject_index(conn: Connection, tenant_id: str, subject_ref: str) -> No
             memory_vectors.c.tenant_id == tenant_id, memory_vectors.c.subject_ref == subject_ref
         )
     )
-    of_subject = sa.select(search_index.c.memory_id).where(
-        search_index.c.tenant_id == tenant_id, search_index.c.subject_ref == subject_ref
-    )
-    conn.execute(
-        search_postings.delete().where(
-            search_postings.c.tenant_id == tenant_id, search_postings.c.memory_id.in_(of_subject)
-        )
-    )
+    _drop_postings(conn, "subject_ref", tenant_id, subject_ref)
     conn.execute(
         search_index.delete().where(
             search_index.c.tenant_id == tenant_id, search_index.c.subject_ref == subject_ref
         )
     )
+
+
+# The postings of the search_index rows with ``tenant_id`` and {column} = :key, deleted by
+# primary key: the keys are each row's memory id with each term hash its (space-separated)
+# ``terms`` lists, split in SQL, so a subject's postings go in one statement without a round
+# trip of their keys. SQLite iterates the keys sorted (its IN list is a B-tree), so the
+# postings' pages are visited in turn.
+_DROP_POSTINGS = {
+    "sqlite": """
+WITH RECURSIVE split(memory_id, term_hash, rest) AS (
+    SELECT memory_id, NULL, terms || ' ' FROM search_index WHERE tenant_id = :tenant_id AND {column} = :key
+    UNION ALL
+    SELECT memory_id, substr(rest, 1, instr(rest, ' ') - 1), substr(rest, instr(rest, ' ') + 1)
+    FROM split WHERE rest <> ''
+)
+DELETE FROM search_postings WHERE tenant_id = :tenant_id
+    AND (term_hash, memory_id) IN (SELECT term_hash, memory_id FROM split WHERE term_hash <> '')
+""",
+    "postgresql": """
+DELETE FROM search_postings AS p
+USING search_index AS i, unnest(string_to_array(i.terms, ' ')) AS t(term_hash)
+WHERE i.tenant_id = :tenant_id AND i.{column} = :key
+    AND p.tenant_id = i.tenant_id AND p.memory_id = i.memory_id AND p.term_hash = t.term_hash
+""",
+}
+
+
+@functools.cache
+def _drop_postings_statement(dialect: str, column: str) -> sa.TextClause:
+    return sa.text(_DROP_POSTINGS[dialect].format(column=column))
+
+
+def _drop_postings(conn: Connection, column: str, tenant_id: str, key: str) -> None:
+    """Delete the postings of the ``search_index`` rows of one memory or one subject (``column``
+    is ``memory_id`` or ``subject_ref``): the table has no index by memory (``tables.search_postings``)."""
+    conn.execute(_drop_postings_statement(conn.dialect.name, column), {"tenant_id": tenant_id, "key": key})
 
 
 def _retracted(conn: Connection, e: Event) -> None:
