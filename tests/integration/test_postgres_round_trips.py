@@ -1,5 +1,6 @@
 """PostgreSQL reads cost no transaction round trips, a write none of its own for ``BEGIN``,
-and the pool pings only idle connections, yet a connection that died while idle is still
+a search of a kept scope two (its token with the operator memories, then its results), and
+the pool pings only idle connections, yet a connection that died while idle is still
 replaced before anyone uses it (vault/store/db.py). On a real PostgreSQL server."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sqlalchemy as sa
 from psycopg.pq import TransactionStatus
 
 from lethe.vault.errors import StoreUnavailable
+from lethe.vault.model import SearchQuery
 from lethe.vault.store import db
 from tests.conftest import agent, write_cmd
 
@@ -106,6 +108,20 @@ def test_a_write_sends_begin_with_its_lock_and_reads_nothing_back(lethe, tmp_pat
     assert len(trips) == len(statements) + 1  # one round trip a statement, one for the commit
     # The answer is mapped from the event it wrote: nothing of ``memories`` is read.
     assert not [s for s in statements if s.startswith("SELECT") and "FROM memories" in s]
+
+
+def test_a_warm_search_reads_its_scope_token_with_the_operator_rows_then_its_results(lethe, tmp_path) -> None:
+    lethe.memories.write(agent(), write_cmd("Alice likes green tea"))
+    query = SearchQuery("green tea", "support")
+    lethe.search.search(agent(), query)  # reads and keeps the scope, and its rows of these terms
+    with wire(lethe.uow.engine, tmp_path / "trace") as statements:
+        assert len(lethe.search.search(agent(), query).items) == 1
+    trips = round_trips(tmp_path / "trace")
+    assert len(trips) == len(statements) == 2, statements
+    token_and_operator, results = statements
+    # The token, and the operator memories of the purpose that match a term (their postings counted).
+    assert all(t in token_and_operator for t in ("FROM scope_changes", "FROM memories", "search_postings"))
+    assert "FROM memories" in results and "subject_keys" in results, results
 
 
 def test_a_write_that_times_out_on_the_lock_is_a_503_and_leaves_its_connection_usable(lethe) -> None:

@@ -11,8 +11,9 @@ every scope of its tenant a new token). What varies with a search is applied to 
 columns: expiry and recency against ``now``, the subject and kinds filters, and the
 postings hits of the query's terms: the scope rows of each term, read once per term (one
 primary-key range in the tenant) and kept with the scope. The operator memories of the
-purpose that match a term are read each time (``memory.visibility``). So a search of a
-scope that did not change, with terms it met before, reads no row of it.
+purpose that match a term are read each time (``memory.visibility``), by the statement that
+reads the token. So a search of a scope that did not change, with terms it met before,
+reads no row of it, and sends two statements: that one and the read of its results.
 
 The cost of a search of a changed or cold scope, for n memories and t terms: one read of
 the scope's rows (with their sealed vectors when none are cached), one read of the
@@ -123,7 +124,11 @@ def ranked(
     tenant, agent = r.caller.tenant_id, r.caller.agent_id
     opened = keyring.opened
     scope_id = (tenant, agent, r.purpose, vectors.model, cap)
-    token = scope_changes.current(conn, tenant, agent or "", r.purpose) if opened.capacity else None
+    token, operator = None, None
+    if opened.capacity and r.query_terms:  # the token with the operator rows: a round trip fewer
+        token, operator = _token_and_operator_rows(conn, r)
+    elif opened.capacity:
+        token = scope_changes.current(conn, tenant, agent or "", r.purpose)
     scope = opened.kept_scope(scope_id, token) if token is not None else None
     # Never kept, changed since, or the clock went back: read it (and keep it if it can be).
     if not isinstance(scope, Scope) or scope.read_at_us > _microseconds(r.now):
@@ -140,11 +145,16 @@ def ranked(
             keys = {(tenant, ref, gen) for ref, gen in scope.keys}
             not_after = copy.expires if copy is not None else None
             opened.keep_scope(scope_id, token, scope, keys, len(scope), not_after)
-    return _rank(conn, keyring, vectors, r, scope)
+    return _rank(conn, keyring, vectors, r, scope, operator)
 
 
 def _rank(
-    conn: Connection, keyring: SubjectKeyring, vectors: VectorIndex, r: Request, scope: Scope
+    conn: Connection,
+    keyring: SubjectKeyring,
+    vectors: VectorIndex,
+    r: Request,
+    scope: Scope,
+    operator_read: list[Any] | None,
 ) -> Iterator[Ranked]:
     now_us = _microseconds(r.now)
     mask = scope.expires_us > now_us
@@ -158,7 +168,7 @@ def _rank(
     operator: list[Any] = []
     if r.query_terms:
         lexical = _hits(conn, r.caller.tenant_id, r.query_terms, scope)[rows] / len(r.query_terms)
-        operator = _operator_rows(conn, r)
+        operator = _operator_rows(conn, r) if operator_read is None else operator_read
     own = rows.tolist()
     authority, trust = scope.authority[rows], scope.trust[rows]
     confidence, created, tokens = scope.confidence[rows], scope.created_us[rows], scope.tokens[rows]
@@ -400,6 +410,13 @@ def _operator_rows(conn: Connection, r: Request) -> list[Any]:
     return list(conn.execute(stmt, {**_params(r), "query_hashes": r.query_terms}))
 
 
+def _token_and_operator_rows(conn: Connection, r: Request) -> tuple[str | None, list[Any]]:
+    """The scope's change token and ``_operator_rows``, read by one statement."""
+    stmt = _token_and_operator_statement(conn.dialect.name, r.subject_ref is not None, bool(r.kinds))
+    rows = conn.execute(stmt, {**_params(r), "query_hashes": r.query_terms}).all()
+    return rows[0].scope_token, [row for row in rows if row.id is not None]
+
+
 def _shared(values: list[str]) -> list[str]:
     """The values with one string object per distinct value: a kept scope's rows name a handful
     of subjects and kinds, and the driver makes a new string for every row (about 160 bytes a
@@ -531,6 +548,20 @@ def _operator_statement(dialect: str, subject: bool, kinds: bool) -> sa.Select:
         m.sealed_version,
         hits.label("hits"),
     ).where(*operator, hits > 0, *_filters(subject, kinds))
+
+
+@functools.lru_cache(maxsize=16)
+def _token_and_operator_statement(dialect: str, subject: bool, kinds: bool) -> sa.Select:
+    """``_operator_statement`` with the scope's token beside each row: one row per operator
+    memory, or one row without a memory (its columns NULL) when none matches."""
+    operator = _operator_statement(dialect, subject, kinds).subquery()
+    token = scope_changes.token_of(
+        sa.bindparam("tenant", type_=sa.String), sa.bindparam("agent"), sa.bindparam("purpose")
+    )
+    anchor = sa.select(sa.literal(1).label("one")).subquery()
+    return sa.select(token.label("scope_token"), *operator.c).select_from(
+        anchor.outerjoin(operator, sa.true())
+    )
 
 
 def _vector_of(model: str) -> sa.ColumnElement[bool]:

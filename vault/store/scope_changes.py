@@ -50,6 +50,20 @@ def _upsert(dialect: str) -> Any:
     )
 
 
+def token_of(tenant_id: Any, agent_id: Any, purpose: Any) -> sa.ScalarSelect[str]:
+    """The scope's token as a scalar subquery (NULL for a scope nothing was ever written to),
+    for a statement that reads it with other rows in one round trip."""
+    return (
+        sa.select(scope_changes.c.token)
+        .where(
+            scope_changes.c.tenant_id == tenant_id,
+            scope_changes.c.agent_id == agent_id,
+            scope_changes.c.purpose == purpose,
+        )
+        .scalar_subquery()
+    )
+
+
 def current(conn: Connection, tenant_id: str, agent_id: str, purpose: str) -> str | None:
     """The scope's token (None for a scope nothing was ever written to)."""
     params = {"b_tenant_id": tenant_id, "b_agent_id": agent_id, "b_purpose": purpose}
