@@ -211,10 +211,10 @@ def _envelope(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
     ]
 
 
-def _warmup(sr: dict[str, Any], figs: dict[str, Any]) -> str:
+def _warmup(sr: dict[str, Any]) -> str:
     """How fast the stores were read before the searches: from the page cache, or the disk."""
     seconds = sr.get("page_cache_warmup_s")
-    size = figs.get("forget_latency", {}).get("large_store", {}).get("store_bytes_before_compaction")
+    size = sr.get("page_cache_warmup_large_bytes")
     if not seconds or not size:
         return "."
     rate = size / seconds / 1e6
@@ -279,7 +279,7 @@ def _search(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
             "limit 10, budget 2,000 tokens, a random tenant each; the subject rows add a subject",
             "filter. Both stores come from the bulk import path (see Data generation); their files",
             "are then read once by a child process, so the page cache holds them as a running",
-            "server's would (freshly written pages need not stay cached)" + _warmup(sr, figs),
+            "server's would (freshly written pages need not stay cached)" + _warmup(sr),
         ),
         *alike,
         table(["", "p50 ms", "p95 ms", "p99 ms", "max ms"], rows),

@@ -83,6 +83,7 @@ def measure(ctx: RunContext) -> dict[str, Any]:
     r_cold = ratio(p["cold_large"]["p95_ms"], p["cold_small"]["p95_ms"])
     return {
         "page_cache_warmup_s": ctx.results.get("page_cache_warmup_s"),
+        "page_cache_warmup_large_bytes": ctx.results.get("page_cache_warmup_large_bytes"),
         "scope_items": s.scope,
         "small_store_items": s.small_store,
         "large_store_items": s.large_store,

@@ -97,5 +97,7 @@ def test_bench_small_completes_and_writes_json_and_markdown(tmp_path: Path) -> N
         assert heading in md, heading
     assert results["command"] in md
     assert f"they held {before:,} memories at the start and {after:,} at the end" in " ".join(md.split())
+    large = search["page_cache_warmup_large_bytes"]  # the large store as it was read, before the searches
+    assert large > 0 and f"({large / 1e9:.1f} GB the large one)" in " ".join(md.split())
     # The benchmark cleans up after itself: only the two reports are left.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.json", "performance.md"]
