@@ -22,11 +22,18 @@ from sqlalchemy.engine import Connection
 from lethe.vault.store.tables import memories, scope_changes
 
 _p = {n: sa.bindparam(f"b_{n}") for n in ("tenant_id", "agent_id", "purpose", "memory_id", "token")}
-_CURRENT = sa.select(scope_changes.c.token).where(
-    scope_changes.c.tenant_id == _p["tenant_id"],
-    scope_changes.c.agent_id == _p["agent_id"],
-    scope_changes.c.purpose == _p["purpose"],
-)
+
+
+def _token_select(tenant_id: Any, agent_id: Any, purpose: Any) -> sa.Select[tuple[str]]:
+    """The token of one scope (tenant, agent, purpose), given as values or bound parameters."""
+    return sa.select(scope_changes.c.token).where(
+        scope_changes.c.tenant_id == tenant_id,
+        scope_changes.c.agent_id == agent_id,
+        scope_changes.c.purpose == purpose,
+    )
+
+
+_CURRENT = _token_select(_p["tenant_id"], _p["agent_id"], _p["purpose"])
 _OF_MEMORY = (
     scope_changes.update()
     .where(
@@ -53,15 +60,7 @@ def _upsert(dialect: str) -> Any:
 def token_of(tenant_id: Any, agent_id: Any, purpose: Any) -> sa.ScalarSelect[str]:
     """The scope's token as a scalar subquery (NULL for a scope nothing was ever written to),
     for a statement that reads it with other rows in one round trip."""
-    return (
-        sa.select(scope_changes.c.token)
-        .where(
-            scope_changes.c.tenant_id == tenant_id,
-            scope_changes.c.agent_id == agent_id,
-            scope_changes.c.purpose == purpose,
-        )
-        .scalar_subquery()
-    )
+    return _token_select(tenant_id, agent_id, purpose).scalar_subquery()
 
 
 def current(conn: Connection, tenant_id: str, agent_id: str, purpose: str) -> str | None:
