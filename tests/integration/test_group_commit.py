@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 
 from lethe.vault.errors import StoreUnavailable, VersionConflict
 from lethe.vault.store import replay
+from lethe.vault.store.pipeline import inserts_sent_together
 from lethe.vault.store.tables import events, memories, scope_changes
 from tests.conftest import agent, write_cmd
 
@@ -27,6 +28,19 @@ def _row(tenant: str) -> Callable[[Any], str]:
     def work(conn: Any) -> str:
         conn.execute(scope_changes.insert().values(tenant_id=tenant, agent_id="a", purpose="p", token=tenant))
         return tenant
+
+    return work
+
+
+def _rows_sent_together(*tenants: str) -> Callable[[Any], str]:
+    """A piece of work that inserts its rows without a round trip each (``store.pipeline``):
+    a duplicate among them fails when the block ends, not at its own statement."""
+
+    def work(conn: Any) -> str:
+        with inserts_sent_together(conn):
+            for tenant in tenants:
+                _row(tenant)(conn)
+        return tenants[0]
 
     return work
 
@@ -106,6 +120,15 @@ def test_a_writer_that_fails_is_rolled_back_alone_and_gets_its_own_error(lethe):
     assert _tenants_written(lethe) == {"g0", "g2", "g4"}  # neither g1's row nor a second g0
 
 
+def test_a_writer_whose_inserts_sent_together_fail_is_rolled_back_alone(lethe):
+    works = [_rows_sent_together("g0"), _rows_sent_together("g1", "g0", "g5"), _rows_sent_together("g2")]
+    outcomes, commits = _as_one_batch(lethe, works)
+    assert outcomes[0] == "g0" and outcomes[2] == "g2"
+    assert isinstance(outcomes[1], IntegrityError)  # SQLAlchemy's, as for a statement sent alone
+    assert commits == 1
+    assert _tenants_written(lethe) == {"g0", "g2"}  # none of g1's rows: not the one before the duplicate
+
+
 def test_a_driver_error_aborts_the_whole_batch_and_no_writer_is_told_it_was_written(lethe):
     outage = OperationalError("INSERT", {}, Exception("disk I/O error"))
     works = [_row("g0"), _failing("g1", outage), _row("g2")]
@@ -123,6 +146,14 @@ def test_a_writer_alone_runs_without_a_savepoint_and_its_error_rolls_it_back(let
         lethe.uow.grouped(_failing("g1", VersionConflict("stale")))
     assert not any("SAVEPOINT" in s.upper() for s in statements)
     assert _tenants_written(lethe) == {"g0"}
+
+
+def test_a_writer_alone_whose_inserts_sent_together_fail_commits_none_of_them(lethe):
+    with pytest.raises(IntegrityError):
+        lethe.uow.grouped(_rows_sent_together("g0", "g1", "g0", "g2"))
+    assert _tenants_written(lethe) == set()
+    assert lethe.uow.grouped(_rows_sent_together("g3")) == "g3"  # the connection is usable again
+    assert _tenants_written(lethe) == {"g3"}
 
 
 def test_memories_written_by_sixteen_threads_at_once_are_all_readable_and_replay_to_the_same_state(lethe):

@@ -1,4 +1,5 @@
-"""PostgreSQL reads cost no transaction round trips, a write none of its own for ``BEGIN``,
+"""PostgreSQL reads cost no transaction round trips, a write none of its own for ``BEGIN``
+and one for all its inserts,
 a search of a kept scope two (its token with the operator memories, then its results), and
 the pool pings only idle connections, yet a connection that died while idle is still
 replaced before anyone uses it (vault/store/db.py). On a real PostgreSQL server."""
@@ -17,6 +18,8 @@ from psycopg.pq import TransactionStatus
 from lethe.vault.errors import StoreUnavailable
 from lethe.vault.model import SearchQuery
 from lethe.vault.store import db
+from lethe.vault.store.pipeline import inserts_sent_together
+from lethe.vault.store.tables import scope_changes
 from tests.conftest import agent, write_cmd
 
 pytestmark = pytest.mark.parametrize("backend", ["postgres"], indirect=True)
@@ -97,7 +100,7 @@ def round_trips(path: Path) -> list[str]:
     return [m[4].strip() if m[3] == "Query" else "Sync" for m in sent if m[3] in ("Query", "Sync")]
 
 
-def test_a_write_sends_begin_with_its_lock_and_reads_nothing_back(lethe, tmp_path) -> None:
+def test_a_write_sends_begin_with_its_lock_its_inserts_together_and_reads_nothing_back(lethe, tmp_path):
     lethe.memories.write(agent(), write_cmd("Alice likes tea"))  # the subject's key is made once
     with wire(lethe.uow.engine, tmp_path / "trace") as statements:
         lethe.memories.write(agent(), write_cmd("Alice likes green tea"))
@@ -105,9 +108,40 @@ def test_a_write_sends_begin_with_its_lock_and_reads_nothing_back(lethe, tmp_pat
     begin = f"BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({db._EVENT_LOG_LOCK})"
     assert trips[0] == f'"{begin}"' and trips[-1] == '"COMMIT"'
     assert not [t for t in trips[1:] if "BEGIN" in t]
-    assert len(trips) == len(statements) + 1  # one round trip a statement, one for the commit
+    reads = [s for s in statements if s.startswith("SELECT")]
+    inserts = [s for s in statements if s.startswith("INSERT")]
+    assert len(reads) + len(inserts) == len(statements) - 1 and len(inserts) == 7  # event, memory, ... vector
+    # One round trip a read; the seven inserts together, in one (store.pipeline); the commit.
+    assert len(trips) == 1 + len(reads) + 1 + 1, trips
     # The answer is mapped from the event it wrote: nothing of ``memories`` is read.
-    assert not [s for s in statements if s.startswith("SELECT") and "FROM memories" in s]
+    assert not [s for s in reads if "FROM memories" in s]
+
+
+def _token_row(tenant: str) -> sa.Insert:
+    return scope_changes.insert().values(tenant_id=tenant, agent_id="a", purpose="p", token="x")
+
+
+def test_a_read_among_inserts_sent_together_is_refused_not_answered_with_no_rows(lethe) -> None:
+    with lethe.uow.write() as conn:
+        conn.execute(_token_row("t"))
+        with pytest.raises(sa.exc.InvalidRequestError, match="only inserts"), inserts_sent_together(conn):
+            # Its result would not have arrived when SQLAlchemy looks: it would read nothing.
+            conn.execute(sa.select(scope_changes.c.token)).first()
+        conn.execute(sa.text("SELECT 1"))  # the guard is lifted with the block
+
+
+def test_a_connection_lost_under_inserts_sent_together_is_a_503_and_is_replaced(lethe) -> None:
+    uow = lethe.uow
+    pid = backend_pid(uow)
+    with pytest.raises(StoreUnavailable), uow.write() as conn:
+        assert conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one() == pid  # the pooled one
+        with inserts_sent_together(conn):
+            conn.execute(_token_row("t"))
+            terminate(uow.engine, pid)
+            conn.execute(_token_row("u"))
+    assert backend_pid(uow) != pid  # the pool dropped it: the next request is served
+    with uow.read() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(scope_changes)).scalar_one() == 0
 
 
 def test_a_warm_search_reads_its_scope_token_with_the_operator_rows_then_its_results(lethe, tmp_path) -> None:

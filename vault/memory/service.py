@@ -50,6 +50,7 @@ from lethe.vault.memory.visibility import may_read
 from lethe.vault.model import GONE, Caller, MemoryItem, Status, WriteCommand
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
+from lethe.vault.store.pipeline import inserts_sent_together
 from lethe.vault.store.projection import (
     MEMORY_EXPIRED,
     MEMORY_SUPERSEDED,
@@ -250,6 +251,12 @@ class MemoryService:
             self._check_fence(conn, tenant_id, w.subject_ref, w.key.generation, cached_key)
             at = self._target(conn, caller, w.agent_id, w.subject_ref, cmd, now)
             old = self._supersedable(conn, caller, w.agent_id, cmd) if cmd.supersedes_id else None
+            if at.version == 1 and old is None:  # a create only inserts: sent together (store.pipeline)
+                size = self.log.size(conn)
+                with inserts_sent_together(conn):
+                    written = self._emit(conn, self._written_event(w, at, now), size)
+                    self._index(conn, w, at, vectors)
+                return written
             written = self._emit(conn, self._written_event(w, at, now))
             if old is not None:
                 self._emit(
@@ -265,9 +272,7 @@ class MemoryService:
                 )
             if at.version > 1:
                 repo.drop_index_entry(conn, tenant_id, at.memory_id)
-            repo.add_index_rows(conn, [self._index_row(w, at.memory_id)])
-            if vectors is not None:
-                repo.add_vectors(conn, [self._vector_row(w, at, vectors[0])])
+            self._index(conn, w, at, vectors)
             return written  # the item is mapped from it after the commit, not read back
 
         try:
@@ -318,11 +323,17 @@ class MemoryService:
             raise IdempotencyConflict("an idempotency key in the batch was already used") from exc
         return len(batch)
 
-    def _emit(self, conn: Connection, event: Event) -> Event:
+    def _emit(self, conn: Connection, event: Event, log_size: int | None = None) -> Event:
         """Append ``event`` and apply it; the event as appended (its ``seq``)."""
-        appended = self.log.append(conn, event)
+        appended = self.log.append(conn, event, log_size)
         apply(conn, appended)
         return appended
+
+    def _index(self, conn: Connection, w: _Prepared, at: _Target, vectors: Any) -> None:
+        """A written memory's search index row, postings and (if embedded) sealed vector."""
+        repo.add_index_rows(conn, [self._index_row(w, at.memory_id)])
+        if vectors is not None:
+            repo.add_vectors(conn, [self._vector_row(w, at, vectors[0])])
 
     def _idempotent_replay(
         self, conn: Connection, tenant_id: str, agent_id: str, cmd: WriteCommand, request_hash: str

@@ -94,12 +94,14 @@ class EventLog(Protocol):
     the audit trail fails closed.
     """
 
-    def append(self, conn: Connection, event: Event) -> Event:
-        """Append one event; returns it with its ``seq`` and ciphertext digest."""
+    def append(self, conn: Connection, event: Event, size: int | None = None) -> Event:
+        """Append one event; returns it with its ``seq`` and ciphertext digest. ``size``:
+        the log's size as the caller read it in this transaction, if it did (a caller that
+        sends its inserts together, ``store.pipeline``, cannot read in between)."""
         ...
 
-    def append_many(self, conn: Connection, batch: list[Event]) -> list[Event]:
-        """Append events with consecutive sequence numbers, in order."""
+    def append_many(self, conn: Connection, batch: list[Event], size: int | None = None) -> list[Event]:
+        """Append events with consecutive sequence numbers, in order (``size``: as ``append``)."""
         ...
 
     def size(self, conn: Connection) -> int:
@@ -114,12 +116,12 @@ class SqlEventLog:
     from the unit of work) fails the caller's transaction, so no command outlives its event.
     """
 
-    def append(self, conn: Connection, event: Event) -> Event:
-        return self.append_many(conn, [event])[0]
+    def append(self, conn: Connection, event: Event, size: int | None = None) -> Event:
+        return self.append_many(conn, [event], size)[0]
 
-    def append_many(self, conn: Connection, batch: list[Event]) -> list[Event]:
+    def append_many(self, conn: Connection, batch: list[Event], size: int | None = None) -> list[Event]:
         """Append events with consecutive sequence numbers in one round trip (bulk paths)."""
-        first = self.size(conn) + 1
+        first = (self.size(conn) if size is None else size) + 1
         rows, out = [], []
         for seq, e in enumerate(batch, start=first):
             digest = e.digest()
