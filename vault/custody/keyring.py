@@ -40,7 +40,7 @@ WRITABLE, FORGOTTEN, STALE = "writable", "forgotten", "stale"  # ``SubjectKeyrin
 _p = {n: sa.bindparam(n) for n in ("tenant_id", "subject_ref", "generation")}
 _of_subject = (subject_keys.c.tenant_id == _p["tenant_id"], subject_keys.c.subject_ref == _p["subject_ref"])
 # Built once: the fence, this generation's state and the newest generation, in one statement.
-_WRITABLE = sa.select(
+WRITABLE_COLUMNS = (
     sa.select(subject_keys.c.state)
     .where(*_of_subject, subject_keys.c.generation == _p["generation"])
     .scalar_subquery(),
@@ -49,7 +49,15 @@ _WRITABLE = sa.select(
         forgotten_subjects.c.subject_ref == _p["subject_ref"],
     ),
     sa.select(sa.func.max(subject_keys.c.generation)).where(*_of_subject).scalar_subquery(),
-)
+)  # parameters tenant_id, subject_ref, generation; a writer may read them with its other checks
+_WRITABLE = sa.select(*WRITABLE_COLUMNS)
+
+
+def write_verdict(generation: int, state: str | None, fenced: bool, newest: int | None) -> str:
+    """``SubjectKeyring.writable``'s answer from ``WRITABLE_COLUMNS`` as read."""
+    if fenced:
+        return FORGOTTEN
+    return WRITABLE if state == ACTIVE and newest == generation else STALE
 
 
 @dataclass(frozen=True)
@@ -230,9 +238,7 @@ class SubjectKeyring:
         state, fenced, newest = conn.execute(
             _WRITABLE, {"tenant_id": tenant_id, "subject_ref": subject_ref, "generation": generation}
         ).one()
-        if fenced:
-            return FORGOTTEN
-        return WRITABLE if state == ACTIVE and newest == generation else STALE
+        return write_verdict(generation, state, fenced, newest)
 
     def key_for_write(self, tenant_id: str, subject_ref: str, cached: bool = False) -> SubjectKey:
         """The subject's live key, created on first use. KMS calls happen outside DB transactions.

@@ -127,10 +127,17 @@ _BY_IDS_WITH_KEYS = (
     )
     .where(*_OF_IDS)
 )
-_PRIOR_WRITE = sa.select(idempotency_keys).where(
+_OF_KEY = (
     idempotency_keys.c.tenant_id == sa.bindparam("tenant_id"),
     idempotency_keys.c.agent_id == sa.bindparam("agent_id"),
     idempotency_keys.c.key == sa.bindparam("key"),
+)
+_PRIOR_WRITE = sa.select(idempotency_keys).where(*_OF_KEY)
+# The request hash and memory of an earlier write under the key (NULLs if none), as columns a
+# writer reads with its other checks; parameters tenant_id, agent_id, key.
+PRIOR_WRITE_COLUMNS = tuple(
+    sa.select(c).where(*_OF_KEY).scalar_subquery()
+    for c in (idempotency_keys.c.request_hash, idempotency_keys.c.memory_id)
 )
 
 

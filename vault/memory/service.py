@@ -24,13 +24,21 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from lethe.keys.envelope import content_commitment, derive_key
 from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import iso, utcnow
-from lethe.vault.custody.keyring import STALE, WRITABLE, SubjectKey, SubjectKeyring
+from lethe.vault.custody.keyring import (
+    STALE,
+    WRITABLE,
+    WRITABLE_COLUMNS,
+    SubjectKey,
+    SubjectKeyring,
+    write_verdict,
+)
 from lethe.vault.custody.pseudonyms import Pseudonymizer
 from lethe.vault.custody.sealing import seal
 from lethe.vault.errors import (
@@ -69,6 +77,15 @@ def estimate_tokens(text: str) -> int:
 
 class _StaleKey(Exception):
     """The cached key of a write is no longer the subject's live one: fetch it and retry."""
+
+
+def _check_verdict(verdict: str, cached_key: bool) -> None:
+    """A write's key as its lock found it (``SubjectKeyring.writable``): a forget that committed
+    first wins and the write is refused; a stale cached key is fetched again (``_StaleKey``)."""
+    if verdict == STALE and cached_key:
+        raise _StaleKey
+    if verdict != WRITABLE:
+        raise SubjectForgotten("this subject was forgotten; a privacy officer must reinstate it")
 
 
 @dataclass(frozen=True)
@@ -140,6 +157,9 @@ class MemoryService:
         self.count_tokens = token_counter
         self.clock = clock
         self.log = log
+        # What a write reads under its lock, in one statement: an earlier write under its
+        # idempotency key, the subject's fence and key generations, the log's size.
+        self._checks = sa.select(*repo.PRIOR_WRITE_COLUMNS, *WRITABLE_COLUMNS, log.size_column())
 
     # -- writes -----------------------------------------------------------------------
 
@@ -245,19 +265,29 @@ class MemoryService:
         )
 
         def work(conn: Connection) -> WriteOutcome | Event:
-            first = self._idempotent_replay(conn, tenant_id, w.agent_id, cmd, w.request_hash)
-            if first is not None:
-                return WriteOutcome(first, created=False)
-            self._check_fence(conn, tenant_id, w.subject_ref, w.key.generation, cached_key)
+            prior_hash, prior_id, *key_state, size = conn.execute(
+                self._checks,
+                {
+                    "tenant_id": tenant_id,
+                    "agent_id": w.agent_id,
+                    "key": cmd.idempotency_key,
+                    "subject_ref": w.subject_ref,
+                    "generation": w.key.generation,
+                },
+            ).one()
+            if prior_id is not None:
+                return WriteOutcome(
+                    self._replay(conn, tenant_id, prior_hash, prior_id, w.request_hash), False
+                )
+            _check_verdict(write_verdict(w.key.generation, *key_state), cached_key)
             at = self._target(conn, caller, w.agent_id, w.subject_ref, cmd, now)
             old = self._supersedable(conn, caller, w.agent_id, cmd) if cmd.supersedes_id else None
             if at.version == 1 and old is None:  # a create only inserts: sent together (store.pipeline)
-                size = self.log.size(conn)
                 with inserts_sent_together(conn):
                     written = self._emit(conn, self._written_event(w, at, now), size)
                     self._index(conn, w, at, vectors)
                 return written
-            written = self._emit(conn, self._written_event(w, at, now))
+            written = self._emit(conn, self._written_event(w, at, now), size)
             if old is not None:
                 self._emit(
                     conn,
@@ -269,6 +299,7 @@ class MemoryService:
                         old.subject_ref,
                         occurred_at=iso(now),
                     ),
+                    written.seq,
                 )
             if at.version > 1:
                 repo.drop_index_entry(conn, tenant_id, at.memory_id)
@@ -341,9 +372,15 @@ class MemoryService:
         prior = repo.prior_write(conn, tenant_id, agent_id, cmd.idempotency_key)
         if prior is None:
             return None
-        if not hmac.compare_digest(prior.request_hash, request_hash):
+        return self._replay(conn, tenant_id, prior.request_hash, prior.memory_id, request_hash)
+
+    def _replay(
+        self, conn: Connection, tenant_id: str, prior_hash: str, prior_id: str, request_hash: str
+    ) -> MemoryItem:
+        """The first result of a write retried under its idempotency key, if the request is the same."""
+        if not hmac.compare_digest(prior_hash, request_hash):
             raise IdempotencyConflict("this idempotency key was already used with a different request")
-        row = repo.by_id(conn, tenant_id, prior.memory_id)
+        row = repo.by_id(conn, tenant_id, prior_id)
         if row.status == Status.RETRACTED:
             raise VersionConflict("the memory written under this key has been retracted")
         item = repo.open_item(conn, self.keyring, row)
@@ -357,11 +394,7 @@ class MemoryService:
         """Under the write lock: a forget that committed first wins, and this write is refused.
         A key served from this process's cache that is no longer the subject's live one
         (another process forgot and reinstated the subject, say) raises ``_StaleKey``."""
-        verdict = self.keyring.writable(conn, tenant_id, subject_ref, generation)
-        if verdict == STALE and cached_key:
-            raise _StaleKey
-        if verdict != WRITABLE:
-            raise SubjectForgotten("this subject was forgotten; a privacy officer must reinstate it")
+        _check_verdict(self.keyring.writable(conn, tenant_id, subject_ref, generation), cached_key)
 
     def _target(
         self,

@@ -108,6 +108,10 @@ class EventLog(Protocol):
         """How many events the log holds (the sequence number of the last one)."""
         ...
 
+    def size_column(self) -> sa.ScalarSelect[int]:
+        """``size`` as a column, for a caller that reads it with other things in one statement."""
+        ...
+
 
 class SqlEventLog:
     """``EventLog`` over the ``events`` table; appends within the caller's transaction.
@@ -172,8 +176,12 @@ class SqlEventLog:
     def size(self, conn: Connection) -> int:
         return conn.execute(_SIZE).scalar_one()
 
+    def size_column(self) -> sa.ScalarSelect[int]:
+        return _SIZE_COLUMN
+
 
 _SIZE = sa.select(sa.func.coalesce(sa.func.max(events.c.seq), 0))  # built once: every append asks
+_SIZE_COLUMN = _SIZE.scalar_subquery()
 
 
 _READ = (
