@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import psycopg
 import pytest
 import sqlalchemy as sa
 from psycopg.pq import TransactionStatus
@@ -116,6 +117,18 @@ def test_a_write_sends_begin_with_its_lock_its_inserts_together_and_reads_nothin
     assert trips == [trips[0], "Sync", "Sync", '"COMMIT"'], trips
     # The answer is mapped from the event it wrote: nothing of ``memories`` is read.
     assert "FROM memories" not in checks
+
+
+def test_over_a_libpq_without_pipeline_mode_a_write_sends_its_inserts_one_at_a_time(
+    lethe, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setattr(psycopg.Pipeline, "is_supported", classmethod(lambda cls: False))
+    lethe.memories.write(agent(), write_cmd("Alice likes tea"))
+    with wire(lethe.uow.engine, tmp_path / "trace") as statements:
+        item = lethe.memories.write(agent(), write_cmd("Alice likes green tea")).item
+    # At least one round trip a statement (psycopg's executemany then sends one a row), and the commit.
+    assert len(round_trips(tmp_path / "trace")) >= len(statements) + 1 == 10
+    assert lethe.memories.get(agent(), item.id).content == "Alice likes green tea"
 
 
 def _token_row(tenant: str) -> sa.Insert:

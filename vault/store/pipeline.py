@@ -14,7 +14,8 @@ ends, as SQLAlchemy's exception of its kind (``IntegrityError``; a lost connecti
 invalidated and becomes ``StoreUnavailable`` in ``UnitOfWork``), and the inserts after it
 did not run; the transaction is then failed, as after any failed statement, and the
 caller's rollback (or its savepoint's) undoes the rest. On SQLite there are no round
-trips to save: the block just runs.
+trips to save, and psycopg over a libpq older than 14 has no pipeline mode: there the
+block just runs, each insert in its own round trip.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ _FLAG = "lethe_inserts_pipelined"  # in the pooled connection's ``info`` while a
 @contextmanager
 def inserts_sent_together(conn: Connection) -> Iterator[None]:
     """Run the block's inserts without a round trip each (PostgreSQL); see the module doc."""
-    if conn.dialect.name != "postgresql":
-        yield
+    if conn.dialect.name != "postgresql" or not conn.dialect.loaded_dbapi.Pipeline.is_supported():
+        yield  # SQLite; or a libpq older than 14, without pipeline mode: one round trip each
         return
     driver = conn.connection.driver_connection
     info = conn.connection.info
