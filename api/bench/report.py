@@ -595,8 +595,6 @@ def _soak(soak: dict[str, Any] | None) -> list[str]:
 
 def _soak_scopes(soak: dict[str, Any]) -> list[str]:
     """What the server's caches had to hold: the writes grow the scopes being searched."""
-    if "scope_memories" not in soak:
-        return []
     before, after = soak["scope_memories"]
     return [
         f"The writes land in the {soak['scopes_searched']} scopes searched (one per token's",
