@@ -134,9 +134,11 @@ def _writes_postgres(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
             f"The same {sp['writes']:,} writes and inserts, in the same rounds, on a fresh database of",
             "the PostgreSQL server at `LETHE_BENCH_POSTGRES_URL` holding both Lethe's tables and the",
             "baseline's, at the server's default durability (`synchronous_commit=on`: every commit",
-            "waits for its WAL flush). A Lethe write takes the tenant's append lock",
-            "(`pg_advisory_xact_lock`) in its `BEGIN`; the baseline's insert is `BEGIN`, `INSERT`,",
-            "`COMMIT` through SQLAlchemy Core and psycopg.",
+            "waits for its WAL flush). A Lethe write is four round trips: its `BEGIN` with the event",
+            "log's append lock (`pg_advisory_xact_lock`), one statement of its checks (idempotency",
+            "key, fence, key generation, log size), its seven inserts in psycopg's pipeline mode, and",
+            "the `COMMIT`; the baseline's insert is `BEGIN`, `INSERT`, `COMMIT` through SQLAlchemy",
+            "Core and psycopg.",
         ),
     ]
     if "skipped" in w:
