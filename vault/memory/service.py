@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import uuid
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -282,28 +283,29 @@ class MemoryService:
             _check_verdict(write_verdict(w.key.generation, *key_state), cached_key)
             at = self._target(conn, caller, w.agent_id, w.subject_ref, cmd, now)
             old = self._supersedable(conn, caller, w.agent_id, cmd) if cmd.supersedes_id else None
-            if at.version == 1 and old is None:  # a create only inserts: sent together (store.pipeline)
-                with inserts_sent_together(conn):
-                    written = self._emit(conn, self._written_event(w, at, now), size)
-                    self._index(conn, w, at, vectors)
-                return written
-            written = self._emit(conn, self._written_event(w, at, now), size)
-            if old is not None:
-                self._emit(
-                    conn,
-                    Event(
-                        MEMORY_SUPERSEDED,
-                        tenant_id,
-                        {"version": old.version + 1, "superseded_by": at.memory_id},
-                        old.id,
-                        old.subject_ref,
-                        occurred_at=iso(now),
-                    ),
-                    written.seq,
-                )
-            if at.version > 1:
-                repo.drop_index_entry(conn, tenant_id, at.memory_id)
-            self._index(conn, w, at, vectors)
+            # A create only inserts: they are sent together (``store.pipeline``). An update or a
+            # correction compares and swaps, which reads row counts: one statement at a time.
+            create = at.version == 1 and old is None
+            with inserts_sent_together(conn) if create else nullcontext():
+                written = self._emit(conn, self._written_event(w, at, now), size)
+                if old is not None:
+                    self._emit(
+                        conn,
+                        Event(
+                            MEMORY_SUPERSEDED,
+                            tenant_id,
+                            {"version": old.version + 1, "superseded_by": at.memory_id},
+                            old.id,
+                            old.subject_ref,
+                            occurred_at=iso(now),
+                        ),
+                        written.seq,
+                    )
+                if at.version > 1:
+                    repo.drop_index_entry(conn, tenant_id, at.memory_id)
+                repo.add_index_rows(conn, [self._index_row(w, at.memory_id)])
+                if vectors is not None:
+                    repo.add_vectors(conn, [self._vector_row(w, at, vectors[0])])
             return written  # the item is mapped from it after the commit, not read back
 
         try:
@@ -346,7 +348,8 @@ class MemoryService:
         try:
             with self.uow.write() as conn:
                 for ref, key in keys.items():
-                    self._check_fence(conn, caller.tenant_id, ref, key.generation, cached_key=False)
+                    verdict = self.keyring.writable(conn, caller.tenant_id, ref, key.generation)
+                    _check_verdict(verdict, cached_key=False)
                 apply_many(conn, self.log.append_many(conn, batch))
                 repo.add_index_rows(conn, index_rows)
                 repo.add_vectors(conn, vector_rows)
@@ -359,12 +362,6 @@ class MemoryService:
         appended = self.log.append(conn, event, log_size)
         apply(conn, appended)
         return appended
-
-    def _index(self, conn: Connection, w: _Prepared, at: _Target, vectors: Any) -> None:
-        """A written memory's search index row, postings and (if embedded) sealed vector."""
-        repo.add_index_rows(conn, [self._index_row(w, at.memory_id)])
-        if vectors is not None:
-            repo.add_vectors(conn, [self._vector_row(w, at, vectors[0])])
 
     def _idempotent_replay(
         self, conn: Connection, tenant_id: str, agent_id: str, cmd: WriteCommand, request_hash: str
@@ -387,14 +384,6 @@ class MemoryService:
         if item is None:
             raise SubjectForgotten("the memory written under this key has been forgotten")
         return item
-
-    def _check_fence(
-        self, conn: Connection, tenant_id: str, subject_ref: str, generation: int, cached_key: bool
-    ) -> None:
-        """Under the write lock: a forget that committed first wins, and this write is refused.
-        A key served from this process's cache that is no longer the subject's live one
-        (another process forgot and reinstated the subject, say) raises ``_StaleKey``."""
-        _check_verdict(self.keyring.writable(conn, tenant_id, subject_ref, generation), cached_key)
 
     def _target(
         self,
