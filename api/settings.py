@@ -74,6 +74,8 @@ class Settings(BaseSettings):
     erasure_interval_seconds: float = Field(default=1.0, gt=0)
     compaction_interval_seconds: float = Field(default=3600.0, gt=0)
     checkpoint_interval_seconds: float = Field(default=60.0, gt=0)  # sign the audit log's head this often
+    # Give freed heap pages back to the kernel this often (api.http.allocator.trim; 0: never).
+    malloc_trim_interval_seconds: float = Field(default=10.0, ge=0)
     public_url: str | None = None  # how clients reach the server (MCP resource URL); serve: its address
     # The web console (api/console): a signed-in session ends after this long idle, or this long at most.
     console_session_idle_seconds: float = Field(default=1800.0, gt=0)

@@ -1,5 +1,5 @@
 """Periodic background work of the server (expiry sweep, erasure runner, compaction,
-audit checkpoints).
+audit checkpoints, returning freed memory to the kernel).
 
 Each job runs in a worker thread on a fixed interval; a failure is logged by its type
 only (storage errors can quote parameters) and the job is retried on the next tick.
@@ -15,6 +15,7 @@ from collections.abc import Callable
 from contextlib import suppress
 
 from lethe.api.bootstrap import Container
+from lethe.api.http import allocator
 from lethe.api.http.metrics import Metrics
 from lethe.api.settings import Settings
 from lethe.api.store_lease import StoreLease
@@ -105,6 +106,8 @@ def start_server_work(
         lambda: sign_checkpoint(container),
         lambda n: None,
     )
+    if settings.malloc_trim_interval_seconds:  # a server's memory settles (api.http.allocator)
+        work.every(settings.malloc_trim_interval_seconds, "malloc_trim", allocator.trim, lambda n: None)
     # Scheduled compaction reads the whole log for dead ciphertext. Every worker of every
     # node runs it, so it waits one interval after start: restarts (and `--workers N`) do not
     # rescan the store at once while the server takes its first requests. An erasure

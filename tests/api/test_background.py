@@ -107,3 +107,30 @@ def test_a_job_that_waits_first_runs_only_after_one_interval() -> None:
 
     assert asyncio.run(scenario()) == 0  # nothing at start
     assert runs and runs[0] >= 0.3
+
+
+def test_the_server_gives_freed_memory_back_every_interval_and_never_when_told_not_to(  # type: ignore[no-untyped-def]
+    lethe, settings, monkeypatch
+) -> None:
+    from lethe.api.http import allocator
+    from lethe.api.http.background import start_server_work
+    from lethe.api.http.metrics import Metrics
+
+    trims: list[int] = []
+    monkeypatch.setattr(allocator, "trim", lambda: trims.append(1) or 0)
+
+    async def serve(interval: float) -> list[str]:
+        work = start_server_work(
+            lethe, settings.model_copy(update={"malloc_trim_interval_seconds": interval}), Metrics()
+        )
+        names = [t.get_name() for t in work._tasks]
+        for _ in range(100):  # up to 1 s for two ticks
+            if len(trims) >= 2 or not interval:
+                break
+            await asyncio.sleep(0.01)
+        await work.stop()
+        return names
+
+    assert "malloc_trim" in asyncio.run(serve(0.01)) and len(trims) >= 2
+    trims.clear()
+    assert "malloc_trim" not in asyncio.run(serve(0)) and trims == []
