@@ -13,9 +13,14 @@ from lethe.api.http import allocator
 class RecordingLibc:
     def __init__(self) -> None:
         self.calls: list[tuple[int, int]] = []
+        self.pads: list[int] = []
 
     def mallopt(self, param, value) -> int:  # type: ignore[no-untyped-def]
         self.calls.append((param.value, value.value))
+        return 1
+
+    def malloc_trim(self, pad) -> int:  # type: ignore[no-untyped-def]
+        self.pads.append(pad.value)
         return 1
 
 
@@ -43,17 +48,8 @@ def test_glibc_accepts_the_settings_in_a_real_process() -> None:
     assert out.stdout.strip() == "[('MALLOC_ARENA_MAX', True), ('MALLOC_MMAP_THRESHOLD_', True)]"
 
 
-class TrimmingLibc:
-    def __init__(self) -> None:
-        self.pads: list[int] = []
-
-    def malloc_trim(self, pad) -> int:  # type: ignore[no-untyped-def]
-        self.pads.append(pad.value)
-        return 1
-
-
 def test_trim_asks_glibc_to_return_every_free_page_and_reports_nothing_to_count() -> None:
-    libc = TrimmingLibc()
+    libc = RecordingLibc()
     assert allocator.trim(libc) == 0  # a background job's count: nothing to log every tick
     assert libc.pads == [0]  # malloc_trim(0): keep no padding at the top of the heap
 
