@@ -371,7 +371,8 @@ def _forget(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
                 [
                     "Before the large-store job the generated log is signed once (what a server's",
                     f"periodic checkpoint job does; {fmt(lg['first_checkpoint_ms'])} ms) and the store",
-                    "reopened, so its report step runs as after a restart.",
+                    "reopened, so its report step runs as after a restart. Its target: from the request",
+                    "to `reported` (compaction and report included) <= 5 s, the report step <= 1 s.",
                 ]
                 if lg and "first_checkpoint_ms" in lg
                 else []
@@ -432,7 +433,7 @@ def _compaction_and_replay(figs: dict[str, Any], sp: dict[str, Any]) -> list[str
                 f"{fmt(rp['events_per_s'], 0)} events/s ({fmt(rp['seconds'], 2)} s,",
                 f"{'identical' if rp['identical'] else 'DIFFERENT'}). Baseline: reading the log in order in",
                 f"the same batches and parsing every payload, {fmt(rp['baseline_read_events_per_s'], 0)}",
-                f"events/s; ratio {fmt(rp['ratio'], 3)}.",
+                f"events/s; ratio {fmt(rp['ratio'], 3)}. Target: >= 20,000 events/s.",
             )
         ]
     return out
