@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import gc
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import chain, zip_longest
 from operator import itemgetter
 from typing import Protocol
 
@@ -93,7 +94,24 @@ def _key_getter(at: list[int]) -> Callable[[tuple], tuple]:
 
 
 def _differences(table: sa.Table, live: Iterator[tuple], replayed: Iterator[tuple]) -> list[str]:
-    """What differs between the two sides of one table, in primary-key order."""
+    """What differs between the two sides of one table, in primary-key order.
+
+    Both sides usually come in the same order (SQLite returns a table in insertion order,
+    and replay inserts in the log's order, as the writers did), so rows are compared in step
+    while they are equal; from the first pair that is not, the rest are matched by key."""
+    live, replayed = iter(live), iter(replayed)
+    unmatched_live: list[tuple] = []
+    unmatched_replayed: list[tuple] = []
+    for a, b in zip_longest(live, replayed, fillvalue=None):
+        if a != b:
+            unmatched_live += [a] if a is not None else []
+            unmatched_replayed += [b] if b is not None else []
+            break
+    return _by_key(table, chain(unmatched_live, live), chain(unmatched_replayed, replayed))
+
+
+def _by_key(table: sa.Table, live: Iterable[tuple], replayed: Iterable[tuple]) -> list[str]:
+    """What differs between two sides in any order, each row matched by its primary key."""
     cols = [c.name for c in table.columns]
     at = [cols.index(c.name) for c in table.primary_key.columns]
     key_of = _key_getter(at)
