@@ -93,7 +93,7 @@ def _key_getter(at: list[int]) -> Callable[[tuple], tuple]:
     return itemgetter(*at)
 
 
-def _differences(table: sa.Table, live: Iterator[tuple], replayed: Iterator[tuple]) -> list[str]:
+def _differences(table: sa.Table, live: Iterable[tuple], replayed: Iterable[tuple]) -> list[str]:
     """What differs between the two sides of one table, in primary-key order.
 
     Both sides usually come in the same order (SQLite returns a table in insertion order,
