@@ -100,14 +100,12 @@ def _differences(table: sa.Table, live: Iterable[tuple], replayed: Iterable[tupl
     and replay inserts in the log's order, as the writers did), so rows are compared in step
     while they are equal; from the first pair that is not, the rest are matched by key."""
     live, replayed = iter(live), iter(replayed)
-    unmatched_live: list[tuple] = []
-    unmatched_replayed: list[tuple] = []
-    for a, b in zip_longest(live, replayed, fillvalue=None):
+    for a, b in zip_longest(live, replayed):  # None: that side has ended
         if a != b:
-            unmatched_live += [a] if a is not None else []
-            unmatched_replayed += [b] if b is not None else []
-            break
-    return _by_key(table, chain(unmatched_live, live), chain(unmatched_replayed, replayed))
+            first_live = [] if a is None else [a]
+            first_replayed = [] if b is None else [b]
+            return _by_key(table, chain(first_live, live), chain(first_replayed, replayed))
+    return []
 
 
 def _by_key(table: sa.Table, live: Iterable[tuple], replayed: Iterable[tuple]) -> list[str]:
