@@ -28,6 +28,7 @@ from lethe.keys.envelope import (
 )
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.errors import KeyUnavailable
+from lethe.vault.store.in_list import one_of
 from lethe.vault.store.tables import memory_vectors, subject_keys
 
 
@@ -249,7 +250,7 @@ def _deks(
 # built once: building an OR of one AND per key was a tenth of a search's CPU.
 _KEYS_OF = sa.select(subject_keys).where(
     subject_keys.c.tenant_id == sa.bindparam("tenant"),
-    subject_keys.c.subject_ref.in_(sa.bindparam("refs", expanding=True)),
+    one_of(subject_keys.c.subject_ref, "refs"),
 )
 
 

@@ -54,6 +54,7 @@ from lethe.vault.memory.vectors import VectorIndex
 from lethe.vault.memory.visibility import scope_branches
 from lethe.vault.model import Caller, Status
 from lethe.vault.store import scope_changes
+from lethe.vault.store.in_list import one_of
 from lethe.vault.store.tables import memories, memory_vectors, search_postings
 
 Ranked = tuple[str, int, dict[str, float]]
@@ -469,7 +470,7 @@ def _filters(subject: bool, kinds: bool) -> list[sa.ColumnElement[bool]]:
     if subject:
         common.append(memories.c.subject_ref == sa.bindparam("subject_ref"))
     if kinds:
-        common.append(memories.c.kind.in_(sa.bindparam("kinds", expanding=True)))
+        common.append(one_of(memories.c.kind, "kinds"))
     return common
 
 
@@ -518,7 +519,7 @@ def _postings_statement() -> sa.Select:
     p = search_postings
     return sa.select(p.c.term_hash, p.c.memory_id).where(
         p.c.tenant_id == sa.bindparam("tenant", type_=sa.String),
-        p.c.term_hash.in_(sa.bindparam("query_hashes", expanding=True)),
+        one_of(p.c.term_hash, "query_hashes"),
     )
 
 
@@ -531,7 +532,7 @@ def _operator_statement(dialect: str, subject: bool, kinds: bool) -> sa.Select:
     hits = (
         sa.select(sa.func.count())
         .where(p.c.tenant_id == memories.c.tenant_id, p.c.memory_id == memories.c.id)
-        .where(p.c.term_hash.in_(sa.bindparam("query_hashes", expanding=True)))
+        .where(one_of(p.c.term_hash, "query_hashes"))
         .correlate(memories)
         .scalar_subquery()
     )

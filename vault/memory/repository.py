@@ -27,6 +27,7 @@ from lethe.vault.custody.sealing import open_rows, open_rows_with_keys
 from lethe.vault.model import Authority, Kind, MemoryItem, Provenance, SourceType, Status, Trust
 from lethe.vault.store import projection
 from lethe.vault.store.events import Event
+from lethe.vault.store.in_list import one_of
 from lethe.vault.store.projection import MEMORY_WRITTEN
 from lethe.vault.store.tables import (
     events,
@@ -102,7 +103,7 @@ _BY_ID = sa.select(memories).where(
 )
 _OF_IDS = (  # the tenant's memories under some ids
     memories.c.tenant_id == sa.bindparam("tenant_id"),
-    memories.c.id.in_(sa.bindparam("memory_ids", expanding=True)),
+    one_of(memories.c.id, "memory_ids"),
 )
 _BY_IDS = sa.select(memories).where(*_OF_IDS)
 # The hot reads (get, a search's results) take each memory's key row in the same statement
