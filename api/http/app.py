@@ -85,7 +85,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.rate_limiter = limiter
-    app.state.search_limiter = anyio.CapacityLimiter(settings.search_concurrency)
+    app.state.search_limiter = anyio.CapacityLimiter(settings.searches_at_once)
     app.state.auth_failure_limiter = RateLimiter(
         settings.auth_failure_rate_limit,
         "failed authentication from this address",

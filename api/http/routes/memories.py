@@ -90,7 +90,7 @@ async def search_memories(
         start = time.perf_counter()
         return container.search.search(caller, body.to_query()), time.perf_counter() - start
 
-    # A worker thread of its own, at most ``search_concurrency`` at once (``Settings``): the
+    # A worker thread of its own, at most ``searches_at_once`` at once (``Settings``): the
     # queue is in the event loop, so waiting searches hold none of the threads other requests use.
     result, seconds = await authorised_then(request, credentials, search, request.app.state.search_limiter)
     metrics.search_seconds.observe(seconds)
