@@ -3,6 +3,7 @@
 It finds exactly the listed values whatever they hold (quotes, backslashes, commas, braces
 and spaces cannot end an element of PostgreSQL's array text early), an empty list finds
 nothing, and on PostgreSQL every list length runs as one statement text with one parameter.
+A search filtered by kinds, which binds its kinds so, finds those kinds only.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lethe.vault.model import SearchQuery
 from lethe.vault.store.in_list import one_of
+from tests.conftest import agent, write_cmd
 
 STORED = ["a", "b", 'say "hi"', "back\\slash", "comma,inside", "{braces}", " spaced ", "NULL", "ünï", ""]
 values = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12)
@@ -76,3 +79,17 @@ def test_postgres_runs_every_list_length_as_one_statement_text(engine) -> None: 
 def test_a_string_is_refused_where_a_list_is_meant(engine) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(sa.exc.StatementError, match="list of strings"):
         found(engine, "ab")  # type: ignore[arg-type]
+
+
+def test_a_search_by_kinds_finds_those_kinds_only(lethe) -> None:  # type: ignore[no-untyped-def]
+    fact = lethe.memories.write(agent(), write_cmd("alice drinks green tea", kind="fact")).item
+    liking = lethe.memories.write(agent(), write_cmd("alice likes green tea", kind="preference")).item
+    lethe.memories.write(agent(), write_cmd("alice ordered green tea", kind="working_note"))
+
+    def found(*kinds: str) -> set[str]:
+        q = SearchQuery(query="green tea", purpose="support", kinds=kinds)
+        return {i.id for i in lethe.search.search(agent(), q).items}
+
+    assert found("fact") == {fact.id}
+    assert found("fact", "preference") == {fact.id, liking.id}
+    assert len(found()) == 3
