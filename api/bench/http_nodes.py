@@ -76,7 +76,9 @@ def _measure(ctx: RunContext, database_url: str) -> dict[str, Any]:
     finally:
         c.close()
     redis = _redis_url()
+    searches = store_settings(spec).searches_at_once  # a PostgreSQL node's default, stated in the report
     env = {
+        "search_concurrency": str(searches),
         "data_dir": str(ctx.root / name),
         "database_url": database_url,
         "kms": "vault",
@@ -102,6 +104,7 @@ def _measure(ctx: RunContext, database_url: str) -> dict[str, Any]:
     return {
         "nodes": NODES,
         "workers_per_node": 1,
+        "searches_at_once": searches,
         "concurrency": s.concurrency,
         "seconds": s.http_seconds,
         "store_items": len(tenants) * s.scope,

@@ -524,7 +524,8 @@ def _http_nodes(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
     return [
         *out,
         para(
-            f"{n['nodes']} `lethe serve` nodes ({n['workers_per_node']} worker each) on one fresh",
+            f"{n['nodes']} `lethe serve` nodes ({n['workers_per_node']} worker each, running",
+            f"{n.get('searches_at_once', 1)} searches at once) on one fresh",
             f"PostgreSQL database ({n['store_items']:,} items, one {n['scope_items']:,}-item scope per",
             "tenant, `ANALYZE`d after the bulk load), the run's OpenBao dev server as their KMS,",
             f"rate limits in {n['rate_limit_storage']}; both nodes share one data dir (pepper and",

@@ -88,6 +88,7 @@ def test_bench_small_completes_and_writes_json_and_markdown(tmp_path: Path) -> N
     nodes = figures["http_nodes"]  # this machine kind has PostgreSQL, OpenBao and wrk: it runs
     assert nodes["search"]["requests"] > 0 and len(nodes["search"]["per_node"]) == 2
     assert nodes["write"]["requests"] > 0 and nodes["write"]["errors"] == 0
+    assert nodes["searches_at_once"] == 2  # a PostgreSQL node's default, which the document states
     assert figures["peak_rss"]["phases"]
     assert results["data_generation"]
 
@@ -96,6 +97,7 @@ def test_bench_small_completes_and_writes_json_and_markdown(tmp_path: Path) -> N
     for heading in headings:
         assert heading in md, heading
     assert results["command"] in md
+    assert "1 worker each, running 2 searches at once" in " ".join(md.split())
     assert f"they held {before:,} memories at the start and {after:,} at the end" in " ".join(md.split())
     large = search["page_cache_warmup_large_bytes"]  # the large store as it was read, before the searches
     assert large > 0 and f"({large / 1e9:.1f} GB the large one)" in " ".join(md.split())
