@@ -42,6 +42,7 @@ from lethe.vault.errors import InvalidCommand, NotFound, Unauthenticated
 from lethe.vault.model import Caller, Role
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
+from lethe.vault.store.records import records
 from lethe.vault.store.tables import api_tokens
 
 TOKEN_PREFIX = "lethe_"  # noqa: S105 (a prefix, not a secret)
@@ -186,7 +187,9 @@ class TokenService:
             raise refused
         digest = hash_token(token)
         with self.uow.read() as conn:
-            row = conn.execute(_BY_HASH, {"digest": digest}).first()
+            # A named tuple (``store.records``): ``_info`` reads 11 of its columns.
+            found = records(conn.execute(_BY_HASH, {"digest": digest}))
+        row = found[0] if found else None
         # The lookup is by an index; comparing in constant time as well costs nothing.
         if row is None or not hmac.compare_digest(row.token_hash, digest):
             raise refused
