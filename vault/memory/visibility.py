@@ -22,9 +22,12 @@ import sqlalchemy as sa
 
 from lethe.vault.clock import to_db
 from lethe.vault.model import GONE, Authority, Caller, Role, Status
+from lethe.vault.store.constant import constant
 from lethe.vault.store.tables import memories
 
 OPERATOR = Authority.OPERATOR.value
+# In the SQL itself, not bound: PostgreSQL then plans the operator statements once (``store.constant``).
+_IS_OPERATOR = memories.c.authority == constant(OPERATOR)
 
 
 def agent_scope(
@@ -39,7 +42,7 @@ def scope_clauses(
     tenant_id: Any, agent_id: Any, purpose: Any, relevant: sa.ColumnElement[bool] | None = None
 ) -> list[sa.ColumnElement[bool]]:
     """``agent_scope`` for values or bound parameters (a statement built once and cached)."""
-    operator = memories.c.authority == OPERATOR
+    operator = _IS_OPERATOR
     return [
         memories.c.tenant_id == tenant_id,
         memories.c.purpose == purpose,
@@ -59,7 +62,7 @@ def scope_branches(
     alone; an OR of the two made SQLite read every row of the scope from the table."""
     base = [memories.c.tenant_id == tenant_id, memories.c.purpose == purpose]
     own = [*base, memories.c.agent_id == agent_id]
-    return own, [*base, memories.c.authority == OPERATOR, memories.c.agent_id != agent_id]
+    return own, [*base, _IS_OPERATOR, memories.c.agent_id != agent_id]
 
 
 def may_read(caller: Caller, row: Any, now: datetime) -> bool:
