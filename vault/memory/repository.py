@@ -46,22 +46,22 @@ Row = Any  # a row of ``memories`` (attribute access by column name)
 E = TypeVar("E", bound=Enum)
 
 
-def provenance_of(text: str) -> Provenance:
-    p = json.loads(text)
-    return Provenance(SourceType(p["source_type"]), p["source_ref"], tuple(p.get("sources") or ()))
-
-
 # A member by its stored value: ``Kind(value)`` goes through the enum's metaclass (~2 µs on a
-# CI machine, five a mapped row); a dict lookup is ~0.1. Anything else (a member, an unknown
+# CI machine, six a mapped row); a dict lookup is ~0.1. Anything else (a member, an unknown
 # value) takes the enum's own path, which also raises for an unknown value as before.
 _MEMBERS: dict[type[Enum], dict[Any, Any]] = {
-    e: {m.value: m for m in e} for e in (Kind, Authority, Trust, Status)
+    e: {m.value: m for m in e} for e in (Kind, Authority, Trust, Status, SourceType)
 }
 
 
 def _member(enum: type[E], value: Any) -> E:
     found = _MEMBERS[enum].get(value) if type(value) is str else None
     return found if found is not None else enum(value)
+
+
+def provenance_of(text: str) -> Provenance:
+    p = json.loads(text)
+    return Provenance(_member(SourceType, p["source_type"]), p["source_ref"], tuple(p.get("sources") or ()))
 
 
 def to_item(

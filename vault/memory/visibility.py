@@ -42,13 +42,12 @@ def scope_clauses(
     tenant_id: Any, agent_id: Any, purpose: Any, relevant: sa.ColumnElement[bool] | None = None
 ) -> list[sa.ColumnElement[bool]]:
     """``agent_scope`` for values or bound parameters (a statement built once and cached)."""
-    operator = _IS_OPERATOR
     return [
         memories.c.tenant_id == tenant_id,
         memories.c.purpose == purpose,
         sa.or_(
             memories.c.agent_id == agent_id,
-            operator if relevant is None else sa.and_(operator, relevant),
+            _IS_OPERATOR if relevant is None else sa.and_(_IS_OPERATOR, relevant),
         ),
     ]
 
