@@ -369,6 +369,40 @@ def test_only_the_runner_holding_a_jobs_lease_advances_it(lethe, settings):
         other.close()
 
 
+def test_two_threads_of_one_process_never_run_a_jobs_step_at_once(lethe):
+    """A server's runner and a caller on the same container share one runner id, so the
+    lease alone would let both in: the second waits, then finds the job finished (and,
+    as for any finished job, claims nothing)."""
+    from lethe.vault.erasure.steps import StepSpec
+
+    c = lethe
+    c.memories.write(agent(), write_cmd("raced", subject=ALICE))
+    job = c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
+    i, spec = next((i, s) for i, s in enumerate(c.erasure.steps) if not s.transactional)
+    inside, release, entered = threading.Event(), threading.Event(), []
+
+    def slow(ctx, conn):
+        entered.append(threading.get_ident())
+        inside.set()
+        release.wait(5)
+        return spec.run(ctx, conn)
+
+    c.erasure.steps[i] = StepSpec(spec.name, slow, transactional=False)
+    results: list[bool] = []
+    first = threading.Thread(target=lambda: results.append(c.erasure.advance(job.id)))
+    first.start()
+    assert inside.wait(10)
+    second = threading.Thread(target=lambda: results.append(c.erasure.advance(job.id)))
+    second.start()
+    second.join(1.0)  # without the lock it is inside the step by now
+    release.set()
+    first.join(30)
+    second.join(30)
+    assert len(entered) == 1
+    assert results == [True, False]
+    assert c.erasure.get(officer(), job.id).status == c.erasure.final_status
+
+
 def test_a_lease_left_by_a_dead_process_on_this_host_is_taken_over(lethe):
     import socket
     import subprocess

@@ -24,6 +24,7 @@ explained in ``ErasureService``'s docstring.
 from __future__ import annotations
 
 import logging
+import threading
 import unicodedata
 import uuid
 from collections.abc import Callable, Sequence
@@ -105,6 +106,10 @@ class ErasureService:
         self.clock = clock
         self.log = log
         self.runner_id = leases.new_runner_id()
+        # The lease keeps other processes out; the threads of this one share its runner id
+        # (a server's runner and a request, or a test, on the same container), so they take
+        # turns here instead: a second thread waits and then finds the steps recorded.
+        self._advancing = threading.Lock()
         self.deps = StepDeps(uow, kms, keyring, self.log, clock)
         self.steps: list[StepSpec] = [*core_steps(), *extra_steps]
         self.after_run = list(after_run)
@@ -323,8 +328,13 @@ class ErasureService:
 
         Only the runner holding the job's lease runs its steps (a server's runner, a CLI
         ``forget``, another node); the others return False and leave it to the holder. A
-        lease left by a runner that died expires after ``leases.LEASE``.
+        lease left by a runner that died expires after ``leases.LEASE``. The threads of one
+        process advance jobs one at a time.
         """
+        with self._advancing:
+            return self._advance(job_id)
+
+    def _advance(self, job_id: str) -> bool:
         if not self._claim(job_id):
             return False
         try:
