@@ -364,3 +364,35 @@ def test_an_interrupted_compaction_is_stated_as_an_unperformed_scan_not_passed_o
     certificate = c.reports.load(job.report_id).parsed()
     step = next(s for s in certificate["steps"] if s["name"] == "compacted")
     assert step["evidence"]["scan"]["performed"] is False
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+def test_a_ciphertext_compacted_between_the_two_reads_is_left_out_not_sampled_as_none(lethe):
+    """On PostgreSQL each statement of a read sees the latest commits: another runner's
+    compaction may null a ciphertext after its event was selected as dead."""
+    c = lethe
+    for i in range(3):
+        c.memories.write(agent(), write_cmd(f"alice note {i}", subject=ALICE))
+    logical_forget(c)
+    ref = c.pseudonyms.subject_ref("t1", ALICE)
+    fired = []
+
+    def compact_one_meanwhile(conn, cursor, statement, parameters, context, executemany):
+        if not fired and statement.lstrip().startswith("SELECT events.seq"):
+            fired.append(statement)
+            with c.uow.engine.begin() as other:
+                other.execute(
+                    sa.text(
+                        "UPDATE events SET ciphertext = NULL WHERE seq = "
+                        "(SELECT min(seq) FROM events WHERE ciphertext IS NOT NULL AND subject_ref = :r)"
+                    ),
+                    {"r": ref},
+                )
+
+    sa.event.listen(c.uow.engine, "after_cursor_execute", compact_one_meanwhile)
+    try:
+        present = c.compactor.dead_ciphertexts(scope=ErasedScope("t1", ref))
+    finally:
+        sa.event.remove(c.uow.engine, "after_cursor_execute", compact_one_meanwhile)
+    assert fired
+    assert len(present) == 2 and all(isinstance(b, bytes) for b in present)

@@ -193,16 +193,19 @@ class Compactor:
         return m.update().where(m.c.ciphertext.is_not(None), dead).values(ciphertext=None)
 
     def dead_ciphertexts(self, only_forgotten: bool = False, scope: ErasedScope | None = None) -> list[bytes]:
-        """The ciphertexts compaction will remove (for recording scan slices first)."""
+        """The ciphertexts compaction will remove (for recording scan slices first).
+
+        On PostgreSQL each statement of a read sees the latest commits, so a ciphertext
+        another compaction removed after the first statement is left out, not read as None.
+        """
         with self.uow.read() as conn:
             seqs = conn.execute(self._dead_events(only_forgotten, scope)).scalars().all()
             out: list[bytes] = []
             for i in range(0, len(seqs), 500):
-                out += (
-                    conn.execute(sa.select(events.c.ciphertext).where(events.c.seq.in_(seqs[i : i + 500])))
-                    .scalars()
-                    .all()
+                held = sa.select(events.c.ciphertext).where(
+                    events.c.seq.in_(seqs[i : i + 500]), events.c.ciphertext.is_not(None)
                 )
+                out += conn.execute(held).scalars().all()
         return out
 
     def ciphertext_events(self, scope: ErasedScope, still_held: bool = False) -> int:
