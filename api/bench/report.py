@@ -167,6 +167,25 @@ def _write_figures(w: dict[str, Any]) -> list[str]:
             f"{fmt(w['encryption_share_of_write'] * 100, 2)} % of a write. Mean ciphertext",
             f"{fmt(w['mean_ciphertext_bytes'], 0)} bytes.",
         ),
+        *_log_volume(w),
+    ]
+
+
+def _log_volume(w: dict[str, Any]) -> list[str]:
+    """What a commit appends to the database's log: a floor under a write that CPU does not set."""
+    unit = w.get("log_unit")
+    if unit is None:  # results of a run before the figure existed
+        return []
+    ours, base = w[f"{unit}_per_write"], w[f"{unit}_per_plain_insert"]
+    what = "WAL pages (whole pages)" if unit == "wal_pages" else "bytes of WAL"
+    return [
+        para(
+            f"The log a commit waits for: a Lethe write appends {fmt(ours)} {what}, a plain insert",
+            f"{fmt(base)} ({fmt(ours / base if base else 0, 1)}x; averaged over the commits of",
+            "further writes and their plain rows). A write adds rows to the event log, the search",
+            "postings (one per distinct term), the vectors, the idempotency keys and the blind index,",
+            "each with its indexes: the plain insert writes one table.",
+        )
     ]
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import sqlalchemy as sa
@@ -29,6 +31,7 @@ from lethe.api.bootstrap import Container, build
 from lethe.keys.envelope import content_commitment
 from lethe.vault.custody.sealing import seal
 from lethe.vault.model import Caller, WriteCommand
+from lethe.vault.store.db import is_sqlite
 from lethe.vault.store.tables import memories
 
 TENANT = "bench-writes"
@@ -66,6 +69,7 @@ def _measure(ctx: RunContext, c: Container, base_engine: sa.Engine) -> dict[str,
                 ).where(memories.c.tenant_id == TENANT)
             ).one()
         key_us, crypto_us = _cost_of_a_write(c, caller, subjects[0], cmds)
+        log = _log_per_commit(c, base_engine, caller, subjects, rng)
     finally:
         base_engine.dispose()
         c.close()
@@ -88,6 +92,7 @@ def _measure(ctx: RunContext, c: Container, base_engine: sa.Engine) -> dict[str,
         "key_lookup_us_per_write": round(key_us, 1),
         "encryption_us_per_write": round(crypto_us, 1),
         "encryption_share_of_write": round(crypto_us / mean_write_us, 4),
+        **log,
     }
 
 
@@ -117,24 +122,85 @@ def _interleaved(
             out = c.memories.write(caller, cmd)
             ours.append(time.perf_counter() - t)
             written[out.item.id] = cmd.content
-        with c.uow.read() as conn:
-            rows = conn.execute(
-                sa.select(memories).where(
-                    memories.c.tenant_id == caller.tenant_id, memories.c.id.in_(list(written))
-                )
-            ).all()
-        plain = []
-        for row in rows:
-            m = dict(row._mapping)
-            del m["ciphertext"]
-            m["content"] = written[m["id"]]
-            plain.append(m)
-        for m in plain:
+        for m in _plain_rows(c, caller, written):
             t = time.perf_counter()
             with base_engine.begin() as conn:
                 conn.execute(table.insert(), m)
             base.append(time.perf_counter() - t)
     return ours, base, cmds
+
+
+def _plain_rows(c: Container, caller: Caller, written: dict[str, str]) -> list[dict[str, Any]]:
+    """The rows of the memories written (id -> content), with the plaintext in place of the ciphertext."""
+    with c.uow.read() as conn:
+        mine = sa.and_(memories.c.tenant_id == caller.tenant_id, memories.c.id.in_(list(written)))
+        rows = conn.execute(sa.select(memories).where(mine)).all()
+    plain = []
+    for row in rows:
+        m = dict(row._mapping)
+        del m["ciphertext"]
+        m["content"] = written[m["id"]]
+        plain.append(m)
+    return plain
+
+
+LOG_SAMPLE = 16  # commits whose log volume is counted (SQLite: well under an auto-checkpoint's 1,000 pages)
+
+
+def _log_per_commit(
+    c: Container, base_engine: sa.Engine, caller: Caller, subjects: list[str], rng: random.Random
+) -> dict[str, Any]:
+    """What one commit writes to the database's log, Lethe's write against the plain insert.
+
+    A commit waits for its log to reach the disk, so the log volume sets a floor under a
+    write that no CPU saving removes. SQLite: pages appended to the WAL (each a whole page);
+    PostgreSQL: bytes of WAL. Counted over ``LOG_SAMPLE`` more writes and their plain rows.
+    """
+    written: dict[str, str] = {}
+    with _log_counter(c.uow.engine) as ours:
+        for i in range(LOG_SAMPLE):
+            cmd = write_command(rng, subjects[i % len(subjects)], f"log/{i}")
+            written[c.memories.write(caller, cmd).item.id] = cmd.content
+    table, plain = plain_memories_table(sa.MetaData()), _plain_rows(c, caller, written)  # table: made earlier
+    with _log_counter(base_engine) as base:
+        for m in plain:
+            with base_engine.begin() as conn:
+                conn.execute(table.insert(), m)
+    unit = "wal_pages" if is_sqlite(base_engine) else "wal_bytes"
+    return {
+        "log_unit": unit,
+        f"{unit}_per_write": round(ours[0] / LOG_SAMPLE, 1),
+        f"{unit}_per_plain_insert": round(base[0] / LOG_SAMPLE, 1),
+    }
+
+
+@contextmanager
+def _log_counter(engine: sa.Engine) -> Iterator[list[int]]:
+    """Counts what the body writes to the log: SQLite WAL pages (from a truncated WAL, through
+    SQL: never the live file) or PostgreSQL WAL bytes (the server's whole WAL: run alone)."""
+    counted = [0]
+    if is_sqlite(engine):
+        _sqlite_pragma(engine, "PRAGMA wal_checkpoint(TRUNCATE)")
+        yield counted
+        counted[0] = _sqlite_pragma(engine, "PRAGMA wal_checkpoint(PASSIVE)")[1]  # (busy, log, done)
+        return
+    position = sa.text("SELECT pg_current_wal_insert_lsn()")
+    with engine.connect() as conn:
+        start = conn.execute(position).scalar_one()
+        conn.rollback()  # no transaction held open while the body writes
+        yield counted
+        end = conn.execute(position).scalar_one()
+        diff = conn.execute(sa.text("SELECT pg_wal_lsn_diff(:e, :s)"), {"e": end, "s": start}).scalar_one()
+        counted[0] = int(diff)
+
+
+def _sqlite_pragma(engine: sa.Engine, sql: str) -> tuple[int, ...]:
+    """A checkpoint pragma on a pooled connection outside any transaction (as ``reclaim_space``)."""
+    raw = engine.raw_connection()
+    try:
+        return tuple(raw.driver_connection.execute(sql).fetchone())
+    finally:
+        raw.close()
 
 
 def _cost_of_a_write(

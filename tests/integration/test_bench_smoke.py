@@ -68,6 +68,9 @@ def test_bench_small_completes_and_writes_json_and_markdown(tmp_path: Path) -> N
     assert figures["write_throughput"]["ratio"] > 0
     pg_writes = figures["write_throughput_postgres"]  # this machine kind has PostgreSQL: it runs
     assert pg_writes["writes"] == sp["writes"] and pg_writes["ratio"] > 0
+    for key, unit in (("write_throughput", "wal_pages"), ("write_throughput_postgres", "wal_bytes")):
+        w = figures[key]  # a governed write logs more than the plain insert of its row
+        assert w["log_unit"] == unit and w[f"{unit}_per_write"] > w[f"{unit}_per_plain_insert"] > 0
     vault = figures["vault_envelope"]
     assert vault.get("skipped") == "no OpenBao" or vault["ratio"] > 0
     search = figures["search_latency"]
@@ -98,6 +101,7 @@ def test_bench_small_completes_and_writes_json_and_markdown(tmp_path: Path) -> N
         assert heading in md, heading
     assert results["command"] in md
     assert "1 worker each, running 2 searches at once" in " ".join(md.split())
+    assert " ".join(md.split()).count("The log a commit waits for: a Lethe write appends") == 2
     assert f"they held {before:,} memories at the start and {after:,} at the end" in " ".join(md.split())
     large = search["page_cache_warmup_large_bytes"]  # the large store as it was read, before the searches
     assert large > 0 and f"({large / 1e9:.1f} GB the large one)" in " ".join(md.split())
