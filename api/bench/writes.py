@@ -15,8 +15,7 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -157,41 +156,45 @@ def _log_per_commit(
     PostgreSQL: bytes of WAL. Counted over ``LOG_SAMPLE`` more writes and their plain rows.
     """
     written: dict[str, str] = {}
-    with _log_counter(c.uow.engine) as ours:
+
+    def write() -> None:
         for i in range(LOG_SAMPLE):
             cmd = write_command(rng, subjects[i % len(subjects)], f"log/{i}")
             written[c.memories.write(caller, cmd).item.id] = cmd.content
-    table, plain = plain_memories_table(sa.MetaData()), _plain_rows(c, caller, written)  # table: made earlier
-    with _log_counter(base_engine) as base:
+
+    ours = _logged(c.uow.engine, write)
+    plain = _plain_rows(c, caller, written)
+    table = plain_memories_table(sa.MetaData())  # created in the baseline by _interleaved
+
+    def insert() -> None:
         for m in plain:
             with base_engine.begin() as conn:
                 conn.execute(table.insert(), m)
+
+    base = _logged(base_engine, insert)
     unit = "wal_pages" if is_sqlite(base_engine) else "wal_bytes"
     return {
         "log_unit": unit,
-        f"{unit}_per_write": round(ours[0] / LOG_SAMPLE, 1),
-        f"{unit}_per_plain_insert": round(base[0] / LOG_SAMPLE, 1),
+        f"{unit}_per_write": round(ours / LOG_SAMPLE, 1),
+        f"{unit}_per_plain_insert": round(base / LOG_SAMPLE, 1),
     }
 
 
-@contextmanager
-def _log_counter(engine: sa.Engine) -> Iterator[list[int]]:
-    """Counts what the body writes to the log: SQLite WAL pages (from a truncated WAL, through
-    SQL: never the live file) or PostgreSQL WAL bytes (the server's whole WAL: run alone)."""
-    counted = [0]
+def _logged(engine: sa.Engine, body: Callable[[], None]) -> int:
+    """What ``body`` appends to the log: SQLite WAL pages (from a truncated WAL, through SQL:
+    never the live file) or PostgreSQL WAL bytes (the server's whole WAL: run alone)."""
     if is_sqlite(engine):
         _sqlite_pragma(engine, "PRAGMA wal_checkpoint(TRUNCATE)")
-        yield counted
-        counted[0] = _sqlite_pragma(engine, "PRAGMA wal_checkpoint(PASSIVE)")[1]  # (busy, log, done)
-        return
+        body()
+        return _sqlite_pragma(engine, "PRAGMA wal_checkpoint(PASSIVE)")[1]  # (busy, log, done)
     position = sa.text("SELECT pg_current_wal_insert_lsn()")
     with engine.connect() as conn:
         start = conn.execute(position).scalar_one()
         conn.rollback()  # no transaction held open while the body writes
-        yield counted
+        body()
         end = conn.execute(position).scalar_one()
         diff = conn.execute(sa.text("SELECT pg_wal_lsn_diff(:e, :s)"), {"e": end, "s": start}).scalar_one()
-        counted[0] = int(diff)
+        return int(diff)
 
 
 def _sqlite_pragma(engine: sa.Engine, sql: str) -> tuple[int, ...]:

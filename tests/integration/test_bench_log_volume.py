@@ -12,7 +12,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from lethe.api.bench.baselines import plain_sqlite_engine
-from lethe.api.bench.writes import _log_counter
+from lethe.api.bench.writes import _logged
 from tests.conftest import PostgresDatabases
 
 ROW_BYTES = 1500  # as hex, 3,000 characters: most of a 4 KiB page, and incompressible
@@ -32,22 +32,21 @@ def _insert(engine: sa.Engine, table: sa.Table, commits: int) -> None:
             conn.execute(table.insert(), {"body": os.urandom(ROW_BYTES).hex()})
 
 
+def _logged_by(engine: sa.Engine, table: sa.Table, commits: int) -> int:
+    return _logged(engine, lambda: _insert(engine, table, commits))
+
+
 def test_sqlite_wal_pages_grow_with_the_commits_counted(tmp_path: Path) -> None:
     engine = plain_sqlite_engine(tmp_path / "plain.sqlite3")
     try:
         table = _notes(engine)
         _insert(engine, table, 5)  # before the count: not counted
-        with _log_counter(engine) as none:
-            pass
-        with _log_counter(engine) as ten:
-            _insert(engine, table, 10)
-        with _log_counter(engine) as twenty:
-            _insert(engine, table, 20)
+        none, ten, twenty = (_logged_by(engine, table, n) for n in (0, 10, 20))
     finally:
         engine.dispose()
-    assert none[0] == 0
-    assert 10 <= ten[0] <= 40  # a data page (and at times an index page) per commit
-    assert twenty[0] > ten[0] * 1.5
+    assert none == 0
+    assert 10 <= ten <= 40  # a data page (and at times an index page) per commit
+    assert twenty > ten * 1.5
 
 
 def test_postgres_wal_bytes_grow_with_the_commits_counted(postgres: PostgresDatabases) -> None:
@@ -55,13 +54,10 @@ def test_postgres_wal_bytes_grow_with_the_commits_counted(postgres: PostgresData
     engine = sa.create_engine(url)
     try:
         table = _notes(engine)
-        with _log_counter(engine) as ten:
-            _insert(engine, table, 10)
-        with _log_counter(engine) as twenty:
-            _insert(engine, table, 20)
+        ten, twenty = (_logged_by(engine, table, n) for n in (10, 20))
     finally:
         engine.dispose()
         postgres.drop(url)
-    assert ten[0] >= 10 * 2 * ROW_BYTES  # every row's bytes pass through the WAL
-    assert twenty[0] > ten[0] * 1.5
+    assert ten >= 10 * 2 * ROW_BYTES  # every row's bytes pass through the WAL
+    assert twenty > ten * 1.5
 
