@@ -2,8 +2,10 @@
 
 ``MemoryService.write`` (one durable transaction each, the run's KMS) against plain
 SQLAlchemy Core inserts of the same rows (same columns and sizes, plaintext content) into
-an equivalent table at the same durability, one transaction per insert. The two alternate
-in rounds so that drift on the machine hits both alike. Ratio ours/baseline.
+an equivalent table at the same durability, one transaction per insert. A second baseline
+(``same_rows``) writes every row a governed write added, to all seven tables, plainly: its
+ratio separates governance from the storage it needs. The three alternate in rounds so
+that drift on the machine hits them alike. Ratios ours/baseline.
 
 Figure 1 runs on SQLite; figure 1b, ``write_throughput_postgres``, the same on a fresh
 PostgreSQL database (both tables in it, the server's default durability: every commit
@@ -23,6 +25,7 @@ import sqlalchemy as sa
 from lethe.api.bench.baselines import plain_memories_table, plain_sqlite_engine
 from lethe.api.bench.context import RunContext, store_settings
 from lethe.api.bench.postgres import NoPostgres, fresh_database
+from lethe.api.bench.same_rows import SameRows, rows_written
 from lethe.api.bench.scales import TARGETS
 from lethe.api.bench.stats import percentiles, rate, ratio
 from lethe.api.bench.workload import agent_caller, warm_subjects, write_command
@@ -59,7 +62,8 @@ def _measure(ctx: RunContext, c: Container, base_engine: sa.Engine) -> dict[str,
         caller = agent_caller(TENANT)
         rng = random.Random(11)
         subjects = warm_subjects(c.memories, caller, rng)  # first write creates the key: not timed
-        ours, base, cmds = _interleaved(ctx, c, base_engine, caller, subjects, rng)
+        same = SameRows(base_engine)
+        ours, base, same_s, cmds = _interleaved(ctx, c, base_engine, same, caller, subjects, rng)
         with c.uow.read() as conn:
             sizes = conn.execute(
                 sa.select(
@@ -68,11 +72,11 @@ def _measure(ctx: RunContext, c: Container, base_engine: sa.Engine) -> dict[str,
                 ).where(memories.c.tenant_id == TENANT)
             ).one()
         key_us, crypto_us = _cost_of_a_write(c, caller, subjects[0], cmds)
-        log = _log_per_commit(c, base_engine, caller, subjects, rng)
+        log = _log_per_commit(c, base_engine, same, caller, subjects, rng)
     finally:
         base_engine.dispose()
         c.close()
-    ours_rate, base_rate = rate(ours), rate(base)
+    ours_rate, base_rate, same_rate = rate(ours), rate(base), rate(same_s)
     r = ratio(ours_rate, base_rate)
     mean_write_us = sum(ours) / len(ours) * 1e6
     return {
@@ -86,6 +90,9 @@ def _measure(ctx: RunContext, c: Container, base_engine: sa.Engine) -> dict[str,
         "met": r >= 0.5,
         "ours_latency": percentiles(ours),
         "baseline_latency": percentiles(base),
+        "same_rows_per_s": round(same_rate, 1),
+        "same_rows_ratio": ratio(ours_rate, same_rate),
+        "same_rows_latency": percentiles(same_s),
         "mean_ciphertext_bytes": round(float(sizes[0] or 0), 1),
         "mean_provenance_bytes": round(float(sizes[1] or 0), 1),
         "key_lookup_us_per_write": round(key_us, 1),
@@ -99,17 +106,20 @@ def _interleaved(
     ctx: RunContext,
     c: Container,
     base_engine: sa.Engine,
+    same: SameRows,
     caller: Caller,
     subjects: list[str],
     rng: random.Random,
-) -> tuple[list[float], list[float], list[WriteCommand]]:
-    """Per round: Lethe's writes, then the same rows (plaintext) inserted into the baseline."""
+) -> tuple[list[float], list[float], list[float], list[WriteCommand]]:
+    """Per round: Lethe's writes, then the same rows (plaintext) inserted into the baseline,
+    then every row the writes added written plainly (``same_rows``); seconds of each."""
     s = ctx.scale
     md = sa.MetaData()
     table = plain_memories_table(md)
     md.create_all(base_engine)
     ours: list[float] = []
     base: list[float] = []
+    same_s: list[float] = []
     cmds: list[WriteCommand] = []
     per_round = math.ceil(s.writes / s.write_rounds)
     for r in range(s.write_rounds):
@@ -126,7 +136,10 @@ def _interleaved(
             with base_engine.begin() as conn:
                 conn.execute(table.insert(), m)
             base.append(time.perf_counter() - t)
-    return ours, base, cmds
+        with c.uow.read() as conn:
+            per_write = rows_written(conn, caller.tenant_id, list(written))
+        same_s += same.write_all(per_write)
+    return ours, base, same_s, cmds
 
 
 def _plain_rows(c: Container, caller: Caller, written: dict[str, str]) -> list[dict[str, Any]]:
@@ -147,9 +160,15 @@ LOG_SAMPLE = 16  # commits whose log volume is counted (SQLite: well under an au
 
 
 def _log_per_commit(
-    c: Container, base_engine: sa.Engine, caller: Caller, subjects: list[str], rng: random.Random
+    c: Container,
+    base_engine: sa.Engine,
+    same: SameRows,
+    caller: Caller,
+    subjects: list[str],
+    rng: random.Random,
 ) -> dict[str, Any]:
-    """What one commit writes to the database's log, Lethe's write against the plain insert.
+    """What one commit writes to the database's log: Lethe's write, the plain insert of its
+    memory row, and the plain writes of all its rows (``same_rows``).
 
     A commit waits for its log to reach the disk, so the log volume sets a floor under a
     write that no CPU saving removes. SQLite: pages appended to the WAL (each a whole page);
@@ -164,6 +183,8 @@ def _log_per_commit(
 
     ours = _logged(c.uow.engine, write)
     plain = _plain_rows(c, caller, written)
+    with c.uow.read() as conn:
+        per_write = rows_written(conn, caller.tenant_id, list(written))
     table = plain_memories_table(sa.MetaData())  # created in the baseline by _interleaved
 
     def insert() -> None:
@@ -172,15 +193,17 @@ def _log_per_commit(
                 conn.execute(table.insert(), m)
 
     base = _logged(base_engine, insert)
+    all_rows = _logged(base_engine, lambda: same.write_all(per_write))
     unit = "wal_pages" if is_sqlite(base_engine) else "wal_bytes"
     return {
         "log_unit": unit,
         f"{unit}_per_write": round(ours / LOG_SAMPLE, 1),
         f"{unit}_per_plain_insert": round(base / LOG_SAMPLE, 1),
+        f"{unit}_per_same_rows": round(all_rows / LOG_SAMPLE, 1),
     }
 
 
-def _logged(engine: sa.Engine, body: Callable[[], None]) -> int:
+def _logged(engine: sa.Engine, body: Callable[[], object]) -> int:
     """What ``body`` appends to the log: SQLite WAL pages (from a truncated WAL, through SQL:
     never the live file) or PostgreSQL WAL bytes (the server's whole WAL: run alone)."""
     if is_sqlite(engine):

@@ -71,6 +71,9 @@ def test_bench_small_completes_and_writes_json_and_markdown(tmp_path: Path) -> N
     for key, unit in (("write_throughput", "wal_pages"), ("write_throughput_postgres", "wal_bytes")):
         w = figures[key]  # a governed write logs more than the plain insert of its row
         assert w["log_unit"] == unit and w[f"{unit}_per_write"] > w[f"{unit}_per_plain_insert"] > 0
+        # the same rows written plainly log about what the write does, several times one row
+        assert w[f"{unit}_per_same_rows"] > 2 * w[f"{unit}_per_plain_insert"]
+        assert w["same_rows_per_s"] > 0 and w["same_rows_ratio"] > w["ratio"]
     vault = figures["vault_envelope"]
     assert vault.get("skipped") == "no OpenBao" or vault["ratio"] > 0
     search = figures["search_latency"]
@@ -102,6 +105,7 @@ def test_bench_small_completes_and_writes_json_and_markdown(tmp_path: Path) -> N
     assert results["command"] in md
     assert "1 worker each, running 2 searches at once" in " ".join(md.split())
     assert " ".join(md.split()).count("The log a commit waits for: a Lethe write appends") == 2
+    assert " ".join(md.split()).count("Same rows, plainly: every row the timed writes added") == 2
     assert f"they held {before:,} memories at the start and {after:,} at the end" in " ".join(md.split())
     large = search["page_cache_warmup_large_bytes"]  # the large store as it was read, before the searches
     assert large > 0 and f"({large / 1e9:.1f} GB the large one)" in " ".join(md.split())

@@ -108,3 +108,28 @@ def test_the_benchs_peak_memory_has_a_verdict_at_full_scale_only() -> None:
     assert _row(over, "7. Peak RSS (sub")[5] == "missed"
     small = summary_rows(_results("small", peak_rss=_rss(1100.0, 1030.0)))
     assert _row(small, "7. Peak RSS (bench")[5] == ""  # the target is for the full scale
+
+
+def _writes(ratio: float, same_rows_ratio: float | None) -> dict[str, Any]:
+    w = {"ours_per_s": 650.0, "baseline_per_s": 650.0 / ratio, "ratio": ratio, "met": ratio >= 0.5}
+    if same_rows_ratio is not None:
+        w |= {"same_rows_per_s": 650.0 / same_rows_ratio, "same_rows_ratio": same_rows_ratio}
+    return w
+
+
+def test_the_same_rows_baseline_has_its_own_row_with_a_ratio_and_no_target() -> None:
+    rows = summary_rows(
+        _results(write_throughput=_writes(0.21, 0.47), write_throughput_postgres=_writes(0.24, 0.9))
+    )
+    sqlite_target = _row(rows, "1. Governed encrypted writes (SQLite)")
+    assert sqlite_target[3:] == ("0.21", ">= 0.5", "missed")
+    same = _row(rows, "1. Governed encrypted writes, against the same rows written plainly (SQLite)")
+    assert same[3:] == ("0.47", "", "")
+    assert "same rows" in same[2]
+    pg_same = _row(rows, "1b. Governed encrypted writes, against the same rows written plainly (PostgreSQL)")
+    assert pg_same[3] == "0.90"
+
+
+def test_results_without_the_same_rows_baseline_have_no_such_row() -> None:
+    rows = summary_rows(_results(write_throughput=_writes(0.21, None)))
+    assert not [r for r in rows if "same rows" in r[0]]
