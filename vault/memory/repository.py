@@ -27,6 +27,7 @@ from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.sealing import open_rows, open_rows_with_keys
 from lethe.vault.model import Authority, Kind, MemoryItem, Provenance, SourceType, Status, Trust
 from lethe.vault.store import projection
+from lethe.vault.store.driver_rows import insert_rows
 from lethe.vault.store.events import Event
 from lethe.vault.store.in_list import one_of
 from lethe.vault.store.projection import MEMORY_WRITTEN
@@ -304,21 +305,18 @@ def index_row(tenant_id: str, subject_ref: str, memory_id: str, terms: Iterable[
 
 def add_index_rows(conn: Connection, rows: list[dict[str, str]]) -> None:
     """Index memories: each one's ``search_index`` row and one posting per term hash."""
-    if rows:
-        conn.execute(search_index.insert(), rows)
-        postings = [
-            {"tenant_id": r["tenant_id"], "term_hash": h, "memory_id": r["memory_id"]}
-            for r in rows
-            for h in r["terms"].split()
-        ]
-        if postings:
-            conn.execute(search_postings.insert(), postings)
+    insert_rows(conn, search_index, rows)
+    postings = [
+        {"tenant_id": r["tenant_id"], "term_hash": h, "memory_id": r["memory_id"]}
+        for r in rows
+        for h in r["terms"].split()
+    ]
+    insert_rows(conn, search_postings, postings)
 
 
 def add_vectors(conn: Connection, rows: list[dict[str, object]]) -> None:
     """Store sealed vectors (``memory_vectors`` rows; sealed by ``custody.sealing.seal_vector``)."""
-    if rows:
-        conn.execute(memory_vectors.insert(), rows)
+    insert_rows(conn, memory_vectors, rows)
 
 
 def count_vectors(

@@ -1,4 +1,4 @@
-"""Many rows in or out of a table at the driver, for replay and bulk imports.
+"""Rows in or out of a table at the driver, for replay, bulk imports and the write path.
 
 A replay moves every row of the projection twice (in, then out to compare), and SQLAlchemy's
 per-row work (building each row's parameters, running each value's bind or result
@@ -8,6 +8,11 @@ table and dialect, only the columns whose type has a bind processor run it (SQLi
 are the ones ``Connection.execute`` would store: the same compiled statement, the same
 processors. On SQLite a timestamp can go straight from the event's text to the column's
 text (``time_as_stored``), skipping the datetime and its processor: a tenth of a check.
+
+A governed write inserts its rows here too (its event, memory, idempotency key, index row,
+postings and vector): SQLAlchemy's per-statement work (cache key, parameters, result setup)
+was about a fifth of a write, and sending its compiled SQL straight to the driver made a
+write ~10 % faster on SQLite and on PostgreSQL (bench figure 1, 300 writes, paired runs).
 """
 
 from __future__ import annotations

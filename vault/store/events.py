@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.merkle import leaf_hash
-from lethe.vault.store.driver_rows import raw_rows
+from lethe.vault.store.driver_rows import insert_rows, raw_rows
 from lethe.vault.store.tables import events
 
 
@@ -169,8 +169,7 @@ class SqlEventLog:
                     digest,
                 )
             )
-        if rows:
-            conn.execute(events.insert(), rows)
+        insert_rows(conn, events, rows)
         return out
 
     def size(self, conn: Connection) -> int:

@@ -128,10 +128,10 @@ def written_memory(e: Event) -> dict[str, Any]:
 def _written(conn: Connection, e: Event) -> None:
     row, idem = _written_rows(e)
     if e.payload["version"] == 1:
-        conn.execute(memories.insert(), _created_row(e, row))
+        insert_rows(conn, memories, [_created_row(e, row)])
     else:
         _cas(conn, e, e.payload["version"] - 1, row, memories.c.status.not_in(_GONE))
-    conn.execute(idempotency_keys.insert(), idem)
+    insert_rows(conn, idempotency_keys, [idem])
     scope_changes.written(conn, [_scope_token(e)])  # an update keeps its agent and purpose: one scope
 
 
