@@ -189,10 +189,12 @@ def _same_rows(w: dict[str, Any]) -> list[str]:
             "idempotency key, the scope's change token as an upsert, the blind-index row, the",
             "postings, the sealed vector), read back as stored and written through SQLAlchemy Core",
             "into plain copies of the seven tables (same keys and indexes), one transaction per",
-            f"write, at the same durability. Ratio {fmt(w['same_rows_ratio'], 3)} (no target): the",
-            "share of a write left after validation, policy, the idempotency and fence checks,",
-            "sealing, the embedding, canonical JSON and the Merkle leaf; the plain insert's ratio",
-            "also counts the storage a governed write needs and one row does not.",
+            "write, at the same durability (on PostgreSQL each of its statements is a round trip,",
+            "where a Lethe write sends its inserts together). Ratio",
+            f"{fmt(w['same_rows_ratio'], 3)} (no target): the share of a write left after validation,",
+            "policy, the idempotency and fence checks, sealing, the embedding, canonical JSON and the",
+            "Merkle leaf; the plain insert's ratio also counts the storage a governed write needs and",
+            "one row does not.",
         )
     ]
 
