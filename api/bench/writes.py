@@ -18,6 +18,7 @@ import math
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -62,8 +63,8 @@ def _measure(ctx: RunContext, c: Container, base_engine: sa.Engine) -> dict[str,
         caller = agent_caller(TENANT)
         rng = random.Random(11)
         subjects = warm_subjects(c.memories, caller, rng)  # first write creates the key: not timed
-        same = SameRows(base_engine)
-        ours, base, same_s, cmds = _interleaved(ctx, c, base_engine, same, caller, subjects, rng)
+        parties = _Parties(c, base_engine, SameRows(base_engine), caller, subjects, rng)
+        ours, base, same_s, cmds = _interleaved(ctx, parties)
         with c.uow.read() as conn:
             sizes = conn.execute(
                 sa.select(
@@ -72,7 +73,7 @@ def _measure(ctx: RunContext, c: Container, base_engine: sa.Engine) -> dict[str,
                 ).where(memories.c.tenant_id == TENANT)
             ).one()
         key_us, crypto_us = _cost_of_a_write(c, caller, subjects[0], cmds)
-        log = _log_per_commit(c, base_engine, same, caller, subjects, rng)
+        log = _log_per_commit(parties)
     finally:
         base_engine.dispose()
         c.close()
@@ -102,17 +103,24 @@ def _measure(ctx: RunContext, c: Container, base_engine: sa.Engine) -> dict[str,
     }
 
 
+@dataclass(frozen=True)
+class _Parties:
+    """Who writes in figure 1: Lethe's store and its caller, and the two baselines."""
+
+    c: Container
+    base_engine: sa.Engine  # the plain insert's database (on SQLite, the same rows' too)
+    same: SameRows
+    caller: Caller
+    subjects: list[str]
+    rng: random.Random
+
+
 def _interleaved(
-    ctx: RunContext,
-    c: Container,
-    base_engine: sa.Engine,
-    same: SameRows,
-    caller: Caller,
-    subjects: list[str],
-    rng: random.Random,
+    ctx: RunContext, p: _Parties
 ) -> tuple[list[float], list[float], list[float], list[WriteCommand]]:
     """Per round: Lethe's writes, then the same rows (plaintext) inserted into the baseline,
     then every row the writes added written plainly (``same_rows``); seconds of each."""
+    c, base_engine, caller, subjects, rng = p.c, p.base_engine, p.caller, p.subjects, p.rng
     s = ctx.scale
     md = sa.MetaData()
     table = plain_memories_table(md)
@@ -138,7 +146,7 @@ def _interleaved(
             base.append(time.perf_counter() - t)
         with c.uow.read() as conn:
             per_write = rows_written(conn, caller.tenant_id, list(written))
-        same_s += same.write_all(per_write)
+        same_s += p.same.write_all(per_write)
     return ours, base, same_s, cmds
 
 
@@ -159,14 +167,7 @@ def _plain_rows(c: Container, caller: Caller, written: dict[str, str]) -> list[d
 LOG_SAMPLE = 16  # commits whose log volume is counted (SQLite: well under an auto-checkpoint's 1,000 pages)
 
 
-def _log_per_commit(
-    c: Container,
-    base_engine: sa.Engine,
-    same: SameRows,
-    caller: Caller,
-    subjects: list[str],
-    rng: random.Random,
-) -> dict[str, Any]:
+def _log_per_commit(p: _Parties) -> dict[str, Any]:
     """What one commit writes to the database's log: Lethe's write, the plain insert of its
     memory row, and the plain writes of all its rows (``same_rows``).
 
@@ -174,6 +175,7 @@ def _log_per_commit(
     write that no CPU saving removes. SQLite: pages appended to the WAL (each a whole page);
     PostgreSQL: bytes of WAL. Counted over ``LOG_SAMPLE`` more writes and their plain rows.
     """
+    c, base_engine, caller, subjects, rng = p.c, p.base_engine, p.caller, p.subjects, p.rng
     written: dict[str, str] = {}
 
     def write() -> None:
@@ -193,7 +195,7 @@ def _log_per_commit(
                 conn.execute(table.insert(), m)
 
     base = _logged(base_engine, insert)
-    all_rows = _logged(base_engine, lambda: same.write_all(per_write))
+    all_rows = _logged(base_engine, lambda: p.same.write_all(per_write))
     unit = "wal_pages" if is_sqlite(base_engine) else "wal_bytes"
     return {
         "log_unit": unit,
