@@ -118,7 +118,8 @@ def _writes(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
             "Baseline: the same rows (every column of `memories`, same sizes, the plaintext content in",
             "place of the ciphertext) inserted with plain SQLAlchemy Core into an equivalent table (same",
             "columns and secondary indexes) at the same durability: WAL, `synchronous=FULL`, one",
-            f"transaction per insert. The two alternate in {sp['write_rounds']} rounds.",
+            "transaction per insert. Lethe's writes, the plain inserts and the second baseline below",
+            f"alternate in {sp['write_rounds']} rounds.",
         ),
     ]
     return out + _write_figures(w)
