@@ -47,8 +47,8 @@ class SameRows:
         schema = None if engine.dialect.name == "sqlite" else SCHEMA
         md = sa.MetaData()
         self.copies = {t.name: t.to_metadata(md, schema=schema) for t in WRITTEN}
-        with engine.begin() as conn:
-            if schema:
+        if schema:
+            with engine.begin() as conn:
                 conn.execute(sa.schema.CreateSchema(schema, if_not_exists=True))
         md.create_all(engine)
         scopes = self.copies[scope_changes.name]
@@ -89,10 +89,10 @@ def rows_written(conn: sa.Connection, tenant_id: str, memory_ids: list[str]) -> 
     out = []
     for memory_id in memory_ids:
         by_table = found[memory_id]
-        memory = by_table[memories.name][0]
-        rows: Rows = [(events, by_table[events.name]), (memories, by_table[memories.name])]
-        rows += [(idempotency_keys, by_table.get(idempotency_keys.name, []))]
-        rows += [(scope_changes, [scopes[(memory["agent_id"], memory["purpose"])]])]
-        rows += [(t, by_table[t.name]) for t in (search_index, search_postings, memory_vectors)]
-        out.append([(t, v) for t, v in rows if v])
+        (memory,) = by_table[memories.name]
+        scope = scopes[(memory["agent_id"], memory["purpose"])]
+        rows: Rows = [(t, by_table.get(t.name, [])) for t in (events, memories, idempotency_keys)]
+        rows += [(scope_changes, [scope])]
+        rows += [(t, by_table.get(t.name, [])) for t in (search_index, search_postings, memory_vectors)]
+        out.append([(t, v) for t, v in rows if v])  # a store without vectors, say, has none
     return out

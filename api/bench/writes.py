@@ -108,7 +108,7 @@ class _Parties:
     """Who writes in figure 1: Lethe's store and its caller, and the two baselines."""
 
     c: Container
-    base_engine: sa.Engine  # the plain insert's database (on SQLite, the same rows' too)
+    base_engine: sa.Engine  # the plain insert's database and the same rows' (PostgreSQL: schema ``plain``)
     same: SameRows
     caller: Caller
     subjects: list[str]
