@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from lethe.api.bench.baselines import plain_memories_table, plain_sqlite_engine
 from lethe.api.bench.context import RunContext, store_settings
 from lethe.api.bench.postgres import NoPostgres, fresh_database
-from lethe.api.bench.same_rows import SameRows, rows_written
+from lethe.api.bench.same_rows import Rows, SameRows, rows_written
 from lethe.api.bench.scales import TARGETS
 from lethe.api.bench.stats import percentiles, rate, ratio
 from lethe.api.bench.workload import agent_caller, warm_subjects, write_command
@@ -63,7 +63,10 @@ def _measure(ctx: RunContext, c: Container, base_engine: sa.Engine) -> dict[str,
         caller = agent_caller(TENANT)
         rng = random.Random(11)
         subjects = warm_subjects(c.memories, caller, rng)  # first write creates the key: not timed
-        parties = _Parties(c, base_engine, SameRows(base_engine), caller, subjects, rng)
+        md = sa.MetaData()
+        plain = plain_memories_table(md)
+        md.create_all(base_engine)
+        parties = _Parties(c, base_engine, plain, SameRows(base_engine), caller, subjects, rng)
         ours, base, same_s, cmds = _interleaved(ctx, parties)
         with c.uow.read() as conn:
             sizes = conn.execute(
@@ -109,6 +112,7 @@ class _Parties:
 
     c: Container
     base_engine: sa.Engine  # the plain insert's database and the same rows' (PostgreSQL: schema ``plain``)
+    plain: sa.Table  # the plain insert's table, created in it
     same: SameRows
     caller: Caller
     subjects: list[str]
@@ -120,11 +124,8 @@ def _interleaved(
 ) -> tuple[list[float], list[float], list[float], list[WriteCommand]]:
     """Per round: Lethe's writes, then the same rows (plaintext) inserted into the baseline,
     then every row the writes added written plainly (``same_rows``); seconds of each."""
-    c, base_engine, caller, subjects, rng = p.c, p.base_engine, p.caller, p.subjects, p.rng
+    c, caller, subjects, rng = p.c, p.caller, p.subjects, p.rng
     s = ctx.scale
-    md = sa.MetaData()
-    table = plain_memories_table(md)
-    md.create_all(base_engine)
     ours: list[float] = []
     base: list[float] = []
     same_s: list[float] = []
@@ -139,29 +140,37 @@ def _interleaved(
             out = c.memories.write(caller, cmd)
             ours.append(time.perf_counter() - t)
             written[out.item.id] = cmd.content
-        for m in _plain_rows(c, caller, written):
-            t = time.perf_counter()
-            with base_engine.begin() as conn:
-                conn.execute(table.insert(), m)
-            base.append(time.perf_counter() - t)
-        with c.uow.read() as conn:
-            per_write = rows_written(conn, caller.tenant_id, list(written))
+        plain, per_write = _read_back(p, written)
+        base += _insert_plain(p, plain)
         same_s += p.same.write_all(per_write)
     return ours, base, same_s, cmds
 
 
-def _plain_rows(c: Container, caller: Caller, written: dict[str, str]) -> list[dict[str, Any]]:
-    """The rows of the memories written (id -> content), with the plaintext in place of the ciphertext."""
-    with c.uow.read() as conn:
-        mine = sa.and_(memories.c.tenant_id == caller.tenant_id, memories.c.id.in_(list(written)))
+def _read_back(p: _Parties, written: dict[str, str]) -> tuple[list[dict[str, Any]], list[Rows]]:
+    """What the baselines write for these memories (id -> content), read in one transaction:
+    each memory's row with the plaintext in place of the ciphertext, and all of each write's rows."""
+    with p.c.uow.read() as conn:
+        mine = sa.and_(memories.c.tenant_id == p.caller.tenant_id, memories.c.id.in_(list(written)))
         rows = conn.execute(sa.select(memories).where(mine)).all()
+        per_write = rows_written(conn, p.caller.tenant_id, list(written))
     plain = []
     for row in rows:
         m = dict(row._mapping)
         del m["ciphertext"]
         m["content"] = written[m["id"]]
         plain.append(m)
-    return plain
+    return plain, per_write
+
+
+def _insert_plain(p: _Parties, rows: list[dict[str, Any]]) -> list[float]:
+    """The first baseline: each row inserted in a transaction of its own; the seconds of each."""
+    seconds = []
+    for m in rows:
+        t = time.perf_counter()
+        with p.base_engine.begin() as conn:
+            conn.execute(p.plain.insert(), m)
+        seconds.append(time.perf_counter() - t)
+    return seconds
 
 
 LOG_SAMPLE = 16  # commits whose log volume is counted (SQLite: well under an auto-checkpoint's 1,000 pages)
@@ -175,7 +184,7 @@ def _log_per_commit(p: _Parties) -> dict[str, Any]:
     write that no CPU saving removes. SQLite: pages appended to the WAL (each a whole page);
     PostgreSQL: bytes of WAL. Counted over ``LOG_SAMPLE`` more writes and their plain rows.
     """
-    c, base_engine, caller, subjects, rng = p.c, p.base_engine, p.caller, p.subjects, p.rng
+    c, caller, subjects, rng = p.c, p.caller, p.subjects, p.rng
     written: dict[str, str] = {}
 
     def write() -> None:
@@ -184,19 +193,10 @@ def _log_per_commit(p: _Parties) -> dict[str, Any]:
             written[c.memories.write(caller, cmd).item.id] = cmd.content
 
     ours = _logged(c.uow.engine, write)
-    plain = _plain_rows(c, caller, written)
-    with c.uow.read() as conn:
-        per_write = rows_written(conn, caller.tenant_id, list(written))
-    table = plain_memories_table(sa.MetaData())  # created in the baseline by _interleaved
-
-    def insert() -> None:
-        for m in plain:
-            with base_engine.begin() as conn:
-                conn.execute(table.insert(), m)
-
-    base = _logged(base_engine, insert)
-    all_rows = _logged(base_engine, lambda: p.same.write_all(per_write))
-    unit = "wal_pages" if is_sqlite(base_engine) else "wal_bytes"
+    plain, per_write = _read_back(p, written)
+    base = _logged(p.base_engine, lambda: _insert_plain(p, plain))
+    all_rows = _logged(p.base_engine, lambda: p.same.write_all(per_write))
+    unit = "wal_pages" if is_sqlite(p.base_engine) else "wal_bytes"
     return {
         "log_unit": unit,
         f"{unit}_per_write": round(ours / LOG_SAMPLE, 1),
