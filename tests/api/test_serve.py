@@ -328,7 +328,24 @@ def test_workers_listen_on_a_socket_each_and_a_taken_port_is_refused(tmp_path: P
         assert "cannot listen on 127.0.0.1" in again.stderr
         with httpx.Client(base_url=srv.url, timeout=10) as client:  # keep-alive, both workers
             assert all(client.get("/healthz").status_code == 200 for _ in range(20))
+        # The supervisor's children: the two workers and multiprocessing's resource tracker.
+        children = Path(f"/proc/{srv.proc.pid}/task/{srv.proc.pid}/children").read_text().split()
+        assert sum(_serves_on_uvloop_and_httptools(int(pid)) for pid in children) == 2
     finally:
         srv.stop()
     assert srv.proc.returncode == 0
     assert _listening(port) == 0  # SIGTERM stopped the workers too
+
+
+def _serves_on_uvloop_and_httptools(pid: int) -> bool:
+    """Whether the process has uvloop's loop and httptools' parser loaded (its memory maps)."""
+    maps = Path(f"/proc/{pid}/maps").read_text()
+    return "/uvloop/loop." in maps and "/httptools/parser/parser." in maps
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads Linux's memory maps")
+def test_a_server_runs_on_uvloop_and_httptools(server: Server) -> None:
+    """``lethe serve`` asks uvicorn for both by name, where "auto" would fall back to asyncio
+    and h11 without a word when either is missing (the HTTP figures are measured on them)."""
+    assert httpx.get(f"{server.url}/healthz", timeout=5).status_code == 200
+    assert _serves_on_uvloop_and_httptools(server.proc.pid)
