@@ -324,19 +324,20 @@ class ErasureService:
         return finished
 
     def advance(self, job_id: str) -> bool:
-        """Run the job's remaining steps in order; True once it is complete.
+        """Run the job's remaining steps in order; True once it is complete, whoever ran them.
 
         Only the runner holding the job's lease runs its steps (a server's runner, a CLI
         ``forget``, another node); the others return False and leave it to the holder. A
         lease left by a runner that died expires after ``leases.LEASE``. The threads of one
-        process advance jobs one at a time.
+        process advance jobs one at a time. A finished job takes no lease (there is nothing
+        left to run) and answers True.
         """
         with self._advancing:
             return self._advance(job_id)
 
     def _advance(self, job_id: str) -> bool:
-        if not self._claim(job_id):
-            return False
+        if not self._claim(job_id):  # held by another runner, or finished (no lease to take)
+            return self._finished(job_id)
         try:
             for spec in self.steps:
                 job = self._load(job_id)
@@ -356,6 +357,9 @@ class ErasureService:
                     return False
         finally:
             self._release(job_id)
+        return self._finished(job_id)
+
+    def _finished(self, job_id: str) -> bool:
         job = self._load(job_id)
         return job is not None and job.completed_at is not None
 
