@@ -526,8 +526,9 @@ def _http(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
     return [
         *out,
         para(
-            f"A real `lethe serve --workers {workers}` subprocess (uvicorn) on a free loopback port,",
-            f"over the {h['store_items']:,}-item store; the load comes from {generator}:",
+            f"A real `lethe serve --workers {workers}` subprocess (uvicorn on uvloop and httptools)",
+            f"on a free loopback port, over the {h['store_items']:,}-item store; the load comes from",
+            f"{generator}:",
             f"{h['concurrency']} connections, {h['seconds']:g} s after a warm-up. The per-token",
             f"rate limit is raised to `{h['rate_limit']}` so it does not cap the load (the limiter",
             "still runs on every request). Latency as the client sees it. Baseline: an authenticated",
