@@ -281,16 +281,30 @@ def count_index(
     conn: Connection, tenant_id: str, subject_ref: str | None = None, memory_ids: Iterable[str] = ()
 ) -> int:
     """The tenant's index entries of the subject, or of these memories, or of either."""
+    return _count_of(conn, search_index, tenant_id, subject_ref, memory_ids)
+
+
+def _count_of(
+    conn: Connection, table: sa.Table, tenant_id: str, subject_ref: str | None, memory_ids: Iterable[str]
+) -> int:
+    where = _derived_of(table, tenant_id, subject_ref, memory_ids)
+    if where is None:
+        return 0
+    return conn.execute(sa.select(sa.func.count()).select_from(table).where(where)).scalar_one()
+
+
+def _derived_of(
+    table: sa.Table, tenant_id: str, subject_ref: str | None, memory_ids: Iterable[str]
+) -> sa.ColumnElement[bool] | None:
+    """The tenant's rows of a table derived per memory (index entries, vectors) of the
+    subject, or of these memories, or of either; None if neither is given (no rows)."""
     ids = list(memory_ids)
     conds = []
     if subject_ref is not None:
-        conds.append(search_index.c.subject_ref == subject_ref)
+        conds.append(table.c.subject_ref == subject_ref)
     if ids:
-        conds.append(search_index.c.memory_id.in_(ids))
-    if not conds:
-        return 0
-    q = sa.select(sa.func.count()).select_from(search_index)
-    return conn.execute(q.where(search_index.c.tenant_id == tenant_id, sa.or_(*conds))).scalar_one()
+        conds.append(table.c.memory_id.in_(ids))
+    return sa.and_(table.c.tenant_id == tenant_id, sa.or_(*conds)) if conds else None
 
 
 def index_row(tenant_id: str, subject_ref: str, memory_id: str, terms: Iterable[str]) -> dict[str, str]:
@@ -323,32 +337,17 @@ def count_vectors(
     conn: Connection, tenant_id: str, subject_ref: str | None = None, memory_ids: Iterable[str] = ()
 ) -> int:
     """The tenant's sealed vectors of the subject, or of these memories, or of either."""
-    ids = list(memory_ids)
-    conds = []
-    if subject_ref is not None:
-        conds.append(memory_vectors.c.subject_ref == subject_ref)
-    if ids:
-        conds.append(memory_vectors.c.memory_id.in_(ids))
-    if not conds:
-        return 0
-    q = sa.select(sa.func.count()).select_from(memory_vectors)
-    return conn.execute(q.where(memory_vectors.c.tenant_id == tenant_id, sa.or_(*conds))).scalar_one()
+    return _count_of(conn, memory_vectors, tenant_id, subject_ref, memory_ids)
 
 
 def sealed_vectors(
     conn: Connection, tenant_id: str, subject_ref: str | None = None, memory_ids: Iterable[str] = ()
 ) -> list[bytes]:
     """The sealed bytes of the subject's vectors, or of these memories' (for a byte scan)."""
-    ids = list(memory_ids)
-    conds = []
-    if subject_ref is not None:
-        conds.append(memory_vectors.c.subject_ref == subject_ref)
-    if ids:
-        conds.append(memory_vectors.c.memory_id.in_(ids))
-    if not conds:
+    where = _derived_of(memory_vectors, tenant_id, subject_ref, memory_ids)
+    if where is None:
         return []
-    q = sa.select(memory_vectors.c.sealed).where(memory_vectors.c.tenant_id == tenant_id, sa.or_(*conds))
-    return list(conn.execute(q).scalars())
+    return list(conn.execute(sa.select(memory_vectors.c.sealed).where(where)).scalars())
 
 
 def drop_all_index_entries(conn: Connection, vectors: bool = True) -> None:
