@@ -238,32 +238,21 @@ def _drop_index_entry(conn: Connection, e: Event) -> None:
 
 def drop_index_entry(conn: Connection, tenant_id: str, memory_id: str) -> None:
     """Take one memory out of the derived search index: its postings, sealed vector and row."""
-    conn.execute(
-        memory_vectors.delete().where(
-            memory_vectors.c.tenant_id == tenant_id, memory_vectors.c.memory_id == memory_id
-        )
-    )
-    _drop_postings(conn, "memory_id", tenant_id, memory_id)
-    conn.execute(
-        search_index.delete().where(
-            search_index.c.tenant_id == tenant_id, search_index.c.memory_id == memory_id
-        )
-    )
+    _drop_derived(conn, "memory_id", tenant_id, memory_id)
 
 
 def drop_subject_index(conn: Connection, tenant_id: str, subject_ref: str) -> None:
     """Take all of a subject's memories out of the derived search index, vectors included."""
-    conn.execute(
-        memory_vectors.delete().where(
-            memory_vectors.c.tenant_id == tenant_id, memory_vectors.c.subject_ref == subject_ref
-        )
-    )
-    _drop_postings(conn, "subject_ref", tenant_id, subject_ref)
-    conn.execute(
-        search_index.delete().where(
-            search_index.c.tenant_id == tenant_id, search_index.c.subject_ref == subject_ref
-        )
-    )
+    _drop_derived(conn, "subject_ref", tenant_id, subject_ref)
+
+
+def _drop_derived(conn: Connection, column: str, tenant_id: str, key: str) -> None:
+    """The sealed vectors, postings and index rows of one memory or one subject (``column``
+    is ``memory_id`` or ``subject_ref``); the postings before the index rows they are found by."""
+    v, ix = memory_vectors, search_index
+    conn.execute(v.delete().where(v.c.tenant_id == tenant_id, v.c[column] == key))
+    _drop_postings(conn, column, tenant_id, key)
+    conn.execute(ix.delete().where(ix.c.tenant_id == tenant_id, ix.c[column] == key))
 
 
 # The postings of the search_index rows with ``tenant_id`` and {column} = :key, deleted by
