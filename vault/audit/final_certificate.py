@@ -26,10 +26,10 @@ from lethe.keys.protocol import KeyManager, KmsError
 from lethe.vault.audit.certificate import KEY_IRRECOVERABLE, ErasureReports
 from lethe.vault.clock import iso, parse_iso, utcnow
 from lethe.vault.erasure import repository as erasure_repo
-from lethe.vault.erasure.model import ERASURE_STEP, KEY_DESTROYED, ErasureJob
-from lethe.vault.erasure.steps import StepFailed
+from lethe.vault.erasure.model import KEY_DESTROYED, ErasureJob
+from lethe.vault.erasure.steps import StepFailed, record_step
 from lethe.vault.store.db import UnitOfWork
-from lethe.vault.store.events import Event, EventLog
+from lethe.vault.store.events import EventLog
 from lethe.vault.store.tables import erasure_final_reports, erasure_jobs, erasure_steps
 
 log = logging.getLogger("lethe.erasure")
@@ -113,17 +113,7 @@ class FinalCertificates:
         with self.uow.write() as conn:
             if erasure_repo.step_done(conn, job.id, KEY_IRRECOVERABLE):
                 return
-            ev = self.log.append(
-                conn,
-                Event(
-                    ERASURE_STEP,
-                    job.tenant_id,
-                    {"request_id": job.id, "step": KEY_IRRECOVERABLE, "evidence": evidence},
-                    subject_ref=job.subject_ref,
-                    occurred_at=iso(now),
-                ),
-            )
-            erasure_repo.insert_step(conn, job.id, KEY_IRRECOVERABLE, now, ev.seq, evidence)
+            record_step(conn, self.log, job, KEY_IRRECOVERABLE, now, evidence)
 
     def _candidates(self) -> list[str]:
         """Certified jobs with a scheduled key destruction and no final certificate yet."""

@@ -45,7 +45,6 @@ from lethe.vault.erasure import repository as repo
 from lethe.vault.erasure.deadline_service import identity_ref
 from lethe.vault.erasure.deadlines import due_date
 from lethe.vault.erasure.model import (
-    ERASURE_STEP,
     KEY_DESTROYED,
     KEY_PENDING,
     LEGAL_HOLD_LIFTED,
@@ -56,7 +55,7 @@ from lethe.vault.erasure.model import (
     LegalHold,
     Reinstatement,
 )
-from lethe.vault.erasure.steps import StepContext, StepDeps, StepFailed, StepSpec, core_steps
+from lethe.vault.erasure.steps import StepContext, StepDeps, StepFailed, StepSpec, core_steps, record_step
 from lethe.vault.errors import LegalHoldActive, NotFound, OutOfScope, VersionConflict
 from lethe.vault.memory.validation import normal_subject_id, require_text
 from lethe.vault.model import Caller, Role
@@ -388,17 +387,7 @@ class ErasureService:
 
     def _record(self, conn: Connection, job: ErasureJob, step: str, evidence: dict[str, Any]) -> None:
         now = self.clock()
-        ev = self.log.append(
-            conn,
-            Event(
-                ERASURE_STEP,
-                job.tenant_id,
-                {"request_id": job.id, "step": step, "evidence": evidence},
-                subject_ref=job.subject_ref,
-                occurred_at=iso(now),
-            ),
-        )
-        repo.insert_step(conn, job.id, step, now, ev.seq, evidence)
+        record_step(conn, self.log, job, step, now, evidence)
         repo.record_progress(conn, job.id, step, now, completed=step == self.final_status)
         log.info("erasure step completed", extra={"request_id": job.id, "step": step})
 

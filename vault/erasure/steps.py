@@ -23,13 +23,22 @@ from sqlalchemy.engine import Connection
 
 from lethe.keys.key_copies import inventory
 from lethe.keys.protocol import DestructionReceipt, KeyManager, KmsError, KmsUnavailable
+from lethe.vault.clock import iso
 from lethe.vault.custody.keyring import DESTROYED, SubjectKeyring
+from lethe.vault.erasure import repository as erasure_repo
 from lethe.vault.erasure import vector_samples
 from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
-from lethe.vault.erasure.model import DERIVED_PURGED, KEY_DESTROYED, TOMBSTONED, VERIFIED, ErasureJob
+from lethe.vault.erasure.model import (
+    DERIVED_PURGED,
+    ERASURE_STEP,
+    KEY_DESTROYED,
+    TOMBSTONED,
+    VERIFIED,
+    ErasureJob,
+)
 from lethe.vault.memory import repository as memory_repo
 from lethe.vault.store.db import UnitOfWork
-from lethe.vault.store.events import EventLog
+from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.tables import backups
 
 
@@ -68,6 +77,24 @@ class StepSpec:
     name: str
     run: StepFn
     transactional: bool = True
+
+
+def record_step(
+    conn: Connection, log: EventLog, job: ErasureJob, step: str, now: datetime, evidence: dict[str, Any]
+) -> None:
+    """A step's ``erasure.step`` event (its evidence in the log the certificate proves) and
+    its row in ``erasure_steps``, in the caller's transaction."""
+    ev = log.append(
+        conn,
+        Event(
+            ERASURE_STEP,
+            job.tenant_id,
+            {"request_id": job.id, "step": step, "evidence": evidence},
+            subject_ref=job.subject_ref,
+            occurred_at=iso(now),
+        ),
+    )
+    erasure_repo.insert_step(conn, job.id, step, now, ev.seq, evidence)
 
 
 def core_steps() -> list[StepSpec]:
