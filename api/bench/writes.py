@@ -147,16 +147,14 @@ def _interleaved(
 
 
 def _read_back(p: _Parties, written: dict[str, str]) -> tuple[list[dict[str, Any]], list[Rows]]:
-    """What the baselines write for these memories (id -> content), read in one transaction:
-    each memory's row with the plaintext in place of the ciphertext, and all of each write's rows."""
+    """What the baselines write for these memories (id -> content), read once: all of each
+    write's rows, and from them each memory's row with the plaintext in place of the ciphertext."""
     with p.c.uow.read() as conn:
-        mine = sa.and_(memories.c.tenant_id == p.caller.tenant_id, memories.c.id.in_(list(written)))
-        rows = conn.execute(sa.select(memories).where(mine)).all()
         per_write = rows_written(conn, p.caller.tenant_id, list(written))
     plain = []
-    for row in rows:
-        m = dict(row._mapping)
-        del m["ciphertext"]
+    for rows in per_write:
+        (memory,) = dict(rows)[memories]  # the same-rows baseline writes it as stored: a copy here
+        m = {k: v for k, v in memory.items() if k != "ciphertext"}
         m["content"] = written[m["id"]]
         plain.append(m)
     return plain, per_write

@@ -287,6 +287,7 @@ def count_index(
 def _count_of(
     conn: Connection, table: sa.Table, tenant_id: str, subject_ref: str | None, memory_ids: Iterable[str]
 ) -> int:
+    """How many rows ``_derived_of`` selects (0 when it selects none)."""
     where = _derived_of(table, tenant_id, subject_ref, memory_ids)
     if where is None:
         return 0
