@@ -1,13 +1,15 @@
 """Figure 1's second baseline writes exactly the rows governed writes added, on both engines.
 
 Its ratio claims to separate governance from storage: that holds only if the baseline
-writes every row of every table a write touched, no more and no fewer.
+writes every row of every table a write touched, no more and no fewer, through SQLAlchemy
+and at the driver alike.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 
 from lethe.api.bench.baselines import plain_sqlite_engine
@@ -28,8 +30,9 @@ def _stored(conn: sa.Connection, table: sa.Table, memory_ids: list[str]) -> list
     return sorted(tuple(r) for r in conn.execute(stmt))
 
 
+@pytest.mark.parametrize("at_driver", [False, True], ids=["sqlalchemy", "driver"])
 def test_the_same_rows_baseline_writes_every_row_a_governed_write_added(
-    lethe: Container, backend: str, tmp_path: Path
+    lethe: Container, backend: str, tmp_path: Path, at_driver: bool
 ) -> None:
     caller = agent(TENANT)
     ids = [
@@ -49,7 +52,7 @@ def test_the_same_rows_baseline_writes_every_row_a_governed_write_added(
     engine = lethe.uow.engine if backend == "postgres" else plain_sqlite_engine(tmp_path / "plain.sqlite3")
     try:
         same = SameRows(engine)
-        seconds = same.write_all(per_write)
+        seconds = same.write_all_at_driver(per_write) if at_driver else same.write_all(per_write)
         with engine.connect() as conn:
             copied = {t.name: _stored(conn, same.copies[t.name], ids) for t in WRITTEN}
     finally:

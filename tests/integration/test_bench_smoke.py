@@ -74,6 +74,9 @@ def test_bench_small_completes_and_writes_json_and_markdown(tmp_path: Path) -> N
         # the same rows written plainly log about what the write does, several times one row
         assert w[f"{unit}_per_same_rows"] > 2 * w[f"{unit}_per_plain_insert"]
         assert w["same_rows_per_s"] > 0 and w["same_rows_ratio"] > w["ratio"]
+        assert w["driver_rows_per_s"] > 0 and w["driver_rows_latency"]["p50_ms"] > 0
+        ceiling = w["driver_rows_per_s"] / w["baseline_per_s"]  # the highest ratio these rows allow
+        assert w["driver_over_plain"] == pytest.approx(ceiling, abs=0.002)
     vault = figures["vault_envelope"]
     assert vault.get("skipped") == "no OpenBao" or vault["ratio"] > 0
     search = figures["search_latency"]

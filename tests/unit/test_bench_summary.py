@@ -110,10 +110,14 @@ def test_the_benchs_peak_memory_has_a_verdict_at_full_scale_only() -> None:
     assert _row(small, "7. Peak RSS (bench")[5] == ""  # the target is for the full scale
 
 
-def _writes(ratio: float, same_rows_ratio: float | None) -> dict[str, Any]:
+def _writes(ratio: float, same_rows_ratio: float | None, driver_ratio: float | None = None) -> dict[str, Any]:
     w = {"ours_per_s": 650.0, "baseline_per_s": 650.0 / ratio, "ratio": ratio, "met": ratio >= 0.5}
     if same_rows_ratio is not None:
         w |= {"same_rows_per_s": 650.0 / same_rows_ratio, "same_rows_ratio": same_rows_ratio}
+    if driver_ratio is not None:
+        driver = 650.0 / driver_ratio
+        w |= {"driver_rows_per_s": driver, "driver_rows_ratio": driver_ratio}
+        w["driver_over_plain"] = round(driver / w["baseline_per_s"], 3)
     return w
 
 
@@ -133,3 +137,17 @@ def test_the_same_rows_baseline_has_its_own_row_with_a_ratio_and_no_target() -> 
 def test_results_without_the_same_rows_baseline_have_no_such_row() -> None:
     rows = summary_rows(_results(write_throughput=_writes(0.21, None)))
     assert not [r for r in rows if "same rows" in r[0]]
+
+
+def test_the_driver_baseline_has_a_row_and_the_ceiling_it_sets_has_another_without_target() -> None:
+    rows = summary_rows(_results(write_throughput=_writes(0.21, 0.47, 0.28)))
+    driver = _row(rows, "1. Governed encrypted writes, against the same rows at the driver (SQLite)")
+    assert driver[3:] == ("0.28", "", "")
+    ceiling = _row(rows, "1. Governed encrypted writes: its ceiling")
+    assert ceiling[3:] == ("0.75", "", "")  # 0.21 / 0.28: the driver's rate over the plain insert's
+    assert "plain inserts" in ceiling[2] and "same rows" in ceiling[1]
+
+
+def test_results_without_the_driver_baseline_have_no_such_rows() -> None:
+    rows = summary_rows(_results(write_throughput=_writes(0.21, 0.47)))
+    assert not [r for r in rows if "driver" in r[0]]

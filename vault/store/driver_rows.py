@@ -56,15 +56,23 @@ def insert_rows(
     processors are skipped), as ``time_as_stored`` gives timestamps."""
     if not rows:
         return
-    sql, names, processors, positional = _insert_of(table, conn.dialect)
+    conn.exec_driver_sql(*driver_insert(table, conn.dialect, rows, stored))
+
+
+def driver_insert(
+    table: sa.Table, dialect: Dialect, rows: Sequence[Mapping[str, Any]], stored: Collection[str] = ()
+) -> tuple[str, list[Any]]:
+    """The SQL and the driver's parameters (one per row) of ``insert_rows``, for a DBAPI
+    cursor's ``executemany``; ``rows`` and ``stored`` as there."""
+    sql, names, processors, positional = _insert_of(table, dialect)
     columns = [[row[n] for row in rows] for n in names]  # column by column: one processor call each
     for i, proc in processors:
         if names[i] not in stored:
             columns[i] = list(map(proc, columns[i]))
-    params = list(zip(*columns, strict=True))
+    params: list[Any] = list(zip(*columns, strict=True))
     if not positional:  # named placeholders (psycopg's): one mapping per row
         params = [dict(zip(names, values, strict=True)) for values in params]
-    conn.exec_driver_sql(sql, params)
+    return sql, params
 
 
 def time_as_stored(dialect: Dialect) -> Callable[[str], Any] | None:
