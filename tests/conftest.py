@@ -15,7 +15,7 @@ from lethe.api.bootstrap import Container, build
 from lethe.api.settings import Settings
 from lethe.vault.model import Caller, Provenance, Role, SourceType, WriteCommand
 
-pytest_plugins = ["tests.conftest_openbao"]
+pytest_plugins = ["tests.conftest_openbao", "tests.tallies"]
 
 PG_ADMIN_URL = os.environ.get("LETHE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 

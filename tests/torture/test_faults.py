@@ -11,8 +11,9 @@ deployment recovered, the invariants are checked:
   verifies offline against the served public key;
 - clients saw only 503 problems during outages: never a 500, never a hang past the timeout
   (connection errors only from a node while it was killed).
-At the end ``lethe audit verify`` and ``lethe replay --check`` pass, and the test prints how
-many faults it injected and how many invariant checks it made.
+At the end ``lethe audit verify`` and ``lethe replay --check`` pass. How many faults were
+injected and how many invariant checks passed is printed in the run's closing summary, also
+when the run failed part way (``tests.tallies``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.errors import StoreNotReady
 from lethe.vault.store.db import make_engine
 from tests.children import clean_env
+from tests.tallies import report_at_end
 from tests.torture.cluster import Node, PrivatePostgres, PrivateRedis, init_nodes, lethe
 from tests.torture.stack import memory_body
 
@@ -176,7 +178,9 @@ class Load:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, openbao) -> Iterator[Cluster]:  # type: ignore[no-untyped-def]
+def cluster(  # type: ignore[no-untyped-def]
+    tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config, openbao
+) -> Iterator[Cluster]:
     pg, redis = PrivatePostgres(), PrivateRedis()
     pg.start()
     redis.start()
@@ -202,7 +206,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, openbao) -> Iterator[Clust
             assert r.returncode == 0, r.stderr
             return json.loads(r.stdout)["token"]
 
-        yield Cluster(
+        c = Cluster(
             nodes,
             env,
             pg,
@@ -213,6 +217,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, openbao) -> Iterator[Clust
             officer=mint("--role", "privacy_officer"),
             auditor=mint("--role", "auditor"),
         )
+        try:
+            yield c
+        finally:
+            report_at_end(pytestconfig, tally(c))
     finally:
         for node in nodes:
             node.stop()
@@ -409,8 +417,11 @@ def test_every_promise_holds_through_node_kills_and_service_outages(cluster: Clu
     c.checks["audit verify"] += 1
     c.checks["replay --check"] += 1
 
-    print(
-        f"\nfault injection: {sum(c.faults.values())} faults injected ({dict(c.faults)}); "
+
+def tally(c: Cluster) -> str:
+    """What the run did: faults injected, invariant checks passed, the answers clients saw."""
+    return (
+        f"fault injection: {sum(c.faults.values())} faults injected ({dict(c.faults)}); "
         f"{sum(c.checks.values())} invariant checks passed ({dict(c.checks)}); "
         f"answers {dict(c.ledger.statuses)}; "
         f"{c.ledger.refused_while_down} connections refused by a node while it was down"

@@ -8,7 +8,8 @@ every SQLite file passes ``PRAGMA integrity_check`` (read by another process, ne
 this one), ``lethe audit verify`` and ``lethe replay --check`` pass, every acknowledged
 write of a subject not forgotten reads back unchanged, and every forgotten subject's
 memories read 404 while its keys are gone from the KMS. On SQLite and on PostgreSQL
-(the local KMS's keystore is SQLite on both).
+(the local KMS's keystore is SQLite on both). Its counts (rounds, writes acknowledged,
+checks passed) are printed in the run's closing summary (``tests.tallies``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from threading import Lock
 import pytest
 
 from tests.api.test_serve import Server
+from tests.tallies import report_at_end
 from tests.torture.stack import (
     AGENT,
     FORGET_ACCEPTED,
@@ -228,9 +230,17 @@ def read_everything_back(
 
 
 def test_writers_erasures_and_cli_commands_beside_a_server_never_corrupt_lose_or_resurrect(
-    server: Server,
+    server: Server, pytestconfig: pytest.Config
 ) -> None:
     log, ledger, tally = HttpLog(), Ledger(), Tally()
+    engine = server.env.get("LETHE_DATABASE_URL", "sqlite").split(":")[0]
+    try:
+        _torture(server, log, ledger, tally)
+    finally:  # the counts reach CI's log whether the run passed or failed part way
+        report_at_end(pytestconfig, f"torture on {engine}: {tally}")
+
+
+def _torture(server: Server, log: HttpLog, ledger: Ledger, tally: Tally) -> None:
     tokens = {
         "agent": server.mint("--tenant", TENANT, *AGENT)["token"],
         "officer": server.mint("--tenant", TENANT, "--role", "privacy_officer")["token"],
@@ -249,4 +259,3 @@ def test_writers_erasures_and_cli_commands_beside_a_server_never_corrupt_lose_or
         check_round(server, log, tokens, ledger, claims)
         tally.rounds, tally.checks_passed = n, claims.passed
         claims.assert_all_hold(f"round {n} of {ROUNDS} ({tally})")
-    print(f"\ntorture on {server.env.get('LETHE_DATABASE_URL', 'sqlite').split(':')[0]}: {tally}")
