@@ -12,9 +12,9 @@ JSON, the Merkle leaf) on top of the storage it needs; figure 1's ratio is both 
 The same rows can also go in at the driver (``write_all_at_driver``): each table's insert
 compiled once and sent with the DBAPI cursor's ``executemany`` (on PostgreSQL all of them in
 one pipeline), with no SQLAlchemy work per statement. That is about as fast as these rows
-can be stored at this durability from Python: its rate over the plain insert's bounds the
-ratio any implementation of these tables could reach, and a write's ratio to it is what
-Lethe's own code costs on top of that storage.
+can be stored at this durability from Python: its rate over the plain insert's is about the
+highest ratio a Python implementation of these tables could reach, and a write's ratio to it
+is what Lethe's own code costs on top of that storage.
 
 On SQLite the copies live in the baseline's own file; on PostgreSQL in a schema (``plain``,
 or another for a second set of copies) of the same database, so their indexes keep their

@@ -6,9 +6,9 @@ an equivalent table at the same durability, one transaction per insert. A second
 (``same_rows``) writes every row a governed write added, to all seven tables, plainly: its
 ratio separates governance from the storage it needs through SQLAlchemy. A third writes the
 same rows again at the driver, with no SQLAlchemy per statement: about as fast as those rows
-can be stored from Python, so its rate over the plain insert's is the highest ratio these
-tables allow. The four alternate in rounds so that drift on the machine hits them alike.
-Ratios ours/baseline.
+can be stored from Python, so its rate over the plain insert's is about the highest ratio
+these tables allow a Python implementation. The four alternate in rounds so that drift on
+the machine hits them alike. Ratios ours/baseline.
 
 Figure 1 runs on SQLite; figure 1b, ``write_throughput_postgres``, the same on a fresh
 PostgreSQL database (both tables in it, the server's default durability: every commit
