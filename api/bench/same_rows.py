@@ -32,6 +32,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from lethe.vault.store.driver_rows import driver_insert
+from lethe.vault.store.pipeline import pipelined
 from lethe.vault.store.tables import (
     events,
     idempotency_keys,
@@ -82,13 +83,14 @@ class SameRows:
 
     def write_all_at_driver(self, per_write: Iterable[Rows]) -> list[float]:
         """As ``write_all``, through one DBAPI connection with no SQLAlchemy per statement:
-        per write, one ``executemany`` per table (PostgreSQL: in one pipeline) and the commit."""
+        per write, one ``executemany`` per table (in one pipeline where the driver has one, as
+        Lethe's own inserts) and the commit."""
         dialect = self.engine.dialect
         upsert = self._upsert.compile(dialect=dialect)
         names = tuple(upsert.positiontup) if upsert.positional else tuple(upsert.params)
         pooled = self.engine.raw_connection()
         driver = pooled.driver_connection
-        together = driver.pipeline if dialect.name == "postgresql" else contextlib.nullcontext
+        together = driver.pipeline if pipelined(dialect) else contextlib.nullcontext
         seconds = []
         cursor = driver.cursor()
         try:

@@ -109,7 +109,7 @@ def _measure(ctx: RunContext, c: Container, base_engine: sa.Engine, driver: Same
         "driver_rows_per_s": round(driver_rate, 1),
         "driver_rows_ratio": ratio(ours_rate, driver_rate),
         "driver_rows_latency": percentiles(driver_s),
-        "driver_over_plain": ratio(driver_rate, base_rate),  # the highest ratio these rows allow
+        "driver_over_plain": ratio(driver_rate, base_rate),  # about the highest these rows allow from Python
         "mean_ciphertext_bytes": round(float(sizes[0] or 0), 1),
         "mean_provenance_bytes": round(float(sizes[1] or 0), 1),
         "key_lookup_us_per_write": round(key_us, 1),

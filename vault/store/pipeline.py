@@ -27,16 +27,22 @@ from contextlib import contextmanager
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection, Dialect, Engine
 
 _FLAG = "lethe_inserts_pipelined"  # in the pooled connection's ``info`` while a block is open
+
+
+def pipelined(dialect: Dialect) -> bool:
+    """Whether the driver has a pipeline mode: psycopg over libpq 14 or later. Not SQLite
+    (no round trips to save), not an older libpq (one round trip each)."""
+    return dialect.name == "postgresql" and dialect.loaded_dbapi.Pipeline.is_supported()
 
 
 @contextmanager
 def inserts_sent_together(conn: Connection) -> Iterator[None]:
     """Run the block's inserts without a round trip each (PostgreSQL); see the module doc."""
-    if conn.dialect.name != "postgresql" or not conn.dialect.loaded_dbapi.Pipeline.is_supported():
-        yield  # SQLite; or a libpq older than 14, without pipeline mode: one round trip each
+    if not pipelined(conn.dialect):
+        yield
         return
     driver = conn.connection.driver_connection
     info = conn.connection.info
