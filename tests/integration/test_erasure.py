@@ -12,6 +12,8 @@ from lethe.keys.envelope import DecryptionFailed, decrypt_for_subject
 from lethe.keys.protocol import KeyDestroyed
 from lethe.vault import errors
 from lethe.vault.custody.sealing import aad
+from lethe.vault.erasure import leases
+from lethe.vault.erasure.leases import Claim
 from lethe.vault.erasure.model import KEY_PENDING
 from lethe.vault.model import Provenance, SearchQuery, SourceType
 from lethe.vault.store.tables import events, memories, subject_keys
@@ -360,7 +362,8 @@ def test_only_the_runner_holding_a_jobs_lease_advances_it(lethe, settings):
     job = c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
     other = build(settings)
     try:
-        assert other.erasure._claim(job.id)  # another runner is working on it
+        assert other.erasure._claim(job.id) is Claim.TAKEN  # another runner is working on it
+        assert c.erasure._claim(job.id) is Claim.HELD
         assert c.erasure.advance(job.id) is False
         assert [s.step for s in c.erasure.get(officer(), job.id).steps] == ["received"]
         other.erasure._release(job.id)
@@ -424,3 +427,32 @@ def test_a_lease_left_by_a_dead_process_on_this_host_is_taken_over(lethe):
             {"o": owner, "u": datetime(2999, 1, 1), "i": job.id},
         )
     assert c.erasure.advance(job.id) is True
+
+
+def test_a_claim_says_whether_the_lease_is_taken_held_finished_or_the_job_missing(lethe, settings):
+    """A runner told HELD leaves the job to its holder; one told FINISHED reports it complete."""
+    from datetime import timedelta
+
+    from lethe.api.bootstrap import build
+    from lethe.vault.clock import utcnow
+
+    c = lethe
+    c.memories.write(agent(), write_cmd("claimed", subject=ALICE))
+    job = c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
+    other = build(settings)
+    now = utcnow()
+    try:
+        assert leases.claim(c.uow, "no-such-job", c.erasure.runner_id, now) is Claim.MISSING
+        assert leases.claim(c.uow, job.id, other.erasure.runner_id, now) is Claim.TAKEN
+        assert leases.claim(c.uow, job.id, other.erasure.runner_id, now) is Claim.TAKEN  # renewed
+        assert leases.claim(c.uow, job.id, c.erasure.runner_id, now) is Claim.HELD
+        assert c.erasure.advance(job.id) is False  # held: no step run
+        assert [s.step for s in c.erasure.get(officer(), job.id).steps] == ["received"]
+        expired = now + leases.LEASE + timedelta(seconds=1)
+        assert leases.claim(c.uow, job.id, c.erasure.runner_id, expired) is Claim.TAKEN
+        leases.release(c.uow, job.id, c.erasure.runner_id)
+        assert c.erasure.advance(job.id) is True
+        assert leases.claim(c.uow, job.id, other.erasure.runner_id, now) is Claim.FINISHED
+        assert other.erasure.advance(job.id) is True
+    finally:
+        other.close()

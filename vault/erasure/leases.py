@@ -15,6 +15,7 @@ import os
 import socket
 import uuid
 from datetime import datetime, timedelta
+from enum import Enum
 
 from lethe.vault.clock import from_db
 from lethe.vault.erasure import repository as repo
@@ -28,21 +29,35 @@ def new_runner_id() -> str:
     return f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
 
-def claim(uow: UnitOfWork, job_id: str, runner_id: str, now: datetime) -> bool:
-    """Take or renew the job's lease: free, ours, expired, or left by a dead process here."""
+class Claim(Enum):
+    """What a claim found: the caller runs the job's next step only when it is ``TAKEN``."""
+
+    TAKEN = "taken"  # the lease is ours now, until ``LEASE`` from the claim
+    HELD = "held"  # another live runner holds an unexpired lease
+    FINISHED = "finished"  # the job is complete: there is nothing left to lease
+    MISSING = "missing"  # no such job
+
+
+def claim(uow: UnitOfWork, job_id: str, runner_id: str, now: datetime) -> Claim:
+    """Take or renew the job's lease if it is free, ours, expired, or left by a dead process
+    here; otherwise say why not, from the same transaction's read (a caller that was told
+    ``HELD`` leaves the job to its holder, one told ``FINISHED`` reports it complete)."""
     with uow.write() as conn:
-        owner = repo.lease_of(conn, job_id)
-        if owner is None:
-            return False
+        job = repo.lease_of(conn, job_id)
+        if job is None:
+            return Claim.MISSING
+        if job.completed_at is not None:
+            return Claim.FINISHED
         free = (
-            owner.lease_owner in (None, runner_id)
-            or owner.lease_until is None
-            or from_db(owner.lease_until) < now
-            or died_here(owner.lease_owner)
+            job.lease_owner in (None, runner_id)
+            or job.lease_until is None
+            or from_db(job.lease_until) < now
+            or died_here(job.lease_owner)
         )
         if not free:
-            return False
-        return repo.take_lease(conn, job_id, runner_id, now + LEASE)
+            return Claim.HELD
+        repo.take_lease(conn, job_id, runner_id, now + LEASE)  # the row read above, in this transaction
+        return Claim.TAKEN
 
 
 def release(uow: UnitOfWork, job_id: str, runner_id: str) -> None:

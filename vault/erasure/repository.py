@@ -300,8 +300,10 @@ def set_report(conn: Connection, job_id: str, report_id: str) -> None:
 
 
 def lease_of(conn: Connection, job_id: str) -> Row | None:
-    """(lease_owner, lease_until) of the job, or None if there is no such job."""
-    return conn.execute(sa.select(_job.lease_owner, _job.lease_until).where(_job.id == job_id)).first()
+    """(lease_owner, lease_until, completed_at) of the job, or None if there is no such job."""
+    return conn.execute(
+        sa.select(_job.lease_owner, _job.lease_until, _job.completed_at).where(_job.id == job_id)
+    ).first()
 
 
 def take_lease(conn: Connection, job_id: str, owner: str, until: datetime) -> bool:

@@ -44,6 +44,7 @@ from lethe.vault.erasure import leases
 from lethe.vault.erasure import repository as repo
 from lethe.vault.erasure.deadline_service import identity_ref
 from lethe.vault.erasure.deadlines import due_date
+from lethe.vault.erasure.leases import Claim
 from lethe.vault.erasure.model import (
     KEY_DESTROYED,
     KEY_PENDING,
@@ -335,8 +336,9 @@ class ErasureService:
             return self._advance(job_id)
 
     def _advance(self, job_id: str) -> bool:
-        if not self._claim(job_id):  # held by another runner, or finished (no lease to take)
-            return self._finished(job_id)
+        claim = self._claim(job_id)
+        if claim is not Claim.TAKEN:  # held by another runner, finished, or no such job
+            return claim is Claim.FINISHED
         try:
             for spec in self.steps:
                 job = self._load(job_id)
@@ -344,8 +346,9 @@ class ErasureService:
                     return job is not None
                 if any(s.step == spec.name for s in job.steps):
                     continue
-                if not self._claim(job_id):  # renewed before each step; lost if it expired
-                    return False
+                claim = self._claim(job_id)  # renewed before each step; lost if it expired
+                if claim is not Claim.TAKEN:
+                    return claim is Claim.FINISHED
                 if spec.name == TOMBSTONED and not self._hold_check(job):
                     return False
                 try:
@@ -362,7 +365,7 @@ class ErasureService:
         job = self._load(job_id)
         return job is not None and job.completed_at is not None
 
-    def _claim(self, job_id: str) -> bool:
+    def _claim(self, job_id: str) -> Claim:
         return leases.claim(self.uow, job_id, self.runner_id, self.clock())
 
     def _release(self, job_id: str) -> None:
