@@ -16,13 +16,14 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
+from lethe.api.bench import page_cache
 from lethe.api.bench.context import BenchError, RunContext, store_settings
 from lethe.api.bench.rss import peak_rss_mb
+from lethe.api.bench.scales import search_store_name
 from lethe.api.bench.subprocesses import clean_env
 from lethe.api.bench.workload import load_subjects
 from lethe.api.bootstrap import build
@@ -33,37 +34,17 @@ def make_search_stores(ctx: RunContext) -> None:
     s = ctx.scale
     per_subject = s.scope // s.subjects_per_scope
     for key, size in (("small", s.small_store), ("large", s.large_store)):
-        name = f"search-{key}"
+        name = search_store_name(key)
         with ctx.phase(f"3 generate {size:,}-item store"):
             # Migrates and creates the key material; the loader processes then share it.
             ctx.stores[key] = ctx.build(name)
             ctx.tenants[key] = [f"t{i:05d}" for i in range(size // s.scope)]
             generate(ctx, f"{size:,}-item store", name, ctx.tenants[key], s.subjects_per_scope, per_subject)
     with ctx.phase("3 read the search stores into the page cache"):
-        stores = [ctx.root / "search-small", ctx.root / "search-large"]
-        ctx.results["page_cache_warmup_s"] = warm_page_cache(stores)
+        stores = [ctx.root / search_store_name(k) for k in ("small", "large")]
+        ctx.results["page_cache_warmup_s"] = page_cache.warm(stores)
         ctx.results["page_cache_warmup_large_bytes"] = ctx.stores["large"].compactor.store_bytes()
-
-
-# Reads a store's files in a child process: the bench holds SQLite connections to them, and a
-# process that opens and closes a live database file drops its own locks (keys/filescan.py).
-_READ_FILES = """
-import sys, pathlib
-for d in sys.argv[1:]:
-    for p in sorted(pathlib.Path(d).glob("*.sqlite3*")):
-        with open(p, "rb") as f:
-            while f.read(1 << 24):
-                pass
-"""
-
-
-def warm_page_cache(data_dirs: list[Path]) -> float:
-    """Read the stores' database files once, so the figures that follow meet the page cache a
-    server that has run for a while holds. Freshly written pages need not stay cached (on
-    this VM they did not: cold, a 1M-item store's searches had a p95 of 400 ms, not 30 ms)."""
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-I", "-c", _READ_FILES, *map(str, data_dirs)], check=True, timeout=1800)
-    return round(time.perf_counter() - start, 2)
+        ctx.results["page_cache_resident_after_warmup"] = page_cache.resident_share(stores[1:])
 
 
 def generate(

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from lethe.api.bench.baselines import event_count, plain_copy
 from lethe.api.bench.context import RunContext
+from lethe.api.bench.scales import search_store_name
 from lethe.api.bench.stats import ratio
 from lethe.api.bench.workload import LEGAL_BASIS, REFERENCE, load_subjects, officer_caller
 from lethe.api.bootstrap import Container
@@ -105,7 +106,7 @@ def measure(ctx: RunContext) -> dict[str, Any]:
     large.audit.sign()
     first_checkpoint_ms = round((time.perf_counter() - t) * 1000, 2)
     large.close()
-    large = ctx.stores["large"] = ctx.build("search-large")  # the store datagen made
+    large = ctx.stores["large"] = ctx.build(search_store_name("large"))  # the store datagen made
     r = forget(large, tenant_l, f"forget-{n}")
     r["first_checkpoint_ms"] = first_checkpoint_ms
     r["memories"] = n

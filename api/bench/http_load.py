@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from lethe.api.bench import wrk
 from lethe.api.bench.context import BenchError, RunContext
 from lethe.api.bench.rss import peak_rss_tree_mb
-from lethe.api.bench.scales import AGENT_ID, PURPOSE, TARGETS
+from lethe.api.bench.scales import AGENT_ID, PURPOSE, TARGETS, search_store_name
 from lethe.api.bench.stats import ratio
 from lethe.api.bench.subprocesses import clean_env, free_port, terminate
 from lethe.api.bench.workload import query_words
@@ -292,7 +292,7 @@ def _serve(ctx: RunContext, port: int, previous: Path | None = None) -> tuple[su
     """``lethe serve`` on the large store, its output in ``logs/serve.log`` under the root;
     ``previous``: the release checked out there instead of this one (its folders mapped to
     ``lethe.*`` through a path of symlinks, as its own setup.py maps them)."""
-    env = {"data_dir": str(ctx.root / "search-large"), "kms": ctx.kms, "rate_limit": RATE_LIMIT}
+    env = {"data_dir": str(ctx.root / search_store_name("large")), "kms": ctx.kms, "rate_limit": RATE_LIMIT}
     if ctx.kms == "vault":
         env |= ctx.openbao_spec()
     extra: dict[str, str] = {}

@@ -373,7 +373,25 @@ def _search(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
             f"Mean items returned: {sr['mean_items_returned']}.",
             f"Recall of these searches: {sr.get('recall', 'lexical')}.",
         ),
+        *_resident(sr.get("page_cache_resident")),
         *_query_terms(sr.get("query_terms")),
+    ]
+
+
+def _resident(share: dict[str, float | None] | None) -> list[str]:
+    """What the page cache held of the large store: a cold scope's pages come from there or the disk."""
+    if not share or any(share.get(k) is None for k in ("after_warmup", "large_all_start", "large_all_end")):
+        return []
+    pct = {k: f"{v * 100:.0f} %" for k, v in share.items() if v is not None}
+    return [
+        para(
+            "The page cache under these figures (the share of the large store's file pages it",
+            f"held, from `mincore`): {pct['after_warmup']} after the stores were read, then",
+            f"{pct['large_all_start']} when the queries over all its scopes began and",
+            f"{pct['large_all_end']} when they ended. A cold scope's pages that the kernel dropped",
+            "in between are read from the disk, so a lower share means slower cold searches with",
+            "the same code.",
+        )
     ]
 
 

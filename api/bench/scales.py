@@ -92,3 +92,9 @@ SCALES = {
         node_tenants=10,
     ),
 }
+
+
+def search_store_name(key: str) -> str:
+    """The data dir's name (under the run's root) of figure 3's ``small`` or ``large`` store,
+    which figures 4 and 6 use too."""
+    return f"search-{key}"

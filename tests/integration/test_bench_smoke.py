@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,11 @@ def test_bench_small_completes_and_writes_json_and_markdown(tmp_path: Path) -> N
     assert " ".join(md.split()).count("Same rows, plainly: every row the timed writes added") == 2
     assert f"they held {before:,} memories at the start and {after:,} at the end" in " ".join(md.split())
     large = search["page_cache_warmup_large_bytes"]  # the large store as it was read, before the searches
+    if sys.platform == "linux":  # the share of its pages the page cache held, at three moments
+        shares = search["page_cache_resident"]
+        assert all(0.0 <= shares[k] <= 1.0 for k in ("after_warmup", "large_all_start", "large_all_end"))
+        assert shares["after_warmup"] > 0.5  # just read, whole
+        assert "when the queries over all its scopes began" in " ".join(md.split())
     assert large > 0 and f"({large / 1e9:.1f} GB the large one)" in " ".join(md.split())
     # The benchmark cleans up after itself: only the two reports are left.
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.json", "performance.md"]
