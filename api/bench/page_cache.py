@@ -33,12 +33,12 @@ for d in sys.argv[1:]:
 # of its pages are in memory: ``mincore`` sets the low bit of one byte per resident page.
 _COUNT_RESIDENT = f"""
 import ctypes, json, mmap, os, pathlib, sys
+from ctypes import c_int, c_long, c_size_t, c_void_p
 libc = ctypes.CDLL(None, use_errno=True)
-libc.mmap.restype = ctypes.c_void_p
-c = ctypes
-libc.mmap.argtypes = [c.c_void_p, c.c_size_t, c.c_int, c.c_int, c.c_int, c.c_long]
-libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+libc.mmap.restype = c_void_p
+libc.mmap.argtypes = [c_void_p, c_size_t, c_int, c_int, c_int, c_long]
+libc.mincore.argtypes = [c_void_p, c_size_t, c_void_p]
+libc.munmap.argtypes = [c_void_p, c_size_t]
 page = mmap.PAGESIZE
 resident = total = 0
 for d in sys.argv[1:]:
@@ -49,15 +49,15 @@ for d in sys.argv[1:]:
         fd = os.open(p, os.O_RDONLY)
         try:
             addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-            if addr in (None, ctypes.c_void_p(-1).value):
+            if addr in (None, c_void_p(-1).value):
                 raise OSError(ctypes.get_errno(), "mmap")
             pages = (size + page - 1) // page
             vec = (ctypes.c_ubyte * pages)()
             try:
-                if libc.mincore(ctypes.c_void_p(addr), size, vec) != 0:
+                if libc.mincore(c_void_p(addr), size, vec) != 0:
                     raise OSError(ctypes.get_errno(), "mincore")
             finally:
-                libc.munmap(ctypes.c_void_p(addr), size)
+                libc.munmap(c_void_p(addr), size)
         finally:
             os.close(fd)
         resident += sum(b & 1 for b in bytes(vec))

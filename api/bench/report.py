@@ -380,9 +380,10 @@ def _search(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
 
 def _resident(share: dict[str, float | None] | None) -> list[str]:
     """What the page cache held of the large store: a cold scope's pages come from there or the disk."""
-    if not share or any(share.get(k) is None for k in ("after_warmup", "large_all_start", "large_all_end")):
+    moments = ("after_warmup", "large_all_start", "large_all_end")
+    if not share or any(share.get(k) is None for k in moments):
         return []
-    pct = {k: f"{v * 100:.0f} %" for k, v in share.items() if v is not None}
+    pct = {k: f"{share[k] * 100:.0f} %" for k in moments}
     return [
         para(
             "The page cache under these figures (the share of the large store's file pages it",

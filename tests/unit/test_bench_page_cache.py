@@ -4,7 +4,7 @@ a real file, from a child process; these tests drop and fill that file's cached 
 
 from __future__ import annotations
 
-import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -16,24 +16,41 @@ from lethe.api.bench.report import _resident
 linux = pytest.mark.skipif(sys.platform != "linux", reason="posix_fadvise and mincore as Linux has them")
 
 
+# The fake store file is written, synced and dropped from the cache by a child process, as
+# the bench's own probes read stores: this process never opens a store-named file (a process
+# that closes a descriptor of a live SQLite file drops its own locks on it).
+_MAKE = """
+import os, sys
+with open(sys.argv[1], "wb") as f:
+    f.write(os.urandom(int(sys.argv[2]) << 20))
+    f.flush()
+    os.fsync(f.fileno())
+"""
+_DROP = """
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+try:
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+finally:
+    os.close(fd)
+"""
+
+
+def _child(script: str, *args: str) -> None:
+    subprocess.run([sys.executable, "-I", "-c", script, *args], check=True, timeout=60)
+
+
 def _store(tmp_path: Path, mib: int = 8) -> Path:
     """A data dir holding one store-named file, written to the disk (so its pages can be dropped)."""
     store = tmp_path / "store"
     store.mkdir()
-    with open(store / "lethe.sqlite3", "wb") as f:
-        f.write(os.urandom(mib << 20))
-        f.flush()
-        os.fsync(f.fileno())
+    _child(_MAKE, str(store / "lethe.sqlite3"), str(mib))
     return store
 
 
 def _drop(store: Path) -> None:
     """Ask the kernel to drop the file's clean cached pages (what a VM's reclaim does unasked)."""
-    fd = os.open(store / "lethe.sqlite3", os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
+    _child(_DROP, str(store / "lethe.sqlite3"))
 
 
 @linux

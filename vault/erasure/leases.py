@@ -56,7 +56,7 @@ def claim(uow: UnitOfWork, job_id: str, runner_id: str, now: datetime) -> Claim:
         )
         if not free:
             return Claim.HELD
-        repo.take_lease(conn, job_id, runner_id, now + LEASE)  # the row read above, in this transaction
+        repo.take_lease(conn, job_id, runner_id, now + LEASE)
         return Claim.TAKEN
 
 

@@ -306,14 +306,13 @@ def lease_of(conn: Connection, job_id: str) -> Row | None:
     ).first()
 
 
-def take_lease(conn: Connection, job_id: str, owner: str, until: datetime) -> bool:
-    """Set the job's lease; False if the job is gone or finished."""
-    taken = conn.execute(
+def take_lease(conn: Connection, job_id: str, owner: str, until: datetime) -> None:
+    """Set the job's lease (``leases.claim`` has read it, unfinished, in this transaction)."""
+    conn.execute(
         erasure_jobs.update()
         .where(_job.id == job_id, _job.completed_at.is_(None))
         .values(lease_owner=owner, lease_until=to_db(until))
-    ).rowcount
-    return taken == 1
+    )
 
 
 def release_lease(conn: Connection, job_id: str, owner: str) -> None:
