@@ -40,9 +40,9 @@ import sqlalchemy as sa
 from lethe.vault.clock import from_db, iso, to_db, utcnow
 from lethe.vault.errors import InvalidCommand, NotFound, Unauthenticated
 from lethe.vault.model import Caller, Role
+from lethe.vault.store import driver_reads
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
-from lethe.vault.store.records import records
 from lethe.vault.store.tables import api_tokens
 
 TOKEN_PREFIX = "lethe_"  # noqa: S105 (a prefix, not a secret)
@@ -187,9 +187,8 @@ class TokenService:
             raise refused
         digest = hash_token(token)
         with self.uow.read() as conn:
-            # A named tuple (``store.records``): ``_info`` reads 11 of its columns.
-            found = records(conn.execute(_BY_HASH, {"digest": digest}))
-        row = found[0] if found else None
+            # A named tuple, read at the driver (``store.driver_reads``): every request's first statement.
+            row = driver_reads.first(conn, _BY_HASH, {"digest": digest})
         # The lookup is by an index; comparing in constant time as well costs nothing.
         if row is None or not hmac.compare_digest(row.token_hash, digest):
             raise refused

@@ -53,7 +53,7 @@ from lethe.vault.memory.ranking import (
 from lethe.vault.memory.vectors import VectorIndex
 from lethe.vault.memory.visibility import scope_branches
 from lethe.vault.model import Caller, Status
-from lethe.vault.store import scope_changes
+from lethe.vault.store import driver_reads, scope_changes
 from lethe.vault.store.in_list import one_of
 from lethe.vault.store.tables import memories, memory_vectors, search_postings
 
@@ -246,7 +246,7 @@ def _hits(conn: Connection, tenant_id: str, terms: list[str], scope: Scope) -> A
         read: dict[str, list[int]] = {t: [] for t in missing}
         pos = scope.pos
         params = {"tenant": tenant_id, "query_hashes": missing}
-        for term, memory_id in conn.execute(_postings_statement(), params).all():
+        for term, memory_id in driver_reads.rows(conn, _postings_statement(), params):
             i = pos.get(memory_id)
             if i is not None:
                 read[term].append(i)
@@ -414,7 +414,7 @@ def _operator_rows(conn: Connection, r: Request) -> list[Any]:
 def _token_and_operator_rows(conn: Connection, r: Request) -> tuple[str | None, list[Any]]:
     """The scope's change token and ``_operator_rows``, read by one statement."""
     stmt = _token_and_operator_statement(conn.dialect.name, r.subject_ref is not None, bool(r.kinds))
-    rows = conn.execute(stmt, {**_params(r), "query_hashes": r.query_terms}).all()
+    rows = driver_reads.rows(conn, stmt, {**_params(r), "query_hashes": r.query_terms})
     return rows[0].scope_token, [row for row in rows if row.id is not None]
 
 

@@ -26,12 +26,11 @@ from lethe.vault.clock import from_db, to_db
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.sealing import open_rows, open_rows_with_keys
 from lethe.vault.model import Authority, Kind, MemoryItem, Provenance, SourceType, Status, Trust
-from lethe.vault.store import projection
+from lethe.vault.store import driver_reads, projection
 from lethe.vault.store.driver_rows import insert_rows
 from lethe.vault.store.events import Event
 from lethe.vault.store.in_list import one_of
 from lethe.vault.store.projection import MEMORY_WRITTEN
-from lethe.vault.store.records import records
 from lethe.vault.store.tables import (
     events,
     idempotency_keys,
@@ -175,7 +174,7 @@ def by_ids_with_keys(conn: Connection, tenant_id: str, memory_ids: Sequence[str]
         return {}
     params = {"tenant_id": tenant_id, "memory_ids": list(memory_ids)}
     # As named tuples: each is opened and mapped to an item, by some 30 attributes (``store.records``).
-    return {r.id: r for r in records(conn.execute(_BY_IDS_WITH_KEYS, params))}
+    return {r.id: r for r in driver_reads.rows(conn, _BY_IDS_WITH_KEYS, params)}
 
 
 def by_ids(conn: Connection, tenant_id: str, memory_ids: Sequence[str]) -> dict[str, Row]:

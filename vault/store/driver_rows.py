@@ -26,6 +26,7 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection, Dialect
 
 from lethe.vault.clock import db_time
+from lethe.vault.store import driver_cursor
 
 _Processor = Callable[[Any], Any]
 _Insert = tuple[str, tuple[str, ...], list[tuple[int, _Processor]], bool]
@@ -56,7 +57,7 @@ def insert_rows(
     processors are skipped), as ``time_as_stored`` gives timestamps."""
     if not rows:
         return
-    conn.exec_driver_sql(*driver_insert(table, conn.dialect, rows, stored))
+    driver_cursor.execute_many(conn, *driver_insert(table, conn.dialect, rows, stored))
 
 
 def driver_insert(

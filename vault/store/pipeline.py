@@ -29,6 +29,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Dialect, Engine
 
+from lethe.vault.store.driver_cursor import as_sqlalchemy_error
+
 _FLAG = "lethe_inserts_pipelined"  # in the pooled connection's ``info`` while a block is open
 
 
@@ -51,25 +53,9 @@ def inserts_sent_together(conn: Connection) -> Iterator[None]:
         with driver.pipeline():
             yield
     except conn.dialect.loaded_dbapi.Error as exc:  # raised at the sync: SQLAlchemy never saw it
-        raise _as_sqlalchemy_error(conn, exc) from exc
+        raise as_sqlalchemy_error(conn, exc, "(inserts sent together)") from exc
     finally:
         info.pop(_FLAG, None)
-
-
-def _as_sqlalchemy_error(conn: Connection, exc: Exception) -> sa.exc.DBAPIError:
-    """The exception SQLAlchemy would have raised for ``exc`` (its class by the driver's),
-    with the connection invalidated if it was lost, as SQLAlchemy does for a statement."""
-    lost = conn.dialect.is_disconnect(exc, conn.connection.dbapi_connection, None)
-    if lost:
-        conn.invalidate(exc)
-    return sa.exc.DBAPIError.instance(
-        "(inserts sent together)",
-        None,
-        exc,
-        conn.dialect.loaded_dbapi.Error,
-        connection_invalidated=lost,
-        dialect=conn.dialect,
-    )
 
 
 def guard(engine: Engine) -> None:

@@ -19,8 +19,14 @@ _CLASSES: dict[tuple[str, ...], type[tuple[Any, ...]]] = {}
 
 def records(result: Result[Any]) -> list[Any]:
     """Every row of ``result`` as a named tuple of its columns (read by name or position)."""
-    keys = tuple(result.keys())
+    cls = record_class(tuple(result.keys()))
+    return [tuple.__new__(cls, row) for row in result]
+
+
+def record_class(keys: tuple[str, ...]) -> type[tuple[Any, ...]]:
+    """The named tuple class of rows with these column names (``ValueError`` if two are
+    the same or one is not an identifier)."""
     cls = _CLASSES.get(keys)
     if cls is None:  # one class per statement's columns; threads may race to build it, harmlessly
         cls = _CLASSES.setdefault(keys, namedtuple("Record", keys))
-    return [tuple.__new__(cls, row) for row in result]
+    return cls

@@ -1,0 +1,98 @@
+"""Hot selects run at the driver (``store.driver_reads``) give the rows ``Connection.execute``
+gives, are seen by statement listeners, and fail as SQLAlchemy's statements do: an outage
+is a 503 and the broken connection is replaced. On SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from lethe.vault.access import tokens
+from lethe.vault.errors import StoreUnavailable
+from lethe.vault.memory import ranked_scope
+from lethe.vault.memory import repository as repo
+from lethe.vault.model import Role, SearchQuery
+from lethe.vault.store import db, driver_reads
+from tests.conftest import agent, write_cmd
+from tests.integration.test_postgres_round_trips import backend_pid, terminate
+
+
+def _same_rows(conn: sa.Connection, stmt: sa.Select, params: dict) -> list:
+    """``driver_reads.rows`` and ``Connection.execute`` on one statement, checked equal. The
+    first run of a statement goes through SQLAlchemy and plans it; the second is compared."""
+    driver_reads.rows(conn, stmt, params)
+    ours = driver_reads.rows(conn, stmt, params)
+    theirs = conn.execute(stmt, params).all()
+    assert [tuple(r) for r in ours] == [tuple(r) for r in theirs]
+    assert all(
+        type(a) is type(b) for r, s in zip(ours, theirs, strict=True) for a, b in zip(r, s, strict=True)
+    )
+    assert [r._fields for r in ours[:1]] == [tuple(r._fields) for r in theirs[:1]]
+    return ours
+
+
+def test_a_tokens_row_read_at_the_driver_is_the_row_sqlalchemy_reads(lethe) -> None:
+    token, info = lethe.tokens.create(Role.AGENT, "t1", agent_id="a1", purposes=["support"], description="d")
+    lethe.tokens.revoke(info.id)  # a second timestamp, and a NULL (expires_at) beside it
+    with lethe.uow.read() as conn:
+        (row,) = _same_rows(conn, tokens._BY_HASH, {"digest": tokens.hash_token(token)})
+    assert row.id == info.id and row.revoked_at is not None and row.expires_at is None
+    with lethe.uow.read() as conn:
+        assert driver_reads.first(conn, tokens._BY_HASH, {"digest": "0" * 64}) is None
+
+
+def test_a_searchs_statements_read_at_the_driver_give_the_rows_sqlalchemy_gives(lethe) -> None:
+    items = [lethe.memories.write(agent(), write_cmd(f"Alice likes green tea {i}")).item for i in range(3)]
+    query = SearchQuery("green tea", "support")
+    assert len(lethe.search.search(agent(), query).items) == 3
+    terms = sorted(lethe.pseudonyms.term_hashes("t1", "green tea"))
+    request = ranked_scope.Request(agent(), "support", "green tea", terms, items[0].created_at, None, ())
+    with lethe.uow.read() as conn:
+        rows = _same_rows(
+            conn, repo._BY_IDS_WITH_KEYS, {"tenant_id": "t1", "memory_ids": [i.id for i in items]}
+        )
+        assert {r.id for r in rows} == {i.id for i in items} and all(r.wrapped_dek for r in rows)
+        hits = _same_rows(conn, ranked_scope._postings_statement(), {"tenant": "t1", "query_hashes": terms})
+        assert len(hits) == 6  # two terms, three memories
+        stmt = ranked_scope._token_and_operator_statement(conn.dialect.name, False, False)
+        (anchor,) = _same_rows(conn, stmt, {**ranked_scope._params(request), "query_hashes": terms})
+        assert anchor.scope_token and anchor.id is None  # the token, and no operator memory
+
+
+def test_a_list_rendered_per_execution_runs_through_sqlalchemy_with_the_same_rows(lethe) -> None:
+    """SQLite's ``one_of`` is an expanding IN: no plan, the same named tuples."""
+    written = lethe.memories.write(agent(), write_cmd("Alice likes green tea")).item
+    params = {"tenant_id": "t1", "memory_ids": [written.id]}
+    with lethe.uow.read() as conn:
+        (row,) = _same_rows(conn, repo._BY_IDS_WITH_KEYS, params)
+        planned = driver_reads._PLANS[(repo._BY_IDS_WITH_KEYS, conn.dialect.name, conn.dialect.paramstyle)]
+    assert (planned is not None) == (lethe.uow.engine.dialect.name == "postgresql")
+    assert row.id == written.id
+
+
+def test_statement_listeners_see_each_read_at_the_driver(lethe) -> None:
+    token, _ = lethe.tokens.create(Role.AGENT, "t1", agent_id="a1", purposes=["support"], description="d")
+    lethe.tokens.authenticate(token)  # its first run plans the statement
+    seen: list[str] = []
+
+    def record(_conn, _cursor, statement, *_args) -> None:  # type: ignore[no-untyped-def]
+        seen.append(statement)
+
+    sa.event.listen(lethe.uow.engine, "before_cursor_execute", record)
+    try:
+        lethe.tokens.authenticate(token)
+    finally:
+        sa.event.remove(lethe.uow.engine, "before_cursor_execute", record)
+    assert [s for s in seen if "FROM api_tokens" in s] and len([s for s in seen if "api_tokens" in s]) == 1
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+def test_a_connection_lost_under_a_read_at_the_driver_is_a_503_and_is_replaced(lethe, monkeypatch) -> None:
+    token, _ = lethe.tokens.create(Role.AGENT, "t1", agent_id="a1", purposes=["support"], description="d")
+    monkeypatch.setattr(db, "PING_AFTER_IDLE_S", 3600.0)  # no ping before use: the read meets the break
+    first = backend_pid(lethe.uow)
+    terminate(lethe.uow.engine, first)
+    with pytest.raises(StoreUnavailable):
+        lethe.tokens.authenticate(token)
+    assert backend_pid(lethe.uow) != first
+    assert lethe.tokens.authenticate(token).tenant_id == "t1"
