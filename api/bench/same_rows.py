@@ -31,8 +31,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
+from lethe.vault.store.driver_cursor import pipelined
 from lethe.vault.store.driver_rows import driver_insert
-from lethe.vault.store.pipeline import pipelined
 from lethe.vault.store.tables import (
     events,
     idempotency_keys,

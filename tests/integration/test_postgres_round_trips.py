@@ -6,10 +6,12 @@ replaced before anyone uses it (vault/store/db.py). On a real PostgreSQL server.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -221,3 +223,41 @@ def test_a_searchs_operator_statement_is_planned_once_per_connection_not_per_sea
     # psycopg prepares a statement at its 5th execution; PostgreSQL tries 5 custom plans, then
     # keeps the generic one if it is not dearer.
     assert plans.custom_plans <= 5 and plans.generic_plans >= 10, plans
+
+
+def test_writes_sharing_a_transaction_send_their_savepoints_with_their_own_statements(
+    lethe, tmp_path
+) -> None:
+    """In a group commit each write has a savepoint. ``SAVEPOINT`` goes out with the write's
+    checks and ``RELEASE`` with the next write's (the ``COMMIT`` releases the last): two round
+    trips a write, the checks and the inserts, where the savepoint's own made it four."""
+    for i in range(2):  # the subject's key, and the checks' statement planned (its first run)
+        lethe.memories.write(agent(), write_cmd(f"Alice likes tea, note {i}"))
+    done: list[Any] = []
+
+    def writer(i: int) -> None:
+        done.append(lethe.memories.write(agent(), write_cmd(f"Alice likes green tea, cup {i}")).item)
+
+    with wire(lethe.uow.engine, tmp_path / "trace") as statements:
+        with lethe.uow.write():  # holds the lock while both writers queue: they are one batch
+            threads = [threading.Thread(target=writer, args=(i,)) for i in range(2)]
+            for t in threads:
+                t.start()
+            deadline = time.monotonic() + 10
+            while len(lethe.uow._group._queued) < 2 and time.monotonic() < deadline:
+                time.sleep(0.005)
+        for t in threads:
+            t.join(timeout=30)
+    assert len(done) == 2
+    begin = f'"BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({db._EVENT_LOG_LOCK})"'
+    # The holder's empty transaction, then the batch: its BEGIN, two round trips a write, its COMMIT.
+    assert round_trips(tmp_path / "trace") == [begin, '"COMMIT"', begin, *["Sync"] * 4, '"COMMIT"']
+    assert [s for s in statements if "SAVEPOINT" in s] == [
+        "SAVEPOINT lethe_write",
+        "RELEASE SAVEPOINT lethe_write",
+        "SAVEPOINT lethe_write",
+    ]
+    assert {lethe.memories.get(agent(), m.id).content for m in done} == {
+        "Alice likes green tea, cup 0",
+        "Alice likes green tea, cup 1",
+    }

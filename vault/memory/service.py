@@ -57,6 +57,7 @@ from lethe.vault.memory.validation import ValidWrite, normal_subject_id, validat
 from lethe.vault.memory.vectors import VectorIndex
 from lethe.vault.memory.visibility import may_read
 from lethe.vault.model import GONE, Caller, MemoryItem, Status, WriteCommand
+from lethe.vault.store import driver_reads
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.pipeline import inserts_sent_together
@@ -266,7 +267,8 @@ class MemoryService:
         )
 
         def work(conn: Connection) -> WriteOutcome | Event:
-            prior_hash, prior_id, *key_state, size = conn.execute(
+            (prior_hash, prior_id, *key_state, size) = driver_reads.rows(
+                conn,
                 self._checks,
                 {
                     "tenant_id": tenant_id,
@@ -275,7 +277,7 @@ class MemoryService:
                     "subject_ref": w.subject_ref,
                     "generation": w.key.generation,
                 },
-            ).one()
+            )[0]  # one row: every column is a scalar subquery
             if prior_id is not None:
                 return WriteOutcome(
                     self._replay(conn, tenant_id, prior_hash, prior_id, w.request_hash), False

@@ -33,7 +33,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from lethe.vault.errors import StoreUnavailable
-from lethe.vault.store import pipeline
+from lethe.vault.store import driver_cursor, pipeline
 from lethe.vault.store.group_commit import GroupCommit
 from lethe.vault.store.sqlite_writers import writer_queue
 
@@ -86,6 +86,7 @@ def make_engine(url: str, *, echo: bool = False) -> Engine:
     engine = sa.create_engine(url, echo=echo, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
     _ping_when_idle(engine)
     pipeline.guard(engine)
+    driver_cursor.hold_statements(engine)
     return engine
 
 

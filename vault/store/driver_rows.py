@@ -29,24 +29,44 @@ from lethe.vault.clock import db_time
 from lethe.vault.store import driver_cursor
 
 _Processor = Callable[[Any], Any]
-_Insert = tuple[str, tuple[str, ...], list[tuple[int, _Processor]], bool]
-_INSERTS: dict[tuple[sa.Table, str, str], _Insert] = {}  # by table object: names may repeat
+_Compiled = tuple[str, tuple[str, ...], list[tuple[int, _Processor]], bool]
+# By statement or table object (they hash by identity) and dialect: built once each.
+_COMPILED: dict[tuple[Any, str, str], _Compiled] = {}
 
 
-def _insert_of(table: sa.Table, dialect: Dialect) -> _Insert:
-    """The INSERT of every column of ``table`` for ``dialect``: its SQL, its parameters in
-    order, the bind processors by position, and whether the driver takes tuples."""
+def _insert_of(table: sa.Table, dialect: Dialect) -> _Compiled:
+    """The INSERT of every column of ``table`` for ``dialect`` (``_compiled``)."""
     key = (table, dialect.name, dialect.paramstyle)
-    if key not in _INSERTS:
-        compiled = table.insert().compile(dialect=dialect)
-        names = tuple(compiled.positiontup) if compiled.positional else tuple(c.key for c in table.columns)
-        processors = []
-        for i, name in enumerate(names):
-            proc = table.c[name].type.dialect_impl(dialect).bind_processor(dialect)
-            if proc is not None:
-                processors.append((i, proc))
-        _INSERTS[key] = (compiled.string, names, processors, compiled.positional)
-    return _INSERTS[key]
+    if key not in _COMPILED:
+        _COMPILED[key] = _compiled(table.insert(), dialect)
+    return _COMPILED[key]
+
+
+def _compiled(stmt: sa.Executable, dialect: Dialect) -> _Compiled:
+    """``stmt`` compiled for ``dialect``: its SQL, its parameters in order, the bind
+    processors by position, and whether the driver takes tuples."""
+    compiled = stmt.compile(dialect=dialect)
+    names = tuple(compiled.positiontup) if compiled.positional else tuple(compiled.binds)
+    if "POSTCOMPILE" in compiled.string or compiled.escaped_bind_names:
+        raise ValueError("a statement rendered at each execution cannot be sent at the driver")
+    processors = []
+    for i, name in enumerate(names):
+        proc = compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
+        if proc is not None:
+            processors.append((i, proc))
+    return compiled.string, names, processors, compiled.positional
+
+
+def execute_rows(conn: Connection, stmt: sa.Executable, rows: Sequence[Mapping[str, Any]]) -> None:
+    """``stmt`` run once per row of ``rows`` (each naming every parameter), nothing read
+    back: its compiled SQL and its bind processors, as ``Connection.execute`` would send
+    them. ``stmt`` must be built once (a module constant or a cached builder's)."""
+    if not rows:
+        return
+    key = (stmt, conn.dialect.name, conn.dialect.paramstyle)
+    if key not in _COMPILED:
+        _COMPILED[key] = _compiled(stmt, conn.dialect)
+    driver_cursor.execute_many(conn, *_driver_params(_COMPILED[key], rows, ()))
 
 
 def insert_rows(
@@ -65,7 +85,13 @@ def driver_insert(
 ) -> tuple[str, list[Any]]:
     """The SQL and the driver's parameters (one per row) of ``insert_rows``, for a DBAPI
     cursor's ``executemany``; ``rows`` and ``stored`` as there."""
-    sql, names, processors, positional = _insert_of(table, dialect)
+    return _driver_params(_insert_of(table, dialect), rows, stored)
+
+
+def _driver_params(
+    compiled: _Compiled, rows: Sequence[Mapping[str, Any]], stored: Collection[str]
+) -> tuple[str, list[Any]]:
+    sql, names, processors, positional = compiled
     columns = [[row[n] for row in rows] for n in names]  # column by column: one processor call each
     for i, proc in processors:
         if names[i] not in stored:

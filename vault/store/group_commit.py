@@ -30,6 +30,8 @@ from typing import Any, TypeVar
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
+from lethe.vault.store import driver_cursor
+
 T = TypeVar("T")
 MAX_BATCH = 32
 
@@ -120,6 +122,9 @@ class GroupCommit:
 def _run_in_savepoint(conn: Connection, slot: _Slot) -> None:
     """One writer's work in a savepoint; its own failure is rolled back alone (re-raised, to
     abort the batch, when it is a driver error other than a constraint violation)."""
+    if driver_cursor.pipelined(conn.dialect):
+        _run_in_sent_along_savepoint(conn, slot)
+        return
     try:
         with conn.begin_nested():
             slot.result = slot.work(conn)
@@ -129,3 +134,34 @@ def _run_in_savepoint(conn: Connection, slot: _Slot) -> None:
         raise
     except Exception as exc:  # the writer's own error, for the writer
         slot.error = exc
+
+
+_SAVEPOINT, _RELEASE, _ROLLBACK_TO = (
+    f"{verb} lethe_write" for verb in ("SAVEPOINT", "RELEASE SAVEPOINT", "ROLLBACK TO SAVEPOINT")
+)
+
+
+def _run_in_sent_along_savepoint(conn: Connection, slot: _Slot) -> None:
+    """``_run_in_savepoint`` on PostgreSQL, whose ``SAVEPOINT`` goes out with the work's first
+    statement and its ``RELEASE`` with the next writer's (or is dropped by the ``COMMIT``,
+    which releases it): two round trips fewer a write (``store.driver_cursor.defer``)."""
+    driver_cursor.defer(conn, _SAVEPOINT)
+    try:
+        slot.result = slot.work(conn)
+    except IntegrityError as exc:
+        _roll_back_to_savepoint(conn)
+        slot.error = exc
+    except DBAPIError:
+        raise
+    except Exception as exc:  # the writer's own error, for the writer
+        _roll_back_to_savepoint(conn)
+        slot.error = exc
+    else:
+        if not driver_cursor.take_back(conn, _SAVEPOINT):  # no statement ran: nothing to release
+            driver_cursor.defer(conn, _RELEASE)
+
+
+def _roll_back_to_savepoint(conn: Connection) -> None:
+    """Undo what the failed work did, if it sent anything; the transaction goes on."""
+    if not driver_cursor.take_back(conn, _SAVEPOINT):
+        conn.exec_driver_sql(_ROLLBACK_TO)

@@ -27,17 +27,12 @@ from contextlib import contextmanager
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Dialect, Engine
+from sqlalchemy.engine import Connection, Engine
 
-from lethe.vault.store.driver_cursor import as_sqlalchemy_error
+from lethe.vault.store.driver_cursor import IN_PIPELINE, as_sqlalchemy_error, pipelined
 
-_FLAG = "lethe_inserts_pipelined"  # in the pooled connection's ``info`` while a block is open
-
-
-def pipelined(dialect: Dialect) -> bool:
-    """Whether the driver has a pipeline mode: psycopg over libpq 14 or later. Not SQLite
-    (no round trips to save), not an older libpq (one round trip each)."""
-    return dialect.name == "postgresql" and dialect.loaded_dbapi.Pipeline.is_supported()
+_FLAG = IN_PIPELINE  # in the pooled connection's ``info`` while a block is open
+_ALLOWED = ("INSERT", "SAVEPOINT", "RELEASE SAVEPOINT")
 
 
 @contextmanager
@@ -63,5 +58,6 @@ def guard(engine: Engine) -> None:
 
     @sa.event.listens_for(engine, "before_cursor_execute")
     def _only_inserts(conn: Connection, _cursor: Any, statement: str, *_args: Any) -> None:
-        if conn.connection.info.get(_FLAG) and not statement.lstrip().upper().startswith("INSERT"):
+        # A group commit's savepoint statements may go out with the block's first insert.
+        if conn.connection.info.get(_FLAG) and not statement.lstrip().upper().startswith(_ALLOWED):
             raise sa.exc.InvalidRequestError(f"only inserts may be sent together, not: {statement[:40]}")

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
+from lethe.vault.store import driver_rows
 from lethe.vault.store.tables import memories, scope_changes
 
 _p = {n: sa.bindparam(f"b_{n}") for n in ("tenant_id", "agent_id", "purpose", "memory_id", "token")}
@@ -72,7 +73,7 @@ def current(conn: Connection, tenant_id: str, agent_id: str, purpose: str) -> st
 def written(conn: Connection, scopes: list[dict[str, str]]) -> None:
     """Memories were written to these scopes (``tenant_id``, ``agent_id``, ``purpose``, ``token``)."""
     if scopes:
-        conn.execute(_upsert(conn.dialect.name), scopes)
+        driver_rows.execute_rows(conn, _upsert(conn.dialect.name), scopes)  # a write's statement
 
 
 def memory_changed(conn: Connection, tenant_id: str, memory_id: str, token: str) -> None:
