@@ -176,3 +176,16 @@ def test_memories_written_by_sixteen_threads_at_once_are_all_readable_and_replay
         assert conn.execute(sa.select(sa.func.count()).select_from(memories)).scalar_one() == 16
     assert seqs == list(range(1, len(seqs) + 1))  # the log stays dense
     assert replay.check(lethe.uow.engine).differences == []
+
+
+def test_a_writer_that_fails_before_sending_anything_leaves_the_others_written(lethe):
+    """Its savepoint was never sent (PostgreSQL holds it for the work's first statement):
+    nothing to roll back, and the next writer's statements go out as usual."""
+
+    def refused(conn: Any) -> str:
+        raise VersionConflict("stale before any statement")
+
+    outcomes, commits = _as_one_batch(lethe, [_row("g0"), refused, _row("g2")])
+    assert outcomes[0] == "g0" and outcomes[2] == "g2" and isinstance(outcomes[1], VersionConflict)
+    assert commits == 1
+    assert _tenants_written(lethe) == {"g0", "g2"}
