@@ -74,14 +74,20 @@ def hold_statements(engine: sa.Engine) -> None:
 
 def flush_held(conn: Connection) -> None:
     """Send what is held now, in one round trip (before a statement SQLAlchemy sends itself)."""
-    if not conn.connection.info.get(_HELD):
-        return
+    if conn.connection.info.get(_HELD):
+        with _cursor(conn, "(held statements)") as cursor, _with_held(conn, cursor):
+            pass
+
+
+@contextmanager
+def _cursor(conn: Connection, sql: str) -> Iterator[Any]:
+    """The connection's own cursor, closed after the block; a driver error in the block
+    (a pipeline's sync included) raised as SQLAlchemy's."""
     cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     try:
-        with _with_held(conn, cursor):
-            pass
+        yield cursor
     except conn.dialect.loaded_dbapi.Error as exc:
-        raise as_sqlalchemy_error(conn, exc, "(held statements)") from exc
+        raise as_sqlalchemy_error(conn, exc, sql) from exc
     finally:
         cursor.close()
 
@@ -113,38 +119,38 @@ def pipelined(dialect: Any) -> bool:
 def fetch(conn: Connection, sql: str, params: Any, describe: bool) -> tuple[list[Any], Any]:
     """The rows of one statement as the driver returns them, and (if ``describe``) the
     cursor's description of its columns; what is held goes out with it."""
-    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-    try:
-        try:
-            # Read once the pipeline's sync is answered: fetching inside it costs a round trip more.
-            with _with_held(conn, cursor):
-                conn.dispatch.before_cursor_execute(conn, cursor, sql, params, None, False)
-                cursor.execute(sql, params)
-            return cursor.fetchall(), cursor.description if describe else None
-        except conn.dialect.loaded_dbapi.Error as exc:
-            raise as_sqlalchemy_error(conn, exc, sql) from exc
-    finally:
-        cursor.close()
+    with _cursor(conn, sql) as cursor:
+        # Read once the pipeline's sync is answered: fetching inside it costs a round trip more.
+        with _with_held(conn, cursor):
+            conn.dispatch.before_cursor_execute(conn, cursor, sql, params, None, False)
+            cursor.execute(sql, params)
+        return cursor.fetchall(), cursor.description if describe else None
 
 
 def execute_many(conn: Connection, sql: str, params: Sequence[Any]) -> None:
     """One statement run once per parameter set (an insert of rows); nothing read back."""
-    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     many = len(params) > 1  # one row: a plain execute (psycopg's executemany opens a pipeline)
-    try:
-        try:
-            with _with_held(conn, cursor):
-                conn.dispatch.before_cursor_execute(
-                    conn, cursor, sql, params if many else params[0], None, many
-                )
-                if many:
-                    cursor.executemany(sql, params)
-                else:
-                    cursor.execute(sql, params[0])
-        except conn.dialect.loaded_dbapi.Error as exc:
-            raise as_sqlalchemy_error(conn, exc, sql) from exc
-    finally:
-        cursor.close()
+    with _cursor(conn, sql) as cursor, _with_held(conn, cursor):
+        conn.dispatch.before_cursor_execute(conn, cursor, sql, params if many else params[0], None, many)
+        if many:
+            cursor.executemany(sql, params)
+        else:
+            cursor.execute(sql, params[0])
+
+
+def compiled_for_driver(stmt: sa.Executable, dialect: Any) -> tuple[Any, dict[str, Any]] | None:
+    """``stmt`` compiled once for ``dialect`` and the bind processor of each parameter that
+    has one (by name), as ``Connection.execute`` would apply them; None if the SQL cannot be
+    sent as compiled (a list rendered anew at each execution, parameter names it escapes)."""
+    compiled = stmt.compile(dialect=dialect)
+    if "POSTCOMPILE" in compiled.string or compiled.escaped_bind_names:
+        return None
+    processors = {
+        name: proc
+        for name, bind in compiled.binds.items()
+        if (proc := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None
+    }
+    return compiled, processors
 
 
 def as_sqlalchemy_error(conn: Connection, exc: Exception, statement: str) -> sa.exc.DBAPIError:

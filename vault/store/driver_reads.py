@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.engine import Connection
 
 from lethe.vault.store import driver_cursor
 from lethe.vault.store.records import record_class, records
@@ -36,24 +36,17 @@ class _Plan:
     its columns are read (the result processors, set at its first run at the driver, from
     the driver's column types)."""
 
-    def __init__(self, stmt: sa.Select, dialect: Dialect, keys: tuple[str, ...]) -> None:
-        compiled = stmt.compile(dialect=dialect)
+    def __init__(
+        self, compiled: Any, binds: dict[str, _Processor], stmt: sa.Select, keys: tuple[str, ...]
+    ) -> None:
         self.compiled = compiled
         self.sql = compiled.string
         self.positions = tuple(compiled.positiontup) if compiled.positional else None
-        self.binds = [
-            (name, proc)
-            for name, bind in compiled.binds.items()
-            if (proc := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None
-        ]
-        self.types = [c.type.dialect_impl(dialect) for c in stmt.selected_columns]
+        self.binds = list(binds.items())
+        self.dialect = compiled.dialect
+        self.types = [c.type.dialect_impl(self.dialect) for c in stmt.selected_columns]
         self.make = record_class(keys)._make
         self.results: list[tuple[int, _Processor]] | None = None
-        self.dialect = dialect
-
-    def runs_at_the_driver(self) -> bool:
-        """Not a list rendered anew at each execution, nor names the SQL spells differently."""
-        return "POSTCOMPILE" not in self.sql and not self.compiled.escaped_bind_names
 
     def parameters(self, params: Mapping[str, Any]) -> Any:
         values = self.compiled.construct_params(params)
@@ -88,9 +81,10 @@ def rows(conn: Connection, stmt: sa.Select, params: Mapping[str, Any]) -> list[A
     except KeyError:
         result = conn.execute(stmt, params)
         found = records(result)
-        made = _Plan(stmt, conn.dialect, tuple(result.keys()))
+        sendable = driver_cursor.compiled_for_driver(stmt, conn.dialect)
+        made = None if sendable is None else _Plan(*sendable, stmt, tuple(result.keys()))
         with _LOCK:
-            _PLANS.setdefault(key, made if made.runs_at_the_driver() else None)
+            _PLANS.setdefault(key, made)
         return found
     if plan is None:
         return records(conn.execute(stmt, params))

@@ -35,38 +35,33 @@ _COMPILED: dict[tuple[Any, str, str], _Compiled] = {}
 
 
 def _insert_of(table: sa.Table, dialect: Dialect) -> _Compiled:
-    """The INSERT of every column of ``table`` for ``dialect`` (``_compiled``)."""
-    key = (table, dialect.name, dialect.paramstyle)
+    """The INSERT of every column of ``table`` for ``dialect`` (``_compiled_once``)."""
+    return _compiled_once(table, dialect, table.insert)
+
+
+def _compiled_once(key_object: Any, dialect: Dialect, build: Callable[[], sa.Executable]) -> _Compiled:
+    """The statement ``build`` makes, compiled for ``dialect`` once per ``key_object``: its
+    SQL, its parameters in order, the bind processors by position, and whether the driver
+    takes tuples."""
+    key = (key_object, dialect.name, dialect.paramstyle)
     if key not in _COMPILED:
-        _COMPILED[key] = _compiled(table.insert(), dialect)
+        sendable = driver_cursor.compiled_for_driver(build(), dialect)
+        if sendable is None:
+            raise ValueError("a statement rendered at each execution cannot be sent at the driver")
+        compiled, binds = sendable
+        names = tuple(compiled.positiontup) if compiled.positional else tuple(compiled.binds)
+        processors = [(i, binds[n]) for i, n in enumerate(names) if n in binds]
+        _COMPILED[key] = (compiled.string, names, processors, compiled.positional)
     return _COMPILED[key]
-
-
-def _compiled(stmt: sa.Executable, dialect: Dialect) -> _Compiled:
-    """``stmt`` compiled for ``dialect``: its SQL, its parameters in order, the bind
-    processors by position, and whether the driver takes tuples."""
-    compiled = stmt.compile(dialect=dialect)
-    names = tuple(compiled.positiontup) if compiled.positional else tuple(compiled.binds)
-    if "POSTCOMPILE" in compiled.string or compiled.escaped_bind_names:
-        raise ValueError("a statement rendered at each execution cannot be sent at the driver")
-    processors = []
-    for i, name in enumerate(names):
-        proc = compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect)
-        if proc is not None:
-            processors.append((i, proc))
-    return compiled.string, names, processors, compiled.positional
 
 
 def execute_rows(conn: Connection, stmt: sa.Executable, rows: Sequence[Mapping[str, Any]]) -> None:
     """``stmt`` run once per row of ``rows`` (each naming every parameter), nothing read
     back: its compiled SQL and its bind processors, as ``Connection.execute`` would send
     them. ``stmt`` must be built once (a module constant or a cached builder's)."""
-    if not rows:
-        return
-    key = (stmt, conn.dialect.name, conn.dialect.paramstyle)
-    if key not in _COMPILED:
-        _COMPILED[key] = _compiled(stmt, conn.dialect)
-    driver_cursor.execute_many(conn, *_driver_params(_COMPILED[key], rows, ()))
+    if rows:
+        compiled = _compiled_once(stmt, conn.dialect, lambda: stmt)
+        driver_cursor.execute_many(conn, *_driver_params(compiled, rows, ()))
 
 
 def insert_rows(

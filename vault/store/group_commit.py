@@ -23,8 +23,8 @@ of its own; it may raise, and what it returns is handed to its caller.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
 
 from sqlalchemy.engine import Connection
@@ -122,11 +122,9 @@ class GroupCommit:
 def _run_in_savepoint(conn: Connection, slot: _Slot) -> None:
     """One writer's work in a savepoint; its own failure is rolled back alone (re-raised, to
     abort the batch, when it is a driver error other than a constraint violation)."""
-    if driver_cursor.pipelined(conn.dialect):
-        _run_in_sent_along_savepoint(conn, slot)
-        return
+    savepoint = _held_savepoint(conn) if driver_cursor.pipelined(conn.dialect) else conn.begin_nested()
     try:
-        with conn.begin_nested():
+        with savepoint:
             slot.result = slot.work(conn)
     except IntegrityError as exc:
         slot.error = exc
@@ -141,24 +139,24 @@ _SAVEPOINT, _RELEASE, _ROLLBACK_TO = (
 )
 
 
-def _run_in_sent_along_savepoint(conn: Connection, slot: _Slot) -> None:
-    """``_run_in_savepoint`` on PostgreSQL, whose ``SAVEPOINT`` goes out with the work's first
-    statement and its ``RELEASE`` with the next writer's (or is dropped by the ``COMMIT``,
-    which releases it): two round trips fewer a write (``store.driver_cursor.defer``)."""
+@contextmanager
+def _held_savepoint(conn: Connection) -> Iterator[None]:
+    """``begin_nested`` on PostgreSQL without round trips of its own: ``SAVEPOINT`` goes out
+    with the work's first statement and ``RELEASE`` with the next writer's (or is dropped by
+    the ``COMMIT``, which releases it) (``store.driver_cursor.defer``). A failed work is
+    rolled back to it, unless it sent nothing; a driver error that aborts the batch is not."""
     driver_cursor.defer(conn, _SAVEPOINT)
     try:
-        slot.result = slot.work(conn)
-    except IntegrityError as exc:
-        _roll_back_to_savepoint(conn)
-        slot.error = exc
-    except DBAPIError:
+        yield
+    except DBAPIError as exc:
+        if isinstance(exc, IntegrityError):
+            _roll_back_to_savepoint(conn)
         raise
-    except Exception as exc:  # the writer's own error, for the writer
+    except Exception:
         _roll_back_to_savepoint(conn)
-        slot.error = exc
-    else:
-        if not driver_cursor.take_back(conn, _SAVEPOINT):  # no statement ran: nothing to release
-            driver_cursor.defer(conn, _RELEASE)
+        raise
+    if not driver_cursor.take_back(conn, _SAVEPOINT):  # no statement ran: nothing to release
+        driver_cursor.defer(conn, _RELEASE)
 
 
 def _roll_back_to_savepoint(conn: Connection) -> None:

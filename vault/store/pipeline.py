@@ -31,7 +31,6 @@ from sqlalchemy.engine import Connection, Engine
 
 from lethe.vault.store.driver_cursor import IN_PIPELINE, as_sqlalchemy_error, pipelined
 
-_FLAG = IN_PIPELINE  # in the pooled connection's ``info`` while a block is open
 _ALLOWED = ("INSERT", "SAVEPOINT", "RELEASE SAVEPOINT")
 
 
@@ -43,14 +42,14 @@ def inserts_sent_together(conn: Connection) -> Iterator[None]:
         return
     driver = conn.connection.driver_connection
     info = conn.connection.info
-    info[_FLAG] = True
+    info[IN_PIPELINE] = True  # in the pooled connection's ``info`` while a block is open
     try:
         with driver.pipeline():
             yield
     except conn.dialect.loaded_dbapi.Error as exc:  # raised at the sync: SQLAlchemy never saw it
         raise as_sqlalchemy_error(conn, exc, "(inserts sent together)") from exc
     finally:
-        info.pop(_FLAG, None)
+        info.pop(IN_PIPELINE, None)
 
 
 def guard(engine: Engine) -> None:
@@ -59,5 +58,5 @@ def guard(engine: Engine) -> None:
     @sa.event.listens_for(engine, "before_cursor_execute")
     def _only_inserts(conn: Connection, _cursor: Any, statement: str, *_args: Any) -> None:
         # A group commit's savepoint statements may go out with the block's first insert.
-        if conn.connection.info.get(_FLAG) and not statement.lstrip().upper().startswith(_ALLOWED):
+        if conn.connection.info.get(IN_PIPELINE) and not statement.lstrip().upper().startswith(_ALLOWED):
             raise sa.exc.InvalidRequestError(f"only inserts may be sent together, not: {statement[:40]}")
