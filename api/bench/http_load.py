@@ -29,6 +29,7 @@ import sqlalchemy as sa
 
 from lethe.api.bench import wrk
 from lethe.api.bench.context import BenchError, RunContext
+from lethe.api.bench.cpu import per_request_us, tree_cpu_seconds
 from lethe.api.bench.rss import peak_rss_tree_mb
 from lethe.api.bench.scales import AGENT_ID, PURPOSE, TARGETS, search_store_name
 from lethe.api.bench.stats import ratio
@@ -68,7 +69,7 @@ def measure(ctx: RunContext) -> dict[str, Any]:
         _wait_ready(server, port, log_path)
         for name, requests in plan.items():
             with ctx.phase(f"6 HTTP {name} (server + load generator subprocesses)") as info:
-                runs[name] = _load(ctx, port, tokens, requests)
+                runs[name] = _load(ctx, port, tokens, requests, server=server.pid)
                 info["load_generator_peak_rss_mb"] = runs[name].get("peak_rss_mb")
         server_rss = peak_rss_tree_mb(server.pid)  # its largest process, after every load
         searched = sorted(set(tenants))
@@ -278,14 +279,21 @@ def _load(
     requests: list[dict[str, Any]],
     seconds: float | None = None,
     warmup: float | None = None,
+    server: int | None = None,
 ) -> dict[str, Any]:
-    """One load of ``requests`` (the scale's duration and warm-up unless given)."""
+    """One load of ``requests`` (the scale's duration and warm-up unless given); with
+    ``server`` (the serving process's pid) and ``wrk``, the CPU it and its workers spent a
+    request (``cpu_us_per_request``)."""
     s = ctx.scale
     seconds = s.http_seconds if seconds is None else seconds
     warmup = s.http_warmup if warmup is None else warmup
-    if wrk.available():
-        return wrk.run(ctx.root, port, tokens, requests, s.concurrency, seconds, warmup)
-    return _loadgen(ctx, port, tokens, requests, seconds, warmup)
+    if not wrk.available():
+        return _loadgen(ctx, port, tokens, requests, seconds, warmup)
+    readers = {"server": lambda: tree_cpu_seconds(server)} if server is not None else {}
+    run = wrk.run(ctx.root, port, tokens, requests, s.concurrency, seconds, warmup, readers)
+    if server is not None:
+        run["cpu_us_per_request"] = {"server": per_request_us(run["cpu_seconds"]["server"], run["requests"])}
+    return run
 
 
 def _serve(ctx: RunContext, port: int, previous: Path | None = None) -> tuple[subprocess.Popen[bytes], Path]:

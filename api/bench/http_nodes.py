@@ -27,9 +27,10 @@ from typing import Any
 
 from lethe.api.bench import wrk
 from lethe.api.bench.context import RunContext, store_settings
+from lethe.api.bench.cpu import per_request_us, tree_cpu_seconds
 from lethe.api.bench.datagen import generate
 from lethe.api.bench.http_load import RATE_LIMIT, _plan, _requests, _wait_ready, meets, spawn_serve
-from lethe.api.bench.postgres import NoPostgres, fresh_database
+from lethe.api.bench.postgres import NoPostgres, fresh_database, local_server_pid
 from lethe.api.bench.rss import peak_rss_tree_mb
 from lethe.api.bench.scales import AGENT_ID, PURPOSE
 from lethe.api.bench.stats import ratio
@@ -73,6 +74,7 @@ def _measure(ctx: RunContext, database_url: str) -> dict[str, Any]:
             for tenant in (tenants * s.concurrency)[: s.concurrency]
         ]
         c.audit.sign()  # as figure 6: the first load must not time the first checkpoint
+        postgres = local_server_pid(c.uow.engine)
     finally:
         c.close()
     redis = _redis_url()
@@ -94,7 +96,7 @@ def _measure(ctx: RunContext, database_url: str) -> dict[str, Any]:
             _wait_ready(proc, port, log)
         for name, requests in plan.items():
             with ctx.phase(f"6d HTTP {name}, {NODES} nodes on PostgreSQL"):
-                runs[name] = _load_all(ctx, [port for _, port, _ in nodes], tokens, requests)
+                runs[name] = _load_all(ctx, nodes, postgres, tokens, requests)
         peak = max(peak_rss_tree_mb(proc.pid) or 0 for proc, _, _ in nodes)
         ctx.subprocess_rss("lethe serve node (PostgreSQL)", peak)
     finally:
@@ -144,23 +146,33 @@ def _start(ctx: RunContext, env: dict[str, str], i: int) -> tuple[subprocess.Pop
 
 
 def _load_all(
-    ctx: RunContext, ports: list[int], tokens: list[str], requests: list[dict[str, Any]]
+    ctx: RunContext,
+    nodes: list[tuple[subprocess.Popen[bytes], int, Path]],
+    postgres: int | None,
+    tokens: list[str],
+    requests: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    """One wrk per node, at once, the connections split between them; the sum and the worse tail."""
+    """One wrk per node, at once, the connections split between them; the sum and the worse
+    tail, and the CPU each node (and the local PostgreSQL server, if ``postgres`` is its pid)
+    spent a request. The server's CPU is read around the first node's measured load, which
+    starts and ends with the other's, and is shared by both nodes' requests."""
     s = ctx.scale
-    share = max(2, s.concurrency // len(ports))
-    results: list[dict[str, Any] | None] = [None] * len(ports)
+    share = max(2, s.concurrency // len(nodes))
+    results: list[dict[str, Any] | None] = [None] * len(nodes)
     failures: list[BaseException] = []
 
-    def one(i: int, port: int) -> None:
+    def one(i: int, proc: subprocess.Popen[bytes], port: int) -> None:
         workdir = ctx.root / f"wrk-node-{i}"
         workdir.mkdir(exist_ok=True)
+        cpu = {"node": lambda: tree_cpu_seconds(proc.pid)}
+        if i == 0 and postgres is not None:
+            cpu["postgres"] = lambda: tree_cpu_seconds(postgres)
         try:
-            results[i] = wrk.run(workdir, port, tokens, requests, share, s.http_seconds, s.http_warmup)
+            results[i] = wrk.run(workdir, port, tokens, requests, share, s.http_seconds, s.http_warmup, cpu)
         except BaseException as exc:  # re-raised below, in the caller's thread
             failures.append(exc)
 
-    threads = [threading.Thread(target=one, args=(i, p)) for i, p in enumerate(ports)]
+    threads = [threading.Thread(target=one, args=(i, proc, port)) for i, (proc, port, _) in enumerate(nodes)]
     for t in threads:
         t.start()
     for t in threads:
@@ -174,6 +186,12 @@ def _load_all(
         "requests_per_s": round(sum(r["requests_per_s"] for r in done), 1),
         "latency": {k: max(r["latency"][k] for r in done) for k in done[0]["latency"]},
         "per_node": [r["requests_per_s"] for r in done],
+        "cpu_us_per_request": {
+            "nodes": [per_request_us(r["cpu_seconds"]["node"], r["requests"]) for r in done],
+            "postgres": per_request_us(
+                done[0]["cpu_seconds"].get("postgres"), sum(r["requests"] for r in done)
+            ),
+        },
         "connections": share * len(done),
         "generator": "wrk",
     }

@@ -11,6 +11,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import sqlalchemy as sa
 
@@ -40,3 +41,22 @@ def fresh_database() -> Iterator[str]:
         with admin.connect() as conn:
             conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.dispose()
+
+
+def local_server_pid(engine: sa.Engine) -> int | None:
+    """The pid of the PostgreSQL server (the postmaster) behind ``engine`` if it runs on this
+    machine, so its CPU can be read from ``/proc``; None if it runs elsewhere (its backend's
+    pid is not a local ``postgres`` process)."""
+    with engine.connect() as conn:
+        backend = int(conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one())
+        try:
+            status = Path(f"/proc/{backend}/status").read_text()
+        except OSError:
+            return None
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    parent = int(fields.get("PPid", "0").strip() or 0)
+    try:
+        command = Path(f"/proc/{parent}/cmdline").read_bytes().split(b"\0", 1)[0]
+    except OSError:
+        return None
+    return parent if parent > 1 and command.rsplit(b"/", 1)[-1] in (b"postgres", b"postmaster") else None

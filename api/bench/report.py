@@ -579,13 +579,24 @@ def _http(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
             "search.",
         ),
         table(
-            ["", "requests", "req/s", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors"],
+            ["", "requests", "req/s", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "server CPU µs/req"],
             [
-                [label, f"{r['requests']:,}", fmt(r["requests_per_s"]), *lats(r["latency"]), r["errors"]]
+                [
+                    label,
+                    f"{r['requests']:,}",
+                    fmt(r["requests_per_s"]),
+                    *lats(r["latency"]),
+                    r["errors"],
+                    _cpu(r, "server"),
+                ]
                 for label, r in loads
             ],
         ),
         *previous,
+        para(
+            "Server CPU: the user and system time of the server's processes (supervisor and",
+            "workers, from `/proc`) during the measured load, over the requests served in it.",
+        ),
         para(
             f"Ratio search/auth-only throughput {fmt(h['ratio'], 3)}. Target: >= 500 req/s and p99",
             "<= 100 ms on 2 cores (the load generator runs on the same cores).",
@@ -604,6 +615,14 @@ def _http(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
             else []
         ),
     ]
+
+
+def _cpu(run: dict[str, Any], key: str) -> str:
+    """A load's CPU microseconds a request for ``key`` (a list: per node), or blank if unread."""
+    value = (run.get("cpu_us_per_request") or {}).get(key)
+    if isinstance(value, list):
+        return " + ".join(fmt(v) if v is not None else "?" for v in value) if value else ""
+    return fmt(value) if value is not None else ""
 
 
 def _http_nodes(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
@@ -629,7 +648,19 @@ def _http_nodes(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
             "worse node's.",
         ),
         table(
-            ["", "requests", "req/s", "per node", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors"],
+            [
+                "",
+                "requests",
+                "req/s",
+                "per node",
+                "p50 ms",
+                "p95 ms",
+                "p99 ms",
+                "max ms",
+                "errors",
+                "node CPU µs/req",
+                "PostgreSQL CPU µs/req",
+            ],
             [
                 [
                     label,
@@ -638,9 +669,17 @@ def _http_nodes(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
                     " + ".join(fmt(x) for x in r["per_node"]),
                     *lats(r["latency"]),
                     r["errors"],
+                    _cpu(r, "nodes"),
+                    _cpu(r, "postgres"),
                 ]
                 for label, r in loads
             ],
+        ),
+        para(
+            "CPU a request, read from `/proc` around the measured load: each node's processes over",
+            "its own requests; the PostgreSQL server's (every backend and background process, when",
+            "it runs on this machine) over both nodes' requests. What is left of the two cores went",
+            "to Redis, the `wrk`s and the kernel.",
         ),
         para(
             "Targets as figure 6: search >= 500 req/s with p99 <= 100 ms, writes >= 300 req/s with",

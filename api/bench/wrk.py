@@ -14,8 +14,11 @@ import json
 import shutil
 import subprocess
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from lethe.api.bench.cpu import spent
 
 UNIQUE = "@@KEY@@"  # in a request body: replaced by a fresh value for every request sent
 
@@ -103,9 +106,12 @@ def run(
     concurrency: int,
     seconds: float,
     warmup: float,
+    cpu: dict[str, Callable[[], float | None]] | None = None,
 ) -> dict[str, Any]:
     """A warm-up, then ``seconds`` of load from ``concurrency`` connections on two threads;
-    the result in the shape of ``loadgen``'s (requests, errors, requests_per_s, latency)."""
+    the result in the shape of ``loadgen``'s (requests, errors, requests_per_s, latency).
+    ``cpu``: readers of processes' CPU seconds (``bench.cpu``), read around the measured
+    load only; what each spent is the result's ``cpu_seconds``."""
     expected = expected_status(requests[0])
     script = workdir / "wrk-load.lua"
     script.write_text(_SCRIPT % {"requests": _lua(requests), "tokens": _lua(tokens), "expected": expected})
@@ -114,12 +120,13 @@ def run(
     if warmup > 0:
         warm = [*base, f"-d{max(1, round(warmup))}s", url, "--", uuid.uuid4().hex]
         subprocess.run(warm, capture_output=True, check=True)
-    out = subprocess.run(
-        [*base, f"-d{max(1, round(seconds))}s", url, "--", uuid.uuid4().hex],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    with spent(cpu or {}) as cpu_seconds:
+        out = subprocess.run(
+            [*base, f"-d{max(1, round(seconds))}s", url, "--", uuid.uuid4().hex],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     line = next(x for x in reversed(out.stdout.splitlines()) if x.startswith("{"))
     r = json.loads(line)
     return {
@@ -133,4 +140,5 @@ def run(
         "connections": concurrency,
         "generator": "wrk",
         "peak_rss_mb": None,
+        "cpu_seconds": cpu_seconds,
     }

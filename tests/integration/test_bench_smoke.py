@@ -99,6 +99,10 @@ def test_bench_small_completes_and_writes_json_and_markdown(tmp_path: Path) -> N
     assert nodes["search"]["requests"] > 0 and len(nodes["search"]["per_node"]) == 2
     assert nodes["write"]["requests"] > 0 and nodes["write"]["errors"] == 0
     assert nodes["searches_at_once"] == 2  # a PostgreSQL node's default, which the document states
+    cpu = nodes["search"]["cpu_us_per_request"]  # each node's, and the local server's over both
+    assert len(cpu["nodes"]) == 2 and all(us is not None and us > 0 for us in cpu["nodes"])
+    assert cpu["postgres"] is not None and cpu["postgres"] > 0
+    assert figures["http_search"]["search"]["cpu_us_per_request"]["server"] > 0
     assert figures["peak_rss"]["phases"]
     assert results["data_generation"]
 
@@ -108,6 +112,7 @@ def test_bench_small_completes_and_writes_json_and_markdown(tmp_path: Path) -> N
         assert heading in md, heading
     assert results["command"] in md
     assert "1 worker each, running 2 searches at once" in " ".join(md.split())
+    assert "| server CPU µs/req |" in md and "| node CPU µs/req | PostgreSQL CPU µs/req |" in md
     assert " ".join(md.split()).count("The log a commit waits for: a Lethe write appends") == 2
     assert " ".join(md.split()).count("Same rows, plainly: every row the timed writes added") == 2
     assert f"they held {before:,} memories at the start and {after:,} at the end" in " ".join(md.split())
