@@ -16,16 +16,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from lethe.api.bench.subprocesses import descendants
+
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def tree_cpu_seconds(pid: int) -> float | None:
     """User and system CPU seconds of ``pid``, its live children and its reaped ones."""
-    own = _stat_times(pid, reaped=True)
+    own = _stat_times(pid)
     if own is None:
         return None
-    kids = _children(pid)
-    return own + sum(t for t in (_stat_times(k, reaped=True) for k in kids) if t is not None)
+    return own + sum(t for t in map(_stat_times, descendants(pid)) if t is not None)
 
 
 def per_request_us(seconds: float | None, requests: int) -> float | None:
@@ -48,34 +49,12 @@ def spent(readers: dict[str, Callable[[], float | None]]) -> Iterator[dict[str, 
             out[name] = None if after is None or start is None else round(after - start, 3)
 
 
-def _stat_times(pid: int, reaped: bool) -> float | None:
-    """utime + stime (+ cutime + cstime with ``reaped``) of one process, in seconds."""
+def _stat_times(pid: int) -> float | None:
+    """utime + stime + cutime + cstime of one process (its own and its reaped children's), in seconds."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     # Fields after the command (which may hold spaces and parentheses) start at field 3.
     fields = stat.rsplit(")", 1)[1].split()
-    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
-    ticks = utime + stime + (cutime + cstime if reaped else 0)
-    return ticks / _TICKS
-
-
-def _children(pid: int) -> list[int]:
-    """Every descendant of ``pid`` (children's children too), from each task's list."""
-    out: list[int] = []
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{p}/task")
-        except OSError:
-            continue
-        for tid in tasks:
-            try:
-                kids = [int(k) for k in Path(f"/proc/{p}/task/{tid}/children").read_text().split()]
-            except OSError:
-                continue
-            out += kids
-            todo += kids
-    return out
+    return sum(int(x) for x in fields[11:15]) / _TICKS  # utime, stime, cutime, cstime

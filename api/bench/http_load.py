@@ -289,10 +289,11 @@ def _load(
     warmup = s.http_warmup if warmup is None else warmup
     if not wrk.available():
         return _loadgen(ctx, port, tokens, requests, seconds, warmup)
-    readers = {"server": lambda: tree_cpu_seconds(server)} if server is not None else {}
-    run = wrk.run(ctx.root, port, tokens, requests, s.concurrency, seconds, warmup, readers)
-    if server is not None:
-        run["cpu_us_per_request"] = {"server": per_request_us(run["cpu_seconds"]["server"], run["requests"])}
+    if server is None:
+        return wrk.run(ctx.root, port, tokens, requests, s.concurrency, seconds, warmup)
+    cpu = {"server": lambda: tree_cpu_seconds(server)}
+    run = wrk.run(ctx.root, port, tokens, requests, s.concurrency, seconds, warmup, cpu)
+    run["cpu_us_per_request"] = {"server": per_request_us(run["cpu_seconds"]["server"], run["requests"])}
     return run
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from lethe.api.bench.subprocesses import descendants
+
 
 def reset_peak_rss() -> bool:
     """Reset this process's RSS high-water mark (Linux: ``5`` to ``/proc/self/clear_refs``)."""
@@ -34,11 +36,7 @@ def peak_rss_mb(pid: int | str = "self", field: str = "VmHWM") -> float | None:
 def peak_rss_tree_mb(pid: int, field: str = "VmHWM") -> float | None:
     """The largest ``VmHWM`` (or ``field``) of a process and its children in MiB (``lethe
     serve --workers N``: the supervisor and its worker processes, each a full server)."""
-    try:
-        kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    except OSError:
-        kids = []
-    peaks = [p for p in (peak_rss_mb(x, field) for x in [pid, *kids]) if p is not None]
+    peaks = [p for p in (peak_rss_mb(x, field) for x in [pid, *descendants(pid)]) if p is not None]
     return max(peaks) if peaks else None
 
 

@@ -1,4 +1,5 @@
-"""The bench's child processes: a clean environment, a free loopback port, a stop that waits.
+"""The bench's child processes: a clean environment, a free loopback port, a stop that waits,
+and a process's descendants (whose memory and CPU a figure reads from ``/proc``).
 
 Standard library only. Children never inherit the caller's ``LETHE_``/``VAULT_``/``BAO_``
 settings, so a run does not depend on the shell it starts in.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+from pathlib import Path
 
 
 def clean_env(**lethe: str) -> dict[str, str]:
@@ -34,3 +36,24 @@ def terminate(proc: subprocess.Popen[bytes], timeout: float) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=10)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (children's children too), from ``/proc``: a ``lethe serve
+    --workers N``'s workers, a PostgreSQL server's backends. Empty where ``/proc`` is not there."""
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                kids = [int(k) for k in Path(f"/proc/{p}/task/{tid}/children").read_text().split()]
+            except OSError:
+                continue
+            out += kids
+            todo += kids
+    return out
