@@ -12,7 +12,9 @@ address instead, and past that limit the answer is 429 rather than 401: bad toke
 a lookup each and must not be free to send by the thousand. Successful requests are
 never charged to the address, so a valid token keeps working from a noisy address
 (behind a shared NAT, say); guessing one is hopeless anyway (256 random bits).
-The caller's scope (tenant, agent, purposes) comes only from the token.
+The caller's scope (tenant, agent, purposes) comes only from the token. Search
+(``recalled_then``) skips step 1's lookup for a token its process accepted before, and reads
+the token's revocation with the search's own first statement instead.
 
 Exceptions: ``Unauthenticated`` (401), ``OutOfScope`` (403), ``ApiProblem`` (429).
 """
@@ -153,12 +155,21 @@ def authorised(
     except Unauthenticated:
         _charge_failure(request)  # 429 once over the limit
         raise
+    _admit(request, caller)
+    return caller
+
+
+def _admit(request: Request, caller: Caller) -> None:
+    """What follows a caller's authentication: the access log learns its token id, and
+    ``permit`` checks the route and charges the token's rate limit."""
     ctx = request_context(request.scope)
     if ctx is not None:
         ctx.token_id = caller.principal
-    route = request.scope.get("route")
-    permit(request.app.state, caller, getattr(route, "name", ""))
-    return caller
+    permit(request.app.state, caller, _route_name(request))
+
+
+def _route_name(request: Request) -> str:
+    return getattr(request.scope.get("route"), "name", "")
 
 
 def _charge_failure(request: Request) -> None:
@@ -204,6 +215,43 @@ async def authorised_then(
     process's thread pool).
     """
     return await anyio.to_thread.run_sync(lambda: work(authorised(request, credentials)), limiter=limiter)
+
+
+async def recalled_then(
+    request: Request,
+    credentials: HTTPAuthorizationCredentials,
+    work: Callable[[Caller, bool], T],
+    limiter: anyio.CapacityLimiter | None = None,
+) -> T:
+    """``authorised_then`` for read-only work that can read its token's revocation itself.
+
+    A token this process authenticated before (``TokenService.recall``: its facts never
+    change) is not looked up: ``work`` gets its caller and True, and must read the
+    revocation with its own first statement and raise ``Unauthenticated`` if revoked (the
+    search's ``confirm_token``). Nothing is answered from a read that finds it revoked, so
+    revocation still takes effect at once; it saves each hot search a statement and a
+    connection checkout. That 401 is charged to the failure limit like any other, and the
+    token is looked up again from then on. Any other token, or one whose role the route
+    refuses (so that a revoked token is told 401, not 403), is authenticated first and
+    ``work`` gets False. The one difference a revoked token can see: until a read has found
+    it revoked, its requests are charged to its own rate limit, so one over that limit is
+    answered 429, not 401.
+    """
+
+    def run() -> T:
+        tokens = request.app.state.tokens
+        caller = tokens.recall(credentials.credentials)
+        if caller is None or not may(caller.role, _route_name(request)):
+            return work(authorised(request, credentials), False)
+        _admit(request, caller)
+        try:
+            return work(caller, True)
+        except Unauthenticated:
+            tokens.forget(credentials.credentials)
+            _charge_failure(request)
+            raise
+
+    return await anyio.to_thread.run_sync(run, limiter=limiter)
 
 
 def may(role: Role, route_name: str) -> bool:

@@ -43,6 +43,7 @@ def test_a_tokens_row_read_at_the_driver_is_the_row_sqlalchemy_reads(lethe) -> N
 
 def test_a_searchs_statements_read_at_the_driver_give_the_rows_sqlalchemy_gives(lethe) -> None:
     items = [lethe.memories.write(agent(), write_cmd(f"Alice likes green tea {i}")).item for i in range(3)]
+    _, info = lethe.tokens.create(Role.AGENT, "t1", agent_id="a1", purposes=["support"])
     query = SearchQuery("green tea", "support")
     assert len(lethe.search.search(agent(), query).items) == 3
     terms = sorted(lethe.pseudonyms.term_hashes("t1", "green tea"))
@@ -54,9 +55,16 @@ def test_a_searchs_statements_read_at_the_driver_give_the_rows_sqlalchemy_gives(
         assert {r.id for r in rows} == {i.id for i in items} and all(r.wrapped_dek for r in rows)
         hits = _same_rows(conn, ranked_scope._postings_statement(), {"tenant": "t1", "query_hashes": terms})
         assert len(hits) == 6  # two terms, three memories
-        stmt = ranked_scope._token_and_operator_statement(conn.dialect.name, False, False)
-        (anchor,) = _same_rows(conn, stmt, {**ranked_scope._params(request), "query_hashes": terms})
+        params = {**ranked_scope._params(request), "query_hashes": terms}
+        stmt = ranked_scope._token_and_operator_statement(conn.dialect.name, False, False, False)
+        (anchor,) = _same_rows(conn, stmt, params)
         assert anchor.scope_token and anchor.id is None  # the token, and no operator memory
+        # The same statement reading a recalled token's revocation: 1 while unrevoked, else NULL.
+        confirming = ranked_scope._token_and_operator_statement(conn.dialect.name, False, False, True)
+        (live,) = _same_rows(conn, confirming, {**params, "token_id": info.id})
+        (gone,) = _same_rows(conn, confirming, {**params, "token_id": "no-such-token"})
+        assert live.token_live == 1 and gone.token_live is None
+        assert live.scope_token == gone.scope_token == anchor.scope_token
 
 
 def test_a_list_rendered_per_execution_runs_through_sqlalchemy_with_the_same_rows(lethe) -> None:

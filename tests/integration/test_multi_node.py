@@ -190,6 +190,35 @@ def test_a_write_on_one_node_is_found_by_the_next_search_of_a_scope_every_node_k
                 assert [i["content"] for i in found][:1] == ["orders an espresso every afternoon"]
 
 
+def test_a_token_revoked_through_one_node_is_refused_by_the_next_search_on_every_node(
+    deployment: Deployment,
+) -> None:
+    # Every worker has searched with the token, so each remembers it and no longer looks it
+    # up: the search's own statement reads the revocation (``vault.access.known_tokens``).
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    admin_token = deployment.mint("--tenant", tenant, "--role", "admin")
+    body = {"role": "agent", "agent_id": "a1", "purposes": ["support"]}
+    with deployment.client(deployment.nodes[0], admin_token) as admin:
+        minted = admin.post("/v1/admin/tokens", json=body)
+    assert minted.status_code == 201, minted.text
+    admin = deployment.client(deployment.nodes[0], admin_token)
+    a, b = (deployment.client(n, minted.json()["token"]) for n in deployment.nodes)
+    searches = [{"query": "green tea", "purpose": "support"}, {"query": "a", "purpose": "support"}]
+    with admin, a, b:
+        assert a.post("/v1/memories", json=memory_body("alice", "prefers green tea")).status_code == 201
+        for client in (a, b):
+            for _ in range(4):  # two workers per node: ask often enough to reach both
+                r = client.post("/v1/memories/search", json=searches[0])
+                assert r.status_code == 200 and r.json()["items"], r.text
+        assert admin.delete(f"/v1/admin/tokens/{minted.json()['id']}").status_code == 204
+        for client in (b, a):
+            for i in range(4):  # with query terms (read with the scope's token) and without
+                r = client.post("/v1/memories/search", json=searches[i % 2])
+                assert r.status_code == 401 and r.headers["content-type"].startswith(
+                    "application/problem+json"
+                )
+
+
 def test_a_subject_forgotten_through_one_node_is_unreadable_on_every_node(deployment: Deployment) -> None:
     tenant = f"t-{uuid.uuid4().hex[:8]}"
     token = agent_token(deployment, tenant)

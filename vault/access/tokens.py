@@ -37,6 +37,7 @@ from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
+from lethe.vault.access.known_tokens import CAPACITY, KnownTokens
 from lethe.vault.clock import from_db, iso, to_db, utcnow
 from lethe.vault.errors import InvalidCommand, NotFound, Unauthenticated
 from lethe.vault.model import Caller, Role
@@ -100,10 +101,18 @@ class TokenService:
     ``StoreUnavailable`` (503).
     """
 
-    def __init__(self, uow: UnitOfWork, clock: Callable[[], datetime] = utcnow, *, log: EventLog) -> None:
+    def __init__(
+        self,
+        uow: UnitOfWork,
+        clock: Callable[[], datetime] = utcnow,
+        *,
+        log: EventLog,
+        known: int = CAPACITY,
+    ) -> None:
         self.uow = uow
         self.clock = clock
         self.log = log
+        self.known = KnownTokens(known)  # what ``authenticate`` found, for ``recall``
 
     def create(
         self,
@@ -195,7 +204,24 @@ class TokenService:
         info = _info(row)
         if not info.active(self.clock()):
             raise refused
+        self.known.remember(digest, info)
         return _caller(info)
+
+    def recall(self, token: str | None) -> Caller | None:
+        """The caller of a token ``authenticate`` accepted before in this process and that
+        has not expired by now, from memory: **its revocation is not read**. Only for
+        read-only work that reads it with its own statements before it answers
+        (``vault.access.known_tokens``; the search's ``confirm_token``). None: authenticate."""
+        if not well_formed(token):
+            return None
+        info = self.known.get(hash_token(token))  # type: ignore[arg-type]
+        if info is None or not info.active(self.clock()):
+            return None
+        return _caller(info)
+
+    def forget(self, token: str) -> None:
+        """Drop a token from ``recall`` (its read found it revoked): it is looked up again."""
+        self.known.forget(hash_token(token))
 
     def caller_by_id(self, token_id: str) -> Caller:
         """The caller a still-valid token id stands for (a console session holds the id, not the token)."""

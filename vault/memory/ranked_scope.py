@@ -39,6 +39,7 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from lethe.vault.access.known_tokens import check_not_revoked, confirm, not_revoked
 from lethe.vault.clock import to_db
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.sealing import Reuse, scope_vectors, sealed_by_id
@@ -114,6 +115,9 @@ class Request(NamedTuple):
     subject_ref: str | None
     kinds: Sequence[str]
     blend: dict[str, float] | None = None
+    # The id of a token recalled without reading its revocation (``TokenService.recall``):
+    # the first statement reads it (``vault.access.known_tokens``), refusing a revoked one.
+    confirm_token: str | None = None
 
 
 def ranked(
@@ -126,7 +130,10 @@ def ranked(
     opened = keyring.opened
     scope_id = (tenant, agent, r.purpose, vectors.model, cap)
     token, operator = None, None
-    if opened.capacity and r.query_terms:  # the token with the operator rows: a round trip fewer
+    folded = bool(opened.capacity and r.query_terms)
+    if r.confirm_token is not None and not folded:
+        check_not_revoked(conn, r.confirm_token)  # before anything is read
+    if folded:  # the token with the operator rows (and the revocation): a round trip fewer
         token, operator = _token_and_operator_rows(conn, r)
     elif opened.capacity:
         token = scope_changes.current(conn, tenant, agent or "", r.purpose)
@@ -412,9 +419,18 @@ def _operator_rows(conn: Connection, r: Request) -> list[Any]:
 
 
 def _token_and_operator_rows(conn: Connection, r: Request) -> tuple[str | None, list[Any]]:
-    """The scope's change token and ``_operator_rows``, read by one statement."""
-    stmt = _token_and_operator_statement(conn.dialect.name, r.subject_ref is not None, bool(r.kinds))
-    rows = driver_reads.rows(conn, stmt, {**_params(r), "query_hashes": r.query_terms})
+    """The scope's change token and ``_operator_rows``, read by one statement, which also
+    reads whether ``r.confirm_token`` is unrevoked (``Unauthenticated`` if not)."""
+    confirming = r.confirm_token is not None
+    stmt = _token_and_operator_statement(
+        conn.dialect.name, r.subject_ref is not None, bool(r.kinds), confirming
+    )
+    params = {**_params(r), "query_hashes": r.query_terms}
+    if confirming:
+        params["token_id"] = r.confirm_token
+    rows = driver_reads.rows(conn, stmt, params)
+    if confirming:
+        confirm(rows[0].token_live)
     return rows[0].scope_token, [row for row in rows if row.id is not None]
 
 
@@ -551,16 +567,18 @@ def _operator_statement(dialect: str, subject: bool, kinds: bool) -> sa.Select:
     ).where(*operator, hits > 0, *_filters(subject, kinds))
 
 
-@functools.lru_cache(maxsize=16)
-def _token_and_operator_statement(dialect: str, subject: bool, kinds: bool) -> sa.Select:
+@functools.lru_cache(maxsize=32)
+def _token_and_operator_statement(dialect: str, subject: bool, kinds: bool, confirming: bool) -> sa.Select:
     """``_operator_statement`` with the scope's token beside each row: one row per operator
-    memory, or one row without a memory (its columns NULL) when none matches."""
+    memory, or one row without a memory (its columns NULL) when none matches. ``confirming``:
+    each row also says whether the token ``token_id`` is unrevoked (``token_live``)."""
     operator = _operator_statement(dialect, subject, kinds).subquery()
     token = scope_changes.token_of(
         sa.bindparam("tenant", type_=sa.String), sa.bindparam("agent"), sa.bindparam("purpose")
     )
+    live = [not_revoked(sa.bindparam("token_id", type_=sa.String)).label("token_live")] if confirming else []
     anchor = sa.select(sa.literal(1).label("one")).subquery()
-    return sa.select(token.label("scope_token"), *operator.c).select_from(
+    return sa.select(token.label("scope_token"), *live, *operator.c).select_from(
         anchor.outerjoin(operator, sa.true())
     )
 

@@ -56,6 +56,7 @@ class SearchService:
 
     Exceptions: ``OutOfScope`` (403, not an agent credential, or a purpose it lacks),
     ``InvalidCommand`` (422, limit, budget, kind or query out of bounds),
+    ``Unauthenticated`` (401, with ``confirm_token``: the token was revoked),
     ``StoreUnavailable`` (503). Rows whose key is gone are left out, never an error.
     """
 
@@ -75,7 +76,10 @@ class SearchService:
         self.pseudonyms = pseudonyms
         self.clock = clock
 
-    def search(self, caller: Caller, q: SearchQuery) -> SearchResult:
+    def search(self, caller: Caller, q: SearchQuery, *, confirm_token: bool = False) -> SearchResult:
+        """``confirm_token``: the caller comes from ``TokenService.recall``, its revocation
+        unread; the search's first statement reads it, and a revoked token is refused
+        (``Unauthenticated``) before anything is ranked or opened."""
         if caller.role is not Role.AGENT or not caller.agent_id:
             raise OutOfScope("search is for agent credentials")
         if not caller.may_use(q.purpose):
@@ -99,8 +103,9 @@ class SearchService:
         if q.subject_id is not None:
             subject_ref = self.pseudonyms.subject_ref(caller.tenant_id, normal_subject_id(q.subject_id))
         with self.uow.read() as conn:
+            confirming = caller.principal if confirm_token else None
             request = ranked_scope.Request(
-                caller, q.purpose, q.query, query_terms, now, subject_ref, q.kinds, self.blend
+                caller, q.purpose, q.query, query_terms, now, subject_ref, q.kinds, self.blend, confirming
             )
             ranking: Iterator[Ranked] | None = ranked_scope.ranked(
                 conn, self.keyring, self.vectors, request, MAX_RANKED_IN_MEMORY

@@ -9,7 +9,7 @@ import time
 
 from fastapi import APIRouter, Request, Response
 
-from lethe.api.http.auth import CredentialsDep, authorised_then
+from lethe.api.http.auth import CredentialsDep, authorised_then, recalled_then
 from lethe.api.http.problems import problem_responses
 from lethe.api.http.routes.deps import ContainerDep, IdempotencyHeader, MetricsDep, ResourceId
 from lethe.api.http.schemas.memories import MemoryOut, MemoryWrite, SearchIn, SearchOut
@@ -86,13 +86,15 @@ async def search_memories(
 ) -> SearchOut:
     """Scoped, ranked retrieval within a token budget."""
 
-    def search(caller: Caller) -> tuple[SearchResult, float]:
+    def search(caller: Caller, recalled: bool) -> tuple[SearchResult, float]:
         start = time.perf_counter()
-        return container.search.search(caller, body.to_query()), time.perf_counter() - start
+        result = container.search.search(caller, body.to_query(), confirm_token=recalled)
+        return result, time.perf_counter() - start
 
     # A worker thread of its own, at most ``searches_at_once`` at once (``Settings``): the
-    # queue is in the event loop, so waiting searches hold none of the threads other requests use.
-    result, seconds = await authorised_then(request, credentials, search, request.app.state.search_limiter)
+    # queue is in the event loop, so waiting searches hold none of the threads other requests
+    # use. A token seen before is not looked up: the search reads its revocation (``recalled_then``).
+    result, seconds = await recalled_then(request, credentials, search, request.app.state.search_limiter)
     metrics.search_seconds.observe(seconds)
     metrics.search_items.observe(len(result.items))
     return SearchOut.from_domain(result)

@@ -1,0 +1,51 @@
+"""HTTP search does not look up a token its process accepted before; the search reads the
+token's revocation itself, so a revoked token is refused by its next search, the refusal is
+charged to the failure limit like any other, and the token is looked up from then on."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from lethe.api.http.app import create_app
+from lethe.api.settings import Settings
+from lethe.vault.model import Role
+from tests.api.conftest import Api, api_settings, assert_problem, bearer
+
+SEARCH = {"query": "tea", "purpose": "support"}
+
+
+def test_a_token_revoked_since_its_last_search_is_refused_and_charged_as_a_failure(
+    settings: Settings,
+) -> None:
+    app = create_app(api_settings(settings, auth_failure_rate_limit="3/minute"))
+    with TestClient(app) as client:
+        api = Api(app, client)
+        token = api.mint()
+        assert client.post("/v1/memories/search", json=SEARCH, headers=bearer(token)).status_code == 200
+        recalled = api.tokens.recall(token)  # looked up once, remembered since
+        assert recalled is not None
+        assert client.post("/v1/memories/search", json=SEARCH, headers=bearer(token)).status_code == 200
+
+        api.tokens.revoke(recalled.principal)
+
+        doc = assert_problem(client.post("/v1/memories/search", json=SEARCH, headers=bearer(token)), 401)
+        assert token not in doc["detail"]
+        assert api.tokens.recall(token) is None  # forgotten: looked up from now on
+        codes = [
+            client.post("/v1/memories/search", json=SEARCH, headers=bearer(token)).status_code for _ in "abc"
+        ]
+        assert codes == [401, 401, 429]  # the limit (3) counted the recalled search's 401 too
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_revoked_token_of_a_role_the_search_refuses_is_told_401_not_403(settings: Settings) -> None:
+    app = create_app(api_settings(settings))
+    with TestClient(app) as client:
+        api = Api(app, client)
+        token = api.mint(Role.REVIEWER)
+        assert client.get("/v1/review-queue", headers=bearer(token)).status_code == 200
+        assert api.tokens.recall(token) is not None
+        assert_problem(client.post("/v1/memories/search", json=SEARCH, headers=bearer(token)), 403)
+        api.tokens.revoke(api.tokens.recall(token).principal)  # type: ignore[union-attr]
+        assert_problem(client.post("/v1/memories/search", json=SEARCH, headers=bearer(token)), 401)

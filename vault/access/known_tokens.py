@@ -1,0 +1,79 @@
+"""What a process remembers of the tokens it authenticated, and the read that keeps it honest.
+
+A token's role, tenant, agent, purposes and expiry never change after it is minted; only its
+revocation does, and revocation takes effect at once on every node (``docs/console.md``).
+So a process may keep those facts of a token it looked up, by the token's hash, and skip
+the lookup on a hot read, provided the read's own statements read the revocation:
+``not_revoked`` is the column a statement adds for that, ``check_not_revoked`` the statement
+a read sends when it has none to fold it into. A read whose statement starts after the
+revocation's commit is refused, as one whose lookup did; nothing it read is answered.
+Writes never rely on this: they look their token up.
+
+Exceptions: ``Unauthenticated`` (401) from ``confirm`` and ``check_not_revoked`` when the token
+was revoked (or is gone).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from lethe.vault.errors import Unauthenticated
+from lethe.vault.store import driver_reads
+from lethe.vault.store.tables import api_tokens
+
+CAPACITY = 4096  # tokens a process keeps (a few hundred bytes each); the oldest go first
+REVOKED = "a valid bearer token is required"  # the one 401 every refused token gets
+
+
+class KnownTokens:
+    """Facts of tokens by their SHA-256 (hex): whatever the caller stores, at most ``capacity``."""
+
+    def __init__(self, capacity: int = CAPACITY) -> None:
+        self.capacity = capacity
+        self._facts: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, digest: str) -> Any | None:
+        return self._facts.get(digest)
+
+    def remember(self, digest: str, facts: Any) -> None:
+        if self.capacity <= 0:
+            return
+        with self._lock:
+            self._facts.pop(digest, None)
+            while len(self._facts) >= self.capacity:
+                del self._facts[next(iter(self._facts))]  # insertion order: the oldest first
+            self._facts[digest] = facts
+
+    def forget(self, digest: str) -> None:
+        with self._lock:
+            self._facts.pop(digest, None)
+
+    def __len__(self) -> int:
+        return len(self._facts)
+
+
+def not_revoked(token_id: sa.ColumnElement[Any]) -> sa.ScalarSelect[Any]:
+    """A scalar column for a statement to carry: 1 while the token exists unrevoked, else NULL."""
+    t = api_tokens.c
+    return sa.select(sa.literal(1)).where(t.id == token_id, t.revoked_at.is_(None)).scalar_subquery()
+
+
+_READ = sa.select(not_revoked(sa.bindparam("token_id", type_=sa.String)).label("live"))
+
+
+def check_not_revoked(conn: Connection, token_id: str) -> None:
+    """Refuse (``Unauthenticated``) a revoked or deleted token: one statement, for a read
+    that has none to fold ``not_revoked`` into."""
+    row = driver_reads.first(conn, _READ, {"token_id": token_id})
+    confirm(None if row is None else row.live)
+
+
+def confirm(live: Any) -> None:
+    """Refuse (``Unauthenticated``) unless ``live``, a ``not_revoked`` value, says unrevoked."""
+    if live is None:
+        raise Unauthenticated(REVOKED)
