@@ -12,9 +12,9 @@ address instead, and past that limit the answer is 429 rather than 401: bad toke
 a lookup each and must not be free to send by the thousand. Successful requests are
 never charged to the address, so a valid token keeps working from a noisy address
 (behind a shared NAT, say); guessing one is hopeless anyway (256 random bits).
-The caller's scope (tenant, agent, purposes) comes only from the token. Search
-(``recalled_then``) skips step 1's lookup for a token its process accepted before, and reads
-the token's revocation with the search's own first statement instead.
+The caller's scope (tenant, agent, purposes) comes only from the token. Search and write
+(``recalled_then``) skip step 1's lookup for a token their process accepted before, and read
+the token's revocation with their work's own first statement instead.
 
 Exceptions: ``Unauthenticated`` (401), ``OutOfScope`` (403), ``ApiProblem`` (429).
 """
@@ -223,13 +223,13 @@ async def recalled_then(
     work: Callable[[Caller, bool], T],
     limiter: anyio.CapacityLimiter | None = None,
 ) -> T:
-    """``authorised_then`` for read-only work that can read its token's revocation itself.
+    """``authorised_then`` for work that reads its token's revocation itself.
 
     A token this process authenticated before (``TokenService.recall``: its facts never
     change) is not looked up: ``work`` gets its caller and True, and must read the
-    revocation with its own first statement and raise ``Unauthenticated`` if revoked (the
-    search's ``confirm_token``). Nothing is answered from a read that finds it revoked, so
-    revocation still takes effect at once; it saves each hot search a statement and a
+    revocation with its own first statement and raise ``Unauthenticated`` if revoked, before
+    it answers or changes anything (``confirm_token`` of the search and of the write). So
+    revocation still takes effect at once; it saves each hot request a statement and a
     connection checkout. That 401 is charged to the failure limit like any other, and the
     token is looked up again from then on. Any other token, or one whose role the route
     refuses (so that a revoked token is told 401, not 403), is authenticated first and

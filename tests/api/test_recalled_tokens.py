@@ -1,6 +1,6 @@
-"""HTTP search does not look up a token its process accepted before; the search reads the
-token's revocation itself, so a revoked token is refused by its next search, the refusal is
-charged to the failure limit like any other, and the token is looked up from then on."""
+"""HTTP search and write do not look up a token their process accepted before; they read the
+token's revocation themselves, so a revoked token is refused by its next search or write, the
+refusal is charged to the failure limit like any other, and the token is looked up from then on."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from lethe.api.http.app import create_app
 from lethe.api.settings import Settings
 from lethe.vault.model import Role
-from tests.api.conftest import Api, api_settings, assert_problem, bearer
+from tests.api.conftest import Api, api_settings, assert_problem, bearer, memory_body
 
 SEARCH = {"query": "tea", "purpose": "support"}
 
@@ -49,3 +49,25 @@ def test_a_revoked_token_of_a_role_the_search_refuses_is_told_401_not_403(settin
         assert_problem(client.post("/v1/memories/search", json=SEARCH, headers=bearer(token)), 403)
         api.tokens.revoke(api.tokens.recall(token).principal)  # type: ignore[union-attr]
         assert_problem(client.post("/v1/memories/search", json=SEARCH, headers=bearer(token)), 401)
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_token_revoked_since_its_last_write_is_refused_by_the_next_and_nothing_is_written(
+    settings: Settings,
+) -> None:
+    app = create_app(api_settings(settings))
+    with TestClient(app) as client:
+        api = Api(app, client)
+        token = api.mint()
+        assert client.post("/v1/memories", json=memory_body(), headers=bearer(token)).status_code == 201
+        recalled = api.tokens.recall(token)
+        assert recalled is not None
+        api.tokens.revoke(recalled.principal)
+        assert_problem(
+            client.post("/v1/memories", json=memory_body("Bob likes jazz"), headers=bearer(token)), 401
+        )
+        assert api.tokens.recall(token) is None
+        # Only the first memory is there: the refused write left nothing.
+        other = api.mint()
+        found = client.post("/v1/memories/search", json=SEARCH | {"query": "tea jazz"}, headers=bearer(other))
+        assert [i["content"] for i in found.json()["items"]] == ["Alice prefers tea over coffee"]

@@ -1,6 +1,7 @@
 """A token a process authenticated before is recalled from memory, without a lookup; the
-search that serves it reads its revocation with its own first statement, so a token revoked
-by another process is refused by the next search, on SQLite and PostgreSQL alike."""
+search or write that serves it reads its revocation with its own first statement, so a token
+revoked by another process is refused by its next search or write, on SQLite and PostgreSQL
+alike, and the refused write writes nothing."""
 
 from __future__ import annotations
 
@@ -8,14 +9,16 @@ import subprocess
 from datetime import timedelta
 
 import pytest
+import sqlalchemy as sa
 
 from lethe.api.bootstrap import Container, build
 from lethe.api.settings import Settings
 from lethe.vault.access.known_tokens import KnownTokens
 from lethe.vault.errors import Unauthenticated
 from lethe.vault.model import Role, SearchQuery
+from lethe.vault.store.tables import subject_keys
 from tests.children import lethe_command, lethe_env
-from tests.conftest import write_cmd
+from tests.conftest import event_count, write_cmd
 
 
 def _revoke_in_another_process(settings: Settings, token_id: str) -> None:
@@ -60,6 +63,31 @@ def test_a_recalled_token_revoked_by_another_process_is_refused_by_the_next_sear
     assert len(node.search.search(recalled, q).items) == 1
     with pytest.raises(Unauthenticated):
         node.tokens.authenticate(token)
+
+
+def _keys(c: Container) -> int:
+    with c.uow.read() as conn:
+        return conn.execute(sa.select(sa.func.count()).select_from(subject_keys)).scalar_one()
+
+
+@pytest.mark.parametrize("subject", ["alice", "bob"], ids=["a subject whose key is cached", "a new subject"])
+def test_a_recalled_token_revoked_by_another_process_is_refused_by_the_next_write_which_writes_nothing(
+    node: Container, settings: Settings, subject: str
+) -> None:
+    token, info = node.tokens.create(Role.AGENT, "t1", agent_id="a1", purposes=["support"])
+    recalled = node.tokens.authenticate(token)
+    first = write_cmd("Alice likes green tea", subject="alice", key="first")
+    assert node.memories.write(recalled, first, confirm_token=True).created
+
+    _revoke_in_another_process(settings, info.id)
+
+    events, keys = event_count(node), _keys(node)
+    for cmd in (write_cmd("Likes oolong too", subject=subject), first):  # a new write, and a retry
+        with pytest.raises(Unauthenticated):
+            node.memories.write(recalled, cmd, confirm_token=True)
+    assert (event_count(node), _keys(node)) == (events, keys)  # no event, no key made for bob
+    # The refusal is the read's: the same write without it goes through.
+    assert node.memories.write(recalled, write_cmd("Likes oolong too", subject=subject)).created
 
 
 def test_only_tokens_authenticated_here_are_recalled_and_none_past_its_expiry(lethe: Container) -> None:

@@ -3,11 +3,12 @@
 A token's role, tenant, agent, purposes and expiry never change after it is minted; only its
 revocation does, and revocation takes effect at once on every node (``docs/console.md``).
 So a process may keep those facts of a token it looked up, by the token's hash, and skip
-the lookup on a hot read, provided the read's own statements read the revocation:
-``not_revoked`` is the column a statement adds for that, ``check_not_revoked`` the statement
-a read sends when it has none to fold it into. A read whose statement starts after the
-revocation's commit is refused, as one whose lookup did; nothing it read is answered.
-Writes never rely on this: they look their token up.
+the lookup on a hot request (a search, a write), provided the request's own statements read
+the revocation before it answers or changes anything: ``not_revoked`` is the column a
+statement adds for that (the search's scope-token statement, the write transaction's
+checks), ``check_not_revoked`` the statement sent where there is none to fold it into. A
+request whose statement starts after the revocation's commit is refused, as one whose
+lookup did: nothing it read is answered, nothing it would write is written.
 
 Exceptions: ``Unauthenticated`` (401) from ``confirm`` and ``check_not_revoked`` when the token
 was revoked (or is gone).

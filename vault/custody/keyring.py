@@ -240,6 +240,12 @@ class SubjectKeyring:
         ).one()
         return write_verdict(generation, state, fenced, newest)
 
+    def cached_for_write(self, tenant_id: str, subject_ref: str) -> SubjectKey | None:
+        """The newest generation of the subject's key this process holds, if any: no store,
+        no KMS (``key_for_write(cached=True)``'s first step, with its caller's duty)."""
+        hit = self.cache.newest(tenant_id, subject_ref)
+        return None if hit is None else SubjectKey(*hit)
+
     def key_for_write(self, tenant_id: str, subject_ref: str, cached: bool = False) -> SubjectKey:
         """The subject's live key, created on first use. KMS calls happen outside DB transactions.
 
@@ -249,9 +255,9 @@ class SubjectKeyring:
         call again uncached.
         """
         if cached:
-            hit = self.cache.newest(tenant_id, subject_ref)
+            hit = self.cached_for_write(tenant_id, subject_ref)
             if hit is not None:
-                return SubjectKey(*hit)
+                return hit
         with self.uow.read() as conn:
             if self.is_fenced(conn, tenant_id, subject_ref):
                 raise SubjectForgotten("this subject was forgotten; a privacy officer must reinstate it")

@@ -30,6 +30,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from lethe.keys.envelope import content_commitment, derive_key
+from lethe.vault.access.known_tokens import check_not_revoked, confirm, not_revoked
 from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.custody.keyring import (
@@ -162,6 +163,10 @@ class MemoryService:
         # What a write reads under its lock, in one statement: an earlier write under its
         # idempotency key, the subject's fence and key generations, the log's size.
         self._checks = sa.select(*repo.PRIOR_WRITE_COLUMNS, *WRITABLE_COLUMNS, log.size_column())
+        # The same, for a caller whose token's revocation is still to be read (``confirm_token``).
+        self._checks_confirming = self._checks.add_columns(
+            not_revoked(sa.bindparam("token_id", type_=sa.String)).label("token_live")
+        )
 
     # -- writes -----------------------------------------------------------------------
 
@@ -249,35 +254,59 @@ class MemoryService:
             vector,
         )
 
-    def write(self, caller: Caller, cmd: WriteCommand) -> WriteOutcome:
+    def write(self, caller: Caller, cmd: WriteCommand, *, confirm_token: bool = False) -> WriteOutcome:
+        """``confirm_token``: the caller comes from ``TokenService.recall``, its revocation
+        unread; the write transaction's first statement reads it (or, where the subject's key
+        must be read or made first, a statement before that), and a revoked token is refused
+        (``Unauthenticated``) with nothing written."""
         cmd = replace(cmd, subject_id=normal_subject_id(cmd.subject_id))
         now = self.clock()
         vectors = self.vectors.embed([cmd.content])  # before the write lock: a model may be slow
         try:  # first with the key this process has cached, then (if it was stale) fetched again
-            return self._write(caller, cmd, now, vectors, cached_key=True)
+            return self._write(caller, cmd, now, vectors, cached_key=True, confirm_token=confirm_token)
         except _StaleKey:
-            return self._write(caller, cmd, now, vectors, cached_key=False)
+            return self._write(caller, cmd, now, vectors, cached_key=False, confirm_token=confirm_token)
 
     def _write(
-        self, caller: Caller, cmd: WriteCommand, now: datetime, vectors: Any, cached_key: bool
+        self,
+        caller: Caller,
+        cmd: WriteCommand,
+        now: datetime,
+        vectors: Any,
+        cached_key: bool,
+        confirm_token: bool,
     ) -> WriteOutcome:
         tenant_id = caller.tenant_id
-        w = self._prepare(
-            caller, cmd, now, lambda ref: self.keyring.key_for_write(tenant_id, ref, cached=cached_key)
-        )
+        unread = confirm_token  # the token's revocation, still to be read
+
+        def key_for(ref: str) -> SubjectKey:
+            nonlocal unread
+            hit = self.keyring.cached_for_write(tenant_id, ref) if cached_key else None
+            if hit is not None:
+                return hit
+            if unread:  # the key is read, or made at the KMS, before the write: read the token first
+                with self.uow.read() as conn:
+                    check_not_revoked(conn, caller.principal)
+                unread = False
+            return self.keyring.key_for_write(tenant_id, ref)
+
+        w = self._prepare(caller, cmd, now, key_for)
+        params = {
+            "tenant_id": tenant_id,
+            "agent_id": w.agent_id,
+            "key": cmd.idempotency_key,
+            "subject_ref": w.subject_ref,
+            "generation": w.key.generation,
+        }
+        if unread:
+            params["token_id"] = caller.principal
 
         def work(conn: Connection) -> WriteOutcome | Event:
-            (prior_hash, prior_id, *key_state, size) = driver_reads.rows(
-                conn,
-                self._checks,
-                {
-                    "tenant_id": tenant_id,
-                    "agent_id": w.agent_id,
-                    "key": cmd.idempotency_key,
-                    "subject_ref": w.subject_ref,
-                    "generation": w.key.generation,
-                },
-            )[0]  # one row: every column is a scalar subquery
+            row = driver_reads.rows(conn, self._checks_confirming if unread else self._checks, params)[0]
+            if unread:
+                confirm(row.token_live)  # before anything else: nothing is written, or replayed
+                row = row[:-1]
+            (prior_hash, prior_id, *key_state, size) = row  # one row: every column is a scalar subquery
             if prior_id is not None:
                 return WriteOutcome(
                     self._replay(conn, tenant_id, prior_hash, prior_id, w.request_hash), False

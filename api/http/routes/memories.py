@@ -40,10 +40,11 @@ async def write_memory(
 ) -> MemoryOut:
     """Store a memory (201), or return the first result of a retried idempotency key (200)."""
 
-    def write(caller: Caller) -> WriteOutcome:
-        return container.memories.write(caller, body.to_command(idempotency_key))
+    def write(caller: Caller, recalled: bool) -> WriteOutcome:
+        # A token seen before is not looked up: the write reads its revocation (``recalled_then``).
+        return container.memories.write(caller, body.to_command(idempotency_key), confirm_token=recalled)
 
-    outcome = await authorised_then(request, credentials, write)
+    outcome = await recalled_then(request, credentials, write)
     if outcome.created:
         metrics.writes.inc()
         if outcome.item.status is Status.QUARANTINED:
