@@ -575,8 +575,9 @@ def _http(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
             f"{h['concurrency']} connections, {h['seconds']:g} s after a warm-up. The per-token",
             f"rate limit is raised to `{h['rate_limit']}` so it does not cap the load (the limiter",
             "still runs on every request). Latency as the client sees it. Baseline: an authenticated",
-            "`GET` of a missing memory (404): the same authentication, rate limiting and routing, no",
-            "search.",
+            "`GET` of a missing memory (404): the token looked up, the rate limit and the routing, no",
+            "search. A search or write whose token its worker accepted before skips that lookup and",
+            "reads the token's revocation in its own first statement (`vault/access/known_tokens.py`).",
         ),
         table(
             ["", "requests", "req/s", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "server CPU µs/req"],
