@@ -209,9 +209,10 @@ class TokenService:
 
     def recall(self, token: str | None) -> Caller | None:
         """The caller of a token ``authenticate`` accepted before in this process and that
-        has not expired by now, from memory: **its revocation is not read**. Only for
-        read-only work that reads it with its own statements before it answers
-        (``vault.access.known_tokens``; the search's ``confirm_token``). None: authenticate."""
+        has not expired by now, from memory: **its revocation is not read**. Only for work
+        that reads it with its own statements before it answers or writes anything
+        (``vault.access.known_tokens``; ``confirm_token`` of the search and of the write).
+        None: authenticate."""
         if not well_formed(token):
             return None
         info = self.known.get(hash_token(token))  # type: ignore[arg-type]
