@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import psycopg
 import pytest
@@ -74,34 +74,40 @@ def test_a_connection_reused_at_once_is_not_pinged_so_a_break_costs_one_503(leth
 
 @contextmanager
 def wire(engine: sa.Engine, path: Path) -> Iterator[list[str]]:
-    """What crosses the wire while inside: libpq's trace of every connection checked out
-    (stopped at check-in, before the file closes), and the statements SQLAlchemy sent."""
+    """What crosses the wire while inside: libpq's trace of every connection checked out,
+    each checkout into a file of its own (``path.000``, ``path.001``, ...: libpq buffers each
+    connection's trace, so connections sharing one file could interleave out of order),
+    stopped at check-in before the files close; and the statements SQLAlchemy sent."""
     statements: list[str] = []
+    files: list[IO[str]] = []
 
     def sent(_conn, _cursor, statement, *_args) -> None:  # type: ignore[no-untyped-def]
         statements.append(statement)
 
-    with path.open("w") as f:
+    def trace(dbapi_conn, *_args) -> None:  # type: ignore[no-untyped-def]
+        files.append(open(f"{path}.{len(files):03d}", "w"))  # noqa: SIM115 (closed below)
+        dbapi_conn.pgconn.trace(files[-1].fileno())
 
-        def trace(dbapi_conn, *_args) -> None:  # type: ignore[no-untyped-def]
-            dbapi_conn.pgconn.trace(f.fileno())
+    def untrace(dbapi_conn, *_args) -> None:  # type: ignore[no-untyped-def]
+        dbapi_conn.pgconn.untrace()
 
-        def untrace(dbapi_conn, *_args) -> None:  # type: ignore[no-untyped-def]
-            dbapi_conn.pgconn.untrace()
-
-        hooks = [("checkout", trace), ("checkin", untrace), ("before_cursor_execute", sent)]
+    hooks = [("checkout", trace), ("checkin", untrace), ("before_cursor_execute", sent)]
+    for name, fn in hooks:
+        sa.event.listen(engine, name, fn)
+    try:
+        yield statements
+    finally:
         for name, fn in hooks:
-            sa.event.listen(engine, name, fn)
-        try:
-            yield statements
-        finally:
-            for name, fn in hooks:
-                sa.event.remove(engine, name, fn)
+            sa.event.remove(engine, name, fn)
+        for f in files:
+            f.close()
 
 
 def round_trips(path: Path) -> list[str]:
-    """The client's messages that wait for the server: a simple query, or a Sync."""
-    sent = [line.split("\t") for line in path.read_text().splitlines() if "\tF\t" in line]
+    """The client's messages that wait for the server (a simple query, or a Sync), checkout
+    after checkout in the order they were checked out."""
+    lines = [line for f in sorted(path.parent.glob(f"{path.name}.*")) for line in f.read_text().splitlines()]
+    sent = [line.split("\t") for line in lines if "\tF\t" in line]
     return [m[4].strip() if m[3] == "Query" else "Sync" for m in sent if m[3] in ("Query", "Sync")]
 
 
