@@ -148,13 +148,10 @@ def authorised(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Caller:
     """The caller behind the request, if its token allows the matched route."""
-    try:
-        if credentials is None:
-            raise Unauthenticated("a bearer token is required")
-        caller = request.app.state.tokens.authenticate(credentials.credentials)
-    except Unauthenticated:
+    if credentials is None:
         _charge_failure(request)  # 429 once over the limit
-        raise
+        raise Unauthenticated("a bearer token is required")
+    caller = _authenticate(request, credentials.credentials)
     _admit(request, caller)
     return caller
 
@@ -232,26 +229,40 @@ async def recalled_then(
     revocation still takes effect at once; it saves each hot request a statement and a
     connection checkout. That 401 is charged to the failure limit like any other, and the
     token is looked up again from then on. Any other token, or one whose role the route
-    refuses (so that a revoked token is told 401, not 403), is authenticated first and
-    ``work`` gets False. The one difference a revoked token can see: until a read has found
-    it revoked, its requests are charged to its own rate limit, so one over that limit is
-    answered 429, not 401.
+    refuses, is authenticated first and ``work`` gets False. A request refused before its
+    revocation is read (429 over the token's rate limit, 403 for a purpose it lacks) looks
+    the token up before it answers: a revoked token is told 401 on these routes as on every
+    other.
     """
 
     def run() -> T:
         tokens = request.app.state.tokens
-        caller = tokens.recall(credentials.credentials)
+        token = credentials.credentials
+        caller = tokens.recall(token)
         if caller is None or not may(caller.role, _route_name(request)):
             return work(authorised(request, credentials), False)
-        _admit(request, caller)
         try:
+            _admit(request, caller)
             return work(caller, True)
-        except Unauthenticated:
-            tokens.forget(credentials.credentials)
+        except Unauthenticated:  # the work read the revocation
+            tokens.forget(token)
             _charge_failure(request)
+            raise
+        except (ApiProblem, OutOfScope):
+            tokens.forget(token)
+            _authenticate(request, token)  # 401 if it was revoked, else the refusal stands
             raise
 
     return await anyio.to_thread.run_sync(run, limiter=limiter)
+
+
+def _authenticate(request: Request, token: str) -> Caller:
+    """``TokenService.authenticate``, a failure charged to the client's address."""
+    try:
+        return request.app.state.tokens.authenticate(token)
+    except Unauthenticated:
+        _charge_failure(request)
+        raise
 
 
 def may(role: Role, route_name: str) -> bool:

@@ -4,6 +4,8 @@ refusal is charged to the failure limit like any other, and the token is looked 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -71,3 +73,26 @@ def test_a_token_revoked_since_its_last_write_is_refused_by_the_next_and_nothing
         other = api.mint()
         found = client.post("/v1/memories/search", json=SEARCH | {"query": "tea jazz"}, headers=bearer(other))
         assert [i["content"] for i in found.json()["items"]] == ["Alice prefers tea over coffee"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite"])
+def test_a_revoked_token_refused_before_its_revocation_is_read_is_still_told_401(settings: Settings) -> None:
+    # Over its rate limit (429) or asking a purpose it lacks (403), a recalled search is
+    # refused before its statement runs: the token is looked up before the answer.
+    app = create_app(api_settings(settings, rate_limit="3/minute"))
+    with TestClient(app) as client:
+        api = Api(app, client)
+        limited, lacking = api.mint(), api.mint()
+
+        def search(token: str, body: dict[str, str] = SEARCH) -> Any:
+            return client.post("/v1/memories/search", json=body, headers=bearer(token))
+
+        billing = SEARCH | {"purpose": "billing"}
+        assert [search(limited).status_code for _ in "abcd"] == [200, 200, 200, 429]
+        assert [search(lacking).status_code, search(lacking, billing).status_code] == [200, 403]
+        for token in (limited, lacking):
+            recalled = api.tokens.recall(token)
+            assert recalled is not None
+            api.tokens.revoke(recalled.principal)
+        assert_problem(search(limited), 401)  # not 429
+        assert_problem(search(lacking, billing), 401)  # not 403
