@@ -200,25 +200,24 @@ def test_a_token_revoked_through_one_node_is_refused_by_its_next_search_or_write
     body = {"role": "agent", "agent_id": "a1", "purposes": ["support"]}
     with deployment.client(deployment.nodes[0], admin_token) as admin:
         minted = admin.post("/v1/admin/tokens", json=body)
-    assert minted.status_code == 201, minted.text
-    admin = deployment.client(deployment.nodes[0], admin_token)
-    a, b = (deployment.client(n, minted.json()["token"]) for n in deployment.nodes)
-    searches = [{"query": "green tea", "purpose": "support"}, {"query": "a", "purpose": "support"}]
-    with admin, a, b:
-        assert a.post("/v1/memories", json=memory_body("alice", "prefers green tea")).status_code == 201
-        for client in (a, b):
-            for _ in range(4):  # two workers per node: ask often enough to reach both
-                r = client.post("/v1/memories/search", json=searches[0])
-                assert r.status_code == 200 and r.json()["items"], r.text
-        assert admin.delete(f"/v1/admin/tokens/{minted.json()['id']}").status_code == 204
-        for client in (b, a):  # each worker's first request after the revocation reads it itself
-            r = client.post("/v1/memories", json=memory_body("alice", "prefers oolong"))
-            assert r.status_code == 401, r.text
-            for i in range(4):  # with query terms (read with the scope's token) and without
-                r = client.post("/v1/memories/search", json=searches[i % 2])
-                assert r.status_code == 401 and r.headers["content-type"].startswith(
-                    "application/problem+json"
-                )
+        assert minted.status_code == 201, minted.text
+        a, b = (deployment.client(n, minted.json()["token"]) for n in deployment.nodes)
+        searches = [{"query": "green tea", "purpose": "support"}, {"query": "a", "purpose": "support"}]
+        with a, b:
+            assert a.post("/v1/memories", json=memory_body("alice", "prefers green tea")).status_code == 201
+            for client in (a, b):
+                for _ in range(4):  # two workers per node: ask often enough to reach both
+                    r = client.post("/v1/memories/search", json=searches[0])
+                    assert r.status_code == 200 and r.json()["items"], r.text
+            assert admin.delete(f"/v1/admin/tokens/{minted.json()['id']}").status_code == 204
+            for client in (b, a):  # each worker's first request after the revocation reads it itself
+                r = client.post("/v1/memories", json=memory_body("alice", "prefers oolong"))
+                assert r.status_code == 401, r.text
+                for i in range(4):  # with query terms (read with the scope's token) and without
+                    r = client.post("/v1/memories/search", json=searches[i % 2])
+                    assert r.status_code == 401 and r.headers["content-type"].startswith(
+                        "application/problem+json"
+                    )
 
 
 def test_a_subject_forgotten_through_one_node_is_unreadable_on_every_node(deployment: Deployment) -> None:

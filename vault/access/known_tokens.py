@@ -4,11 +4,12 @@ A token's role, tenant, agent, purposes and expiry never change after it is mint
 revocation does, and revocation takes effect at once on every node (``docs/console.md``).
 So a process may keep those facts of a token it looked up, by the token's hash, and skip
 the lookup on a hot request (a search, a write), provided the request's own statements read
-the revocation before it answers or changes anything: ``not_revoked`` is the column a
+the revocation before it answers or changes anything: ``TOKEN_LIVE`` is the column a
 statement adds for that (the search's scope-token statement, the write transaction's
-checks), ``check_not_revoked`` the statement sent where there is none to fold it into. A
-request whose statement starts after the revocation's commit is refused, as one whose
-lookup did: nothing it read is answered, nothing it would write is written.
+checks; its value bound as ``token_id``), ``check_not_revoked`` the statement sent where
+there is none to fold it into. A request whose statement starts after the revocation's
+commit is refused, as one whose lookup did: nothing it read is answered, nothing it would
+write is written.
 
 Exceptions: ``Unauthenticated`` (401) from ``confirm`` and ``check_not_revoked`` when the token
 was revoked (or is gone).
@@ -58,23 +59,26 @@ class KnownTokens:
         return len(self._facts)
 
 
-def not_revoked(token_id: sa.ColumnElement[Any]) -> sa.ScalarSelect[Any]:
-    """A scalar column for a statement to carry: 1 while the token exists unrevoked, else NULL."""
-    t = api_tokens.c
-    return sa.select(sa.literal(1)).where(t.id == token_id, t.revoked_at.is_(None)).scalar_subquery()
-
-
-_READ = sa.select(not_revoked(sa.bindparam("token_id", type_=sa.String)).label("live"))
+# 1 while the token bound as ``token_id`` exists unrevoked, else NULL: a scalar column for a
+# statement to carry.
+_t = api_tokens.c
+TOKEN_LIVE = (
+    sa.select(sa.literal(1))
+    .where(_t.id == sa.bindparam("token_id", type_=sa.String), _t.revoked_at.is_(None))
+    .scalar_subquery()
+    .label("token_live")
+)
+_READ = sa.select(TOKEN_LIVE)
 
 
 def check_not_revoked(conn: Connection, token_id: str) -> None:
     """Refuse (``Unauthenticated``) a revoked or deleted token: one statement, for a read
-    that has none to fold ``not_revoked`` into."""
+    that has none to fold ``TOKEN_LIVE`` into."""
     row = driver_reads.first(conn, _READ, {"token_id": token_id})
-    confirm(None if row is None else row.live)
+    confirm(None if row is None else row.token_live)
 
 
 def confirm(live: Any) -> None:
-    """Refuse (``Unauthenticated``) unless ``live``, a ``not_revoked`` value, says unrevoked."""
+    """Refuse (``Unauthenticated``) unless ``live``, a ``TOKEN_LIVE`` value, says unrevoked."""
     if live is None:
         raise Unauthenticated(REVOKED)

@@ -37,7 +37,7 @@ from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
-from lethe.vault.access.known_tokens import CAPACITY, KnownTokens
+from lethe.vault.access.known_tokens import REVOKED, KnownTokens
 from lethe.vault.clock import from_db, iso, to_db, utcnow
 from lethe.vault.errors import InvalidCommand, NotFound, Unauthenticated
 from lethe.vault.model import Caller, Role
@@ -107,12 +107,11 @@ class TokenService:
         clock: Callable[[], datetime] = utcnow,
         *,
         log: EventLog,
-        known: int = CAPACITY,
     ) -> None:
         self.uow = uow
         self.clock = clock
         self.log = log
-        self.known = KnownTokens(known)  # what ``authenticate`` found, for ``recall``
+        self.known = KnownTokens()  # what ``authenticate`` found, for ``recall``
 
     def create(
         self,
@@ -191,7 +190,7 @@ class TokenService:
 
     def authenticate(self, token: str | None) -> Caller:
         """The caller a bearer token stands for; ``Unauthenticated`` for anything else."""
-        refused = Unauthenticated("a valid bearer token is required")
+        refused = Unauthenticated(REVOKED)
         if not well_formed(token):
             raise refused
         digest = hash_token(token)

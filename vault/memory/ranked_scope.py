@@ -39,7 +39,7 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lethe.vault.access.known_tokens import check_not_revoked, confirm, not_revoked
+from lethe.vault.access.known_tokens import TOKEN_LIVE, check_not_revoked, confirm
 from lethe.vault.clock import to_db
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.sealing import Reuse, scope_vectors, sealed_by_id
@@ -571,12 +571,12 @@ def _operator_statement(dialect: str, subject: bool, kinds: bool) -> sa.Select:
 def _token_and_operator_statement(dialect: str, subject: bool, kinds: bool, confirming: bool) -> sa.Select:
     """``_operator_statement`` with the scope's token beside each row: one row per operator
     memory, or one row without a memory (its columns NULL) when none matches. ``confirming``:
-    each row also says whether the token ``token_id`` is unrevoked (``token_live``)."""
+    each row also says whether the token ``token_id`` is unrevoked (``TOKEN_LIVE``)."""
     operator = _operator_statement(dialect, subject, kinds).subquery()
     token = scope_changes.token_of(
         sa.bindparam("tenant", type_=sa.String), sa.bindparam("agent"), sa.bindparam("purpose")
     )
-    live = [not_revoked(sa.bindparam("token_id", type_=sa.String)).label("token_live")] if confirming else []
+    live = [TOKEN_LIVE] if confirming else []
     anchor = sa.select(sa.literal(1).label("one")).subquery()
     return sa.select(token.label("scope_token"), *live, *operator.c).select_from(
         anchor.outerjoin(operator, sa.true())

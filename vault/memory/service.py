@@ -30,7 +30,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from lethe.keys.envelope import content_commitment, derive_key
-from lethe.vault.access.known_tokens import check_not_revoked, confirm, not_revoked
+from lethe.vault.access.known_tokens import TOKEN_LIVE, check_not_revoked, confirm
 from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.custody.keyring import (
@@ -164,9 +164,7 @@ class MemoryService:
         # idempotency key, the subject's fence and key generations, the log's size.
         self._checks = sa.select(*repo.PRIOR_WRITE_COLUMNS, *WRITABLE_COLUMNS, log.size_column())
         # The same, for a caller whose token's revocation is still to be read (``confirm_token``).
-        self._checks_confirming = self._checks.add_columns(
-            not_revoked(sa.bindparam("token_id", type_=sa.String)).label("token_live")
-        )
+        self._checks_confirming = self._checks.add_columns(TOKEN_LIVE)
 
     # -- writes -----------------------------------------------------------------------
 
