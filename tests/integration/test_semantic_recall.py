@@ -360,3 +360,29 @@ def test_the_memory_mapped_token_rows_embed_the_same_bits_as_wordllamas_own_floa
     embedder = w.WordLlamaEmbedder()
     assert isinstance(embedder._model.embedding, w.TokenRows)
     assert np.array_equal(embedder.embed(texts), np.asarray(own.embed(texts, norm=True), dtype=np.float32))
+
+
+def test_an_empty_text_embeds_as_a_zero_vector_without_a_warning(lethe):
+    """The only text WordLlama makes no token of (content must not be blank; a library
+    search may be): its mean of no rows had a norm of 0, and 0/0 gave a vector of NaN."""
+    import warnings
+
+    import numpy as np
+
+    embedder = lethe.search.vectors.embedder
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        empty, tea = embedder.embed(["", TEA])
+    assert not empty.any() and np.isfinite(empty).all()
+    assert abs(float(np.linalg.norm(tea)) - 1.0) < 1e-6
+
+
+def test_a_search_without_query_text_ranks_by_standing_alone(lethe):
+    """A query vector of NaN made every total NaN, and the rows came in storage order."""
+    confidences = (0.15, 0.35, 0.55, 0.75, 0.95)
+    for i, conf in enumerate(confidences):
+        lethe.memories.write(agent(), write_cmd(f"{OTHERS[i % 3]} ({i})", confidence=conf))
+    result = lethe.search.search(agent(), SearchQuery(query="", purpose="support"))
+    assert result.recall == "hybrid"
+    assert [i.confidence for i in result.items] == sorted(confidences, reverse=True)
+    assert {i.score["semantic"] for i in result.items} == {0.0}

@@ -33,7 +33,8 @@ MISSING_EXTRA = "semantic recall is off (lexical only): install lethe-vault[sema
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Texts in, one L2-normalised float32 row of ``dims`` per text out."""
+    """Texts in, one L2-normalised float32 row of ``dims`` per text out; zeros for a text
+    with nothing to embed (never NaN: a NaN score sorts apart from every other)."""
 
     name: str
     version: str

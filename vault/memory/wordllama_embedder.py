@@ -74,5 +74,9 @@ class WordLlamaEmbedder:
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
-        rows = self._model.embed(list(texts), norm=True)
-        return np.ascontiguousarray(rows, dtype=np.float32)
+        rows = np.ascontiguousarray(self._model.embed(list(texts), norm=False), dtype=np.float32)
+        # WordLlama's own ``norm=True`` is this division without the guard: the empty text,
+        # the one text with no token, would be 0/0, a vector of NaN that ranks nothing.
+        norms = np.linalg.norm(rows, axis=1, keepdims=True)
+        rows /= np.where(norms > 0, norms, np.float32(1))
+        return rows
