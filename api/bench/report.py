@@ -93,6 +93,7 @@ def _head(results: dict[str, Any]) -> list[str]:
                 ["OpenBao", m.get("openbao") or "not installed"],
                 ["OS", m.get("os")],
                 ["Data directory", m.get("workdir_filesystem")],
+                *_calibration_rows(m.get("calibration")),
             ],
         ),
         "## Summary",
@@ -104,6 +105,21 @@ def _head(results: dict[str, Any]) -> list[str]:
     if results.get("errors"):
         out += ["**Not measured in this run:**", "\n".join(f"- `{e}`" for e in results["errors"])]
     return out
+
+
+def _calibration_rows(c: dict[str, Any] | None) -> list[list[Any]]:
+    """The machine's two probes (``bench.machine.calibration``), where the run made them:
+    machines of one kind differ in both, and the HTTP figures follow the second."""
+    if not c:
+        return []
+    wake = c["thread_wake_round_trip"]
+    return [
+        ["Probe: pure-Python loop of 10^6 additions", f"{fmt(c['python_loop_ms'])} ms of CPU"],
+        [
+            "Probe: one thread wakes another and is woken back",
+            f"{fmt(wake['cpu_us'])} µs of CPU, {fmt(wake['wall_us'])} µs wall",
+        ],
+    ]
 
 
 def _writes(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:

@@ -61,6 +61,9 @@ def test_bench_small_completes_and_writes_json_and_markdown(tmp_path: Path) -> N
     assert results["errors"] == []
     for key in ("cpu_model", "cores", "ram_gib", "python", "sqlite"):
         assert results["machine"][key], key
+    probes = results["machine"]["calibration"]
+    assert probes["python_loop_ms"] > 0 and probes["thread_wake_round_trip"]["cpu_us"] > 0
+    assert "Probe: one thread wakes another" in out_md.read_text()
     for key in FIGURES:
         assert key in results["figures"], key
         assert "error" not in results["figures"][key], results["figures"][key]
