@@ -16,12 +16,14 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from lethe.api.bench.machine import python_loop_ms
 from lethe.api.bench.openbao import OpenBaoDevServer, find_bao_binary
 from lethe.api.bench.rss import peak_rss_mb, reset_peak_rss
 from lethe.api.bench.scales import Scale
 from lethe.api.bootstrap import Container, build
 from lethe.api.settings import Settings
 
+PHASE_PROBE = 200_000  # additions of the speed probe around each phase (~10-30 ms)
 LOADER_CACHE_KIB = 262_144  # page cache of each data-generation worker (the default is 2 MiB)
 
 
@@ -71,9 +73,10 @@ class RunContext:
 
     @contextmanager
     def phase(self, name: str) -> Iterator[dict[str, Any]]:
-        """Time a phase and record the peak RSS this process reached during it."""
+        """Time a phase and record the peak RSS this process reached during it, and the
+        machine's speed (``machine.python_loop_ms``) at its start and end, outside its time."""
         self.say(name)
-        info: dict[str, Any] = {}
+        info: dict[str, Any] = {"python_loop_ms": {"start": python_loop_ms(PHASE_PROBE, 1)}}
         reset_peak_rss()
         start = time.perf_counter()
         try:
@@ -81,6 +84,7 @@ class RunContext:
         finally:
             info["seconds"] = round(time.perf_counter() - start, 2)
             info["peak_rss_mb"] = peak_rss_mb()
+            info["python_loop_ms"]["end"] = python_loop_ms(PHASE_PROBE, 1)
             self.results["phases"][name] = info
 
     def figure(self, key: str, measure: Callable[[RunContext], dict[str, Any]]) -> None:

@@ -63,16 +63,19 @@ PYTHON_LOOP = 1_000_000  # additions of the pure-Python probe
 ROUND_TRIPS = 5_000  # of the thread wake-up probe
 
 
-def _python_loop_ms() -> float:
-    """CPU milliseconds of a fixed pure-Python loop, best of 5: the interpreter's speed here."""
+def python_loop_ms(additions: int = PYTHON_LOOP, best_of: int = 5) -> float:
+    """CPU milliseconds a pure-Python loop of 10^6 additions takes now (``additions`` of
+    them run, best of ``best_of``, scaled): the interpreter's speed on this machine at
+    this moment. On a shared virtual machine it drifts within a run, so every phase
+    records it at its start and end (``RunContext.phase``)."""
     best = float("inf")
-    for _ in range(5):
+    for _ in range(best_of):
         start = time.process_time()
         total = 0
-        for i in range(PYTHON_LOOP):
+        for i in range(additions):
             total += i
         best = min(best, time.process_time() - start)
-    return round(best * 1e3, 2)
+    return round(best * 1e3 * 1_000_000 / additions, 2)
 
 
 def _process_cpu() -> float:
@@ -115,7 +118,7 @@ def _wake_round_trip_us() -> dict[str, float]:
 
 def calibration() -> dict[str, Any]:
     """The two probes, run before any figure (the run's own processes not yet started)."""
-    return {"python_loop_ms": _python_loop_ms(), "thread_wake_round_trip": _wake_round_trip_us()}
+    return {"python_loop_ms": python_loop_ms(PYTHON_LOOP), "thread_wake_round_trip": _wake_round_trip_us()}
 
 
 def machine_info(workdir: Path) -> dict[str, Any]:

@@ -96,6 +96,7 @@ def _head(results: dict[str, Any]) -> list[str]:
                 *_calibration_rows(m.get("calibration")),
             ],
         ),
+        *_calibration_text(m.get("calibration")),
         "## Summary",
         table(
             ["Figure", "Lethe", "Baseline", "Ratio", "Target", "Verdict"],
@@ -119,6 +120,20 @@ def _calibration_rows(c: dict[str, Any] | None) -> list[list[Any]]:
             "Probe: one thread wakes another and is woken back",
             f"{fmt(wake['cpu_us'])} µs of CPU, {fmt(wake['wall_us'])} µs wall",
         ],
+    ]
+
+
+def _calibration_text(c: dict[str, Any] | None) -> list[str]:
+    if not c:
+        return []
+    return [
+        para(
+            "The two probes ran first, the cores idle. They are there because machines of one kind",
+            "differ: a request to `lethe serve` crosses threads at least twice and each database or",
+            "Redis reply wakes a thread, so the HTTP figures (6, 6d) follow the wake-up cost more than",
+            "the Python loop. The loop probe runs again around every phase (section 7): on a shared",
+            "virtual machine the speed drifts within a run.",
+        )
     ]
 
 
@@ -714,11 +729,18 @@ def _rss(rss: dict[str, Any], phases: dict[str, Any], soak: dict[str, Any] | Non
         para(
             "Peak RSS (`VmHWM`) of the bench process in each phase, reset at the start of each phase",
             "through `/proc/self/clear_refs`; the subprocesses report their own (a `lethe serve`: the",
-            "largest of its supervisor and worker processes, read after the last of its loads).",
+            "largest of its supervisor and worker processes, read after the last of its loads). The",
+            "last column is the machine's speed at the phase's start and end: the CPU milliseconds of",
+            "the machine table's pure-Python loop probe, run outside the phase's time. On a shared",
+            "virtual machine it drifts within a run, and a phase measured while it was high measured",
+            "a slower machine.",
         ),
         table(
-            ["phase", "seconds", "peak RSS MiB"],
-            [[k, fmt(phases[k]["seconds"]), fmt(val)] for k, val in rss["phases"].items()],
+            ["phase", "seconds", "peak RSS MiB", "Python loop ms, start / end"],
+            [
+                [k, fmt(phases[k]["seconds"]), fmt(val), _speed(phases[k].get("python_loop_ms"))]
+                for k, val in rss["phases"].items()
+            ],
         ),
         table(
             ["subprocess", "peak RSS MiB"],
@@ -726,6 +748,13 @@ def _rss(rss: dict[str, Any], phases: dict[str, Any], soak: dict[str, Any] | Non
         ),
         *_soak(soak),
     ]
+
+
+def _speed(probe: dict[str, float] | None) -> str:
+    """A phase's speed probe (``RunContext.phase``); results from before it have none."""
+    if not probe:
+        return "n/a"
+    return f"{fmt(probe.get('start'))} / {fmt(probe.get('end'))}"
 
 
 def _soak(soak: dict[str, Any] | None) -> list[str]:
