@@ -53,8 +53,10 @@ def test_a_searchs_statements_read_at_the_driver_give_the_rows_sqlalchemy_gives(
             conn, repo._BY_IDS_WITH_KEYS, {"tenant_id": "t1", "memory_ids": [i.id for i in items]}
         )
         assert {r.id for r in rows} == {i.id for i in items} and all(r.wrapped_dek for r in rows)
-        hits = _same_rows(conn, ranked_scope._postings_statement(), {"tenant": "t1", "query_hashes": terms})
-        assert len(hits) == 6  # two terms, three memories
+        postings = ranked_scope._postings_statement(conn.dialect.name)
+        hits = _same_rows(conn, postings, {"tenant": "t1", "query_hashes": terms})
+        assert sorted(t for t, _ in hits) == terms  # a row a term, each with the three memories
+        assert all(sorted(ids.split(",")) == sorted(i.id for i in items) for _, ids in hits)
         params = {**ranked_scope._params(request), "query_hashes": terms}
         stmt = ranked_scope._token_and_operator_statement(conn.dialect.name, False, False, False)
         (anchor,) = _same_rows(conn, stmt, params)

@@ -253,10 +253,8 @@ def _hits(conn: Connection, tenant_id: str, terms: list[str], scope: Scope) -> A
         read: dict[str, list[int]] = {t: [] for t in missing}
         pos = scope.pos
         params = {"tenant": tenant_id, "query_hashes": missing}
-        for term, memory_id in driver_reads.rows(conn, _postings_statement(), params):
-            i = pos.get(memory_id)
-            if i is not None:
-                read[term].append(i)
+        for term, ids in driver_reads.rows(conn, _postings_statement(conn.dialect.name), params):
+            read[term] = [i for m in ids.split(",") if (i := pos.get(m)) is not None]
         n, size = len(scope), scope.term_rows_size
         for t, at in read.items():
             found[t] = rows = np.array(at, dtype=np.int32)
@@ -529,13 +527,22 @@ def _vectors_statement(dialect: str, subject: bool, kinds: bool, cap: int, model
     )
 
 
-@functools.cache
-def _postings_statement() -> sa.Select:
-    """(term_hash, memory_id) of the tenant's postings of some terms: a primary-key range each."""
+@functools.lru_cache(maxsize=4)
+def _postings_statement(dialect: str) -> sa.Select:
+    """(term_hash, ids) of the tenant's postings of some terms, a primary-key range each:
+    one row a term, its memory ids joined by commas (ids are UUIDs). A row a posting cost
+    ~1 µs each to fetch and build, and a cold scope's 64-term query read some 6,900 of them
+    (18 ms, against 3 for two terms); the server joins them in C."""
     p = search_postings
-    return sa.select(p.c.term_hash, p.c.memory_id).where(
-        p.c.tenant_id == sa.bindparam("tenant", type_=sa.String),
-        one_of(p.c.term_hash, "query_hashes"),
+    # The separator as SQL text: SQLAlchemy's aggregate_strings renders it at each execution.
+    join = sa.func.string_agg if dialect == "postgresql" else sa.func.group_concat
+    return (
+        sa.select(p.c.term_hash, join(p.c.memory_id, sa.literal_column("','")).label("ids"))
+        .where(
+            p.c.tenant_id == sa.bindparam("tenant", type_=sa.String),
+            one_of(p.c.term_hash, "query_hashes"),
+        )
+        .group_by(p.c.term_hash)
     )
 
 
