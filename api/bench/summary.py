@@ -161,7 +161,25 @@ def _search(sr: dict[str, Any]) -> list[Row]:
                 _met(sr["large_all"]["p95_ms"] <= 20),
             ),
         ]
-    return rows
+    return rows + _query_terms(sr.get("query_terms"))
+
+
+def _query_terms(qt: dict[str, Any] | None) -> list[Row]:
+    """The retrieval issue's length target, one row a search mode: a 64-term query < 5x a 2-term one."""
+    if not qt:
+        return []
+    return [
+        row(
+            f"3. Scoped search p50 by query length ({mode})",
+            f"{fmt(qt[mode]['terms_64']['p50_ms'])} ms, 64 terms",
+            f"{fmt(qt[mode]['terms_2']['p50_ms'])} ms, 2 terms",
+            fmt(qt[mode]["ratio_p50"], 2),
+            "< 5x",
+            _met(qt[mode]["ratio_p50"] < 5),
+        )
+        for mode in qt
+        if mode != "queries"
+    ]
 
 
 def _forget(fg: dict[str, Any]) -> list[Row]:

@@ -86,6 +86,28 @@ def test_a_search_of_any_scope_meets_its_target_only_at_a_p95_of_twenty_ms_or_le
     )
 
 
+def test_a_64_term_query_meets_its_target_only_under_five_times_a_2_term_one_in_each_mode() -> None:
+    def lengths(hybrid_64_ms: float) -> dict[str, Any]:
+        def mode(p50_64: float) -> dict[str, Any]:
+            return {"terms_2": {"p50_ms": 2.0}, "terms_64": {"p50_ms": p50_64}, "ratio_p50": p50_64 / 2.0}
+
+        return {"queries": 200, "hybrid": mode(hybrid_64_ms), "lexical": mode(5.0)}
+
+    rows = summary_rows(_results(search_latency={**_search(17.27), "query_terms": lengths(5.9)}))
+    assert _row(rows, "3. Scoped search p50 by query length (hybrid)") == (
+        "3. Scoped search p50 by query length (hybrid)",
+        "5.9 ms, 64 terms",
+        "2.0 ms, 2 terms",
+        "2.95",
+        "< 5x",
+        "met",
+    )
+    assert _row(rows, "3. Scoped search p50 by query length (lexical)")[5] == "met"
+    slow = summary_rows(_results(search_latency={**_search(17.27), "query_terms": lengths(13.8)}))
+    assert _row(slow, "3. Scoped search p50 by query length (hybrid)")[5] == "missed"
+    assert not [r for r in summary_rows(_results(search_latency=_search(17.27))) if "query length" in r[0]]
+
+
 def test_a_large_store_forget_meets_its_target_in_five_seconds_to_reported_one_for_the_report() -> None:
     def forget(to_reported_ms: float, report_ms: float) -> Row:
         return _row(
