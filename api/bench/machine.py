@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import platform
 import queue
-import resource
 import sqlite3
 import subprocess
 import threading
@@ -78,11 +77,6 @@ def python_loop_ms(additions: int = PYTHON_LOOP, best_of: int = 5) -> float:
     return round(best * 1e3 * 1_000_000 / additions, 2)
 
 
-def _process_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
 def _wake_round_trip_us() -> dict[str, float]:
     """What one thread waking another and being woken back costs, best of 3 runs of
     ``ROUND_TRIPS``: CPU (of every thread of the process) and wall microseconds.
@@ -104,11 +98,11 @@ def _wake_round_trip_us() -> dict[str, float]:
     cpu, wall = float("inf"), float("inf")
     try:
         for _ in range(3):
-            c0, w0 = _process_cpu(), time.perf_counter()
+            c0, w0 = time.process_time(), time.perf_counter()
             for n in range(ROUND_TRIPS):
                 ping.put(n)
                 pong.get()
-            cpu = min(cpu, _process_cpu() - c0)
+            cpu = min(cpu, time.process_time() - c0)
             wall = min(wall, time.perf_counter() - w0)
     finally:
         ping.put(None)

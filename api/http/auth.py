@@ -38,7 +38,7 @@ from starlette.datastructures import State
 
 from lethe.api.http.logging import request_context
 from lethe.api.http.problems import ApiProblem
-from lethe.vault.access.known_tokens import REVOKED
+from lethe.vault.access.known_tokens import REFUSAL
 from lethe.vault.access.tokens import well_formed
 from lethe.vault.errors import OutOfScope, Unauthenticated
 from lethe.vault.model import Caller, Role
@@ -188,7 +188,7 @@ async def presented(
     await anyio.to_thread.run_sync(_charge_failure, request)  # the limit's storage may be Redis
     if credentials is None:
         raise Unauthenticated("a bearer token is required")
-    raise Unauthenticated(REVOKED)
+    raise Unauthenticated(REFUSAL)
 
 
 CredentialsDep = Annotated[HTTPAuthorizationCredentials, Depends(presented)]

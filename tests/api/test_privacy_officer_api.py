@@ -7,33 +7,28 @@ display name of the token that acted, and lists never show a token's secret or h
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from lethe.api.cli import app as cli
-from lethe.api.http.app import create_app
 from lethe.api.settings import Settings
 from lethe.vault.erasure.deadlines import add_months
 from lethe.vault.erasure.service import ErasureService
 from lethe.vault.model import Role
 from lethe.vault.store.tables import api_tokens
-from tests.api.conftest import Api, api_settings, assert_problem, bearer
+from tests.api.conftest import Api, assert_problem, bearer
 
 
-@pytest.fixture
-def api(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Api]:
-    """The app with its background erasure runner doing nothing: these tests act on a
-    request before any step of it runs (a legal hold placed after filing raced the runner)."""
+@pytest.fixture(autouse=True)
+def _erasure_runner_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app's background erasure runner does nothing (set before ``api`` starts it):
+    these tests act on a request before any step of it runs (a legal hold placed after
+    filing raced the runner)."""
     monkeypatch.setattr(ErasureService, "run_pending", lambda self: 0)
-    app = create_app(api_settings(settings))
-    with TestClient(app) as client:
-        yield Api(app, client)
 
 
 def named_officer(api: Api, name: str = "Dana Officer", tenant: str = "t1") -> tuple[dict[str, str], str]:

@@ -28,7 +28,7 @@ from lethe.vault.store import driver_reads
 from lethe.vault.store.tables import api_tokens
 
 CAPACITY = 4096  # tokens a process keeps (a few hundred bytes each); the oldest go first
-REVOKED = "a valid bearer token is required"  # the one 401 every refused token gets
+REFUSAL = "a valid bearer token is required"  # the one 401 every refused token gets
 
 
 class KnownTokens:
@@ -81,4 +81,4 @@ def check_not_revoked(conn: Connection, token_id: str) -> None:
 def confirm(live: Any) -> None:
     """Refuse (``Unauthenticated``) unless ``live``, a ``TOKEN_LIVE`` value, says unrevoked."""
     if live is None:
-        raise Unauthenticated(REVOKED)
+        raise Unauthenticated(REFUSAL)

@@ -37,7 +37,7 @@ from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
-from lethe.vault.access.known_tokens import REVOKED, KnownTokens
+from lethe.vault.access.known_tokens import REFUSAL, KnownTokens
 from lethe.vault.clock import from_db, iso, to_db, utcnow
 from lethe.vault.errors import InvalidCommand, NotFound, Unauthenticated
 from lethe.vault.model import Caller, Role
@@ -190,7 +190,7 @@ class TokenService:
 
     def authenticate(self, token: str | None) -> Caller:
         """The caller a bearer token stands for; ``Unauthenticated`` for anything else."""
-        refused = Unauthenticated(REVOKED)
+        refused = Unauthenticated(REFUSAL)
         if not well_formed(token):
             raise refused
         digest = hash_token(token)
