@@ -164,3 +164,85 @@ def test_a_kept_scope_keeps_the_rows_of_a_bounded_number_of_terms_whatever_the_q
     assert len(kept.term_rows) == bound  # 68 of the 122 terms met, the first ones
     assert kept.term_rows_size[0] == 2  # green and tea: one row each
     assert found(lethe, "green tea") == [TEA]  # still ranked alike
+
+
+def bicycles(c, n: int = 4) -> None:  # type: ignore[no-untyped-def]
+    """Memories no test query matches: a kept scope keeps 512 bytes of results a row
+    (``memory.kept_results``), so a scope of one or two keeps none."""
+    for colour in ("red", "blue", "green", "white")[:n]:
+        c.memories.write(agent(), write_cmd(f"Alice rides a {colour} bicycle"))
+
+
+def top(c, query: str, limit: int) -> list:  # type: ignore[no-untyped-def]
+    return c.search.search(agent(), SearchQuery(query=query, purpose="support", limit=limit)).items
+
+
+def opened_by_search(monkeypatch) -> list[list[str]]:  # type: ignore[no-untyped-def]
+    """The memory ids each search reads (and opens) its results of, one list a search."""
+    from lethe.vault.memory import repository
+
+    asked: list[list[str]] = []
+    real = repository.by_ids_with_keys
+    monkeypatch.setattr(
+        repository, "by_ids_with_keys", lambda conn, t, ids: asked.append(list(ids)) or real(conn, t, ids)
+    )
+    return asked
+
+
+def test_a_search_of_an_unchanged_scope_serves_the_results_it_opened_before_without_reading_them(
+    lethe, monkeypatch
+):
+    tea = lethe.memories.write(agent(), write_cmd(TEA)).item
+    bicycles(lethe)
+    asked = opened_by_search(monkeypatch)
+    first = top(lethe, "green tea coffee", 1)
+    again = top(lethe, "tea", 1)
+    assert asked == [[tea.id], []]  # the second search read no row and opened nothing
+    assert [i.content for i in first] == [i.content for i in again] == [TEA] and again[
+        0
+    ].subject_id == "alice@example.com"
+    assert first[0].score and again[0].score  # each search's own score
+    assert first[0].score["lexical"] < again[0].score["lexical"] == 1.0
+    assert again[0].version == first[0].version == tea.version
+
+
+def test_an_operator_memory_in_the_results_is_read_and_opened_by_every_search(lethe, monkeypatch):
+    from tests.integration.test_operator_memories import operator_fact
+
+    mine = lethe.memories.write(agent(), write_cmd("refunds take a week to arrive")).item
+    fact = operator_fact(lethe, "refunds are allowed within 30 days")
+    bicycles(lethe)
+    asked = opened_by_search(monkeypatch)
+    for _ in range(2):
+        items = top(lethe, "refunds", 2)
+        assert {i.id for i in items} == {mine.id, fact.id}
+    # Not covered by the agent's scope token: the operator's memory is read each time, its own once.
+    assert sorted(asked[0]) == sorted([mine.id, fact.id]) and asked[1] == [fact.id]
+
+
+def test_a_key_marked_destroyed_by_another_node_takes_a_kept_result_out_of_the_next_search(lethe):
+    from lethe.vault.store.tables import subject_keys
+
+    lethe.memories.write(agent(), write_cmd(TEA))
+    lethe.memories.write(agent(), write_cmd("Bob prefers green tea too", subject="bob@example.com"))
+    bicycles(lethe)
+    both = [TEA, "Bob prefers green tea too"]
+    assert sorted(i.content for i in top(lethe, "green tea", 2)) == both  # opened, kept
+    assert sorted(i.content for i in top(lethe, "green tea", 2)) == both  # served from the kept scope
+    first_key = sa.select(subject_keys.c.key_name).order_by(subject_keys.c.created_at)
+    with lethe.uow.read() as conn:
+        alices = conn.execute(first_key).scalars().first()
+    with lethe.uow.write() as conn:  # as another node's erasure records the KMS's destruction
+        lethe.keyring.mark_destroyed(conn, [alices], utcnow())
+    assert top(lethe, "green tea", 2)[0].content == "Bob prefers green tea too"
+    assert TEA not in found(lethe, "green tea")
+
+
+def test_a_memory_updated_in_place_is_served_at_its_new_version_by_the_next_search(lethe):
+    tea = lethe.memories.write(agent(), write_cmd(TEA)).item
+    bicycles(lethe)
+    assert [i.content for i in top(lethe, "tea morning", 1)] == [TEA]
+    assert [i.content for i in top(lethe, "tea morning", 1)] == [TEA]  # served from the kept scope
+    newer = "Alice prefers mint tea in the morning"
+    lethe.memories.write(agent(), write_cmd(newer, id=tea.id, expected_version=tea.version))
+    assert [i.content for i in top(lethe, "tea morning", 1)] == [newer]

@@ -168,18 +168,33 @@ def test_a_connection_lost_under_inserts_sent_together_is_a_503_and_is_replaced(
         assert conn.execute(sa.select(sa.func.count()).select_from(scope_changes)).scalar_one() == 0
 
 
-def test_a_warm_search_reads_its_scope_token_with_the_operator_rows_then_its_results(lethe, tmp_path) -> None:
+def test_a_warm_search_reads_its_scope_token_with_the_operator_rows_and_nothing_else(lethe, tmp_path) -> None:
     lethe.memories.write(agent(), write_cmd("Alice likes green tea"))
-    query = SearchQuery("green tea", "support")
-    lethe.search.search(agent(), query)  # reads and keeps the scope, and its rows of these terms
+    for colour in ("red", "blue", "white"):  # a scope of one row would keep no result (512 bytes a row)
+        lethe.memories.write(agent(), write_cmd(f"Alice rides a {colour} bicycle"))
+    query = SearchQuery("green tea", "support", limit=1)
+    lethe.search.search(agent(), query)  # reads and keeps the scope, its rows of these terms, its result
     with wire(lethe.uow.engine, tmp_path / "trace") as statements:
         assert len(lethe.search.search(agent(), query).items) == 1
     trips = round_trips(tmp_path / "trace")
-    assert len(trips) == len(statements) == 2, statements
-    token_and_operator, results = statements
-    # The token, and the operator memories of the purpose that match a term (their postings counted).
-    assert all(t in token_and_operator for t in ("FROM scope_changes", "FROM memories", "search_postings"))
-    assert "FROM memories" in results and "subject_keys" in results, results
+    assert len(trips) == len(statements) == 1, statements
+    # The token, and the operator memories of the purpose that match a term (their postings counted);
+    # the result was opened by the first search and is kept with the scope (``memory.kept_results``).
+    assert all(t in statements[0] for t in ("FROM scope_changes", "FROM memories", "search_postings"))
+
+
+def test_a_warm_search_reads_the_results_no_search_opened_before_in_a_second_statement(
+    lethe, tmp_path
+) -> None:
+    lethe.memories.write(agent(), write_cmd("Alice likes green tea"))
+    lethe.memories.write(agent(), write_cmd("Alice likes black tea"))
+    for colour in ("red", "blue", "white", "grey"):
+        lethe.memories.write(agent(), write_cmd(f"Alice rides a {colour} bicycle"))
+    lethe.search.search(agent(), SearchQuery("green tea", "support", limit=1))  # keeps one result
+    with wire(lethe.uow.engine, tmp_path / "trace") as statements:
+        assert len(lethe.search.search(agent(), SearchQuery("green tea", "support", limit=2)).items) == 2
+    assert len(round_trips(tmp_path / "trace")) == len(statements) == 2, statements
+    assert "FROM memories" in statements[1] and "subject_keys" in statements[1], statements
 
 
 def test_a_write_that_times_out_on_the_lock_is_a_503_and_leaves_its_connection_usable(lethe) -> None:

@@ -12,8 +12,10 @@ columns: expiry and recency against ``now``, the subject and kinds filters, and 
 postings hits of the query's terms: the scope rows of each term, read once per term (one
 primary-key range in the tenant) and kept with the scope. The operator memories of the
 purpose that match a term are read each time (``memory.visibility``), by the statement that
-reads the token. So a search of a scope that did not change, with terms it met before,
-reads no row of it, and sends two statements: that one and the read of its results.
+reads the token. The results a search opened from the scope's own memories are kept with
+it too (``memory.kept_results``). So a search of a scope that did not change, with terms
+it met before, reads no row of it and sends one statement, that one; a second reads and
+opens the results no search of the scope opened before, and the operator memories'.
 
 The cost of a search of a changed or cold scope, for n memories and t terms: one read of
 the scope's rows (with their sealed vectors when none are cached), one read of the
@@ -43,6 +45,7 @@ from lethe.vault.access.known_tokens import TOKEN_LIVE, check_not_revoked, confi
 from lethe.vault.clock import to_db
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.sealing import Reuse, scope_vectors, sealed_by_id
+from lethe.vault.memory.kept_results import KeptResults
 from lethe.vault.memory.ranking import (
     AUTHORITY_RANK,
     RECENCY_HALF_LIFE_DAYS,
@@ -99,9 +102,19 @@ class Scope:
     # token as the rest (a dict's item set is atomic, so threads may share it).
     term_rows: dict[str, Any] = field(default_factory=dict, compare=False)
     term_rows_size: list[int] = field(default_factory=lambda: [0], compare=False)  # row indices kept
+    # The opened results of its own memories, kept with it (``memory.kept_results``).
+    results: KeptResults | None = field(default=None, compare=False)
 
     def __len__(self) -> int:
         return len(self.ids)
+
+
+class Ranking(NamedTuple):
+    """A search's order, best first, and the opened results kept with its scope (None when
+    the scope is not kept: a search that read it for itself alone)."""
+
+    order: Iterator[Ranked]
+    kept: KeptResults | None
 
 
 class Request(NamedTuple):
@@ -122,7 +135,7 @@ class Request(NamedTuple):
 
 def ranked(
     conn: Connection, keyring: SubjectKeyring, vectors: VectorIndex, r: Request, cap: int
-) -> Iterator[Ranked] | None:
+) -> Ranking | None:
     """The scope's memories by score, best first (see the module docstring); None if the
     agent's own scope holds more than ``cap`` memories. The relevance is the lexical share
     alone without an embedder, else the hybrid blend."""
@@ -153,7 +166,8 @@ def ranked(
             keys = {(tenant, ref, gen) for ref, gen in scope.keys}
             not_after = copy.expires if copy is not None else None
             opened.keep_scope(scope_id, token, scope, keys, len(scope), not_after)
-    return _rank(conn, keyring, vectors, r, scope, operator)
+    kept = scope.results if token is not None else None
+    return Ranking(_rank(conn, keyring, vectors, r, scope, operator), kept)
 
 
 def _rank(
@@ -327,9 +341,10 @@ def _read(
         reuse = None if prior is None else _reuse(prior)
         plain = scope_vectors(conn, keyring, tenant, model, wanted, read_sealed, reuse)
         matrix = _matrix(ids, plain)
+    pos = {m: i for i, m in enumerate(ids)}
     return Scope(
         ids=ids,
-        pos={m: i for i, m in enumerate(ids)},
+        pos=pos,
         tokens=np.array(tokens, dtype=np.int64),
         authority=np.array([_AUTHORITY.get(a, 0.0) for a in authority], dtype=np.float64),
         trust=np.array([_TRUST.get(t, 0.0) for t in trust], dtype=np.float64),
@@ -343,6 +358,7 @@ def _read(
         versions=np.array(versions, dtype=np.int64),
         vectors=matrix,
         read_at_us=_microseconds(r.now),
+        results=KeptResults(pos, len(ids)),
     )
 
 

@@ -107,28 +107,33 @@ class SearchService:
             request = ranked_scope.Request(
                 caller, q.purpose, q.query, query_terms, now, subject_ref, q.kinds, self.blend, confirming
             )
-            ranking: Iterator[Ranked] | None = ranked_scope.ranked(
-                conn, self.keyring, self.vectors, request, MAX_RANKED_IN_MEMORY
-            )
+            in_memory = ranked_scope.ranked(conn, self.keyring, self.vectors, request, MAX_RANKED_IN_MEMORY)
+            kept = None if in_memory is None else in_memory.kept
             recall = "lexical"
-            if ranking is not None:
+            if in_memory is not None:
+                ranking = in_memory.order
                 recall = "hybrid" if self.vectors.embedder is not None else "lexical"
-            if ranking is None:
+            else:
                 ranking = self._ranked_by_sql(conn, caller, q, query_terms, now, subject_ref)
-            chosen, used, skipped = [], 0, 0
+            chosen: list[tuple[str, int, dict[str, float]]] = []
+            used, skipped = 0, 0
             for cid, tokens, parts in ranking:  # down the ranking until the limit is met
                 if len(chosen) == q.limit:
                     break
                 if used + tokens > q.token_budget:
                     skipped += 1
                     continue
-                chosen.append((cid, parts))
+                chosen.append((cid, tokens, parts))
                 used += tokens
-            rows = repo.by_ids_with_keys(conn, caller.tenant_id, [cid for cid, _ in chosen])
+            served = {cid: item for cid, _, s in chosen if kept and (item := kept.get(cid, s))}
+            rows = repo.by_ids_with_keys(conn, caller.tenant_id, [c for c, _, _ in chosen if c not in served])
         opened = open_rows_with_keys(self.keyring, list(rows.values()))
-        keys = [((caller.tenant_id, cid), score) for cid, score in chosen]
-        items = [repo.to_item(rows[k[1]], *opened[k], score=score) for k, score in keys if k in opened]
-        used = sum(rows[i.id].token_estimate for i in items)
+        t = caller.tenant_id
+        fresh = {c: repo.to_item(rows[c], *opened[(t, c)], score=s) for c, _, s in chosen if (t, c) in opened}
+        if kept is not None:
+            kept.add(fresh.values())
+        items = [i for c, _, _ in chosen if (i := served.get(c) or fresh.get(c)) is not None]
+        used = sum(tokens for c, tokens, _ in chosen if c in served or c in fresh)
         return SearchResult(items=items, used_tokens=used, skipped_over_budget=skipped, recall=recall)
 
     def _ranked_by_sql(

@@ -1,0 +1,70 @@
+"""Opened search results kept with a kept scope, so that a search of a scope that did not
+change neither reads nor opens its results again.
+
+A kept scope (``memory.ranked_scope``) is served only while the scope's change token, read
+by the search's first statement, is the one it was read under; every event that changes a
+memory of the scope, and every key marked destroyed in its tenant, writes a new token in
+the same transaction (``store.scope_changes``). The results a search opened from the
+scope's own memories are as valid as the scope's columns under that token, so they are
+kept with it and served to the next searches that read the same token: their rows are
+not read again and their ciphertext is not opened again. What this relies on:
+- Only the agent's own memories of the scope are kept. The operator memories a search
+  returns are not covered by the scope's token and are read and opened every time.
+- A result is read after the token in the same transaction, so its state is the token's
+  or newer; if newer, the token has changed already and the scope is never served again.
+- Expiry is applied by the ranking against the search's ``now``, as for the columns.
+- Plaintext stays in this process's memory only, with the scope: dropped when the scope is
+  (replaced, evicted, past the TTL of the vectors it holds, or one of its keys revoked
+  or found gone: ``custody.opened_vectors``), never written, logged or shared.
+Bounded: at most ``KEPT_BYTES_PER_ROW`` times the scope's rows of content and subject ids,
+counting ``ITEM_OVERHEAD`` bytes for each item; past it, results are read and opened by
+each search as before. A worker keeps at most ``max_vectors`` rows in its kept scopes
+(50,000 by default), so at most 25 MB of kept results, however many scopes; a scope of a
+few rows keeps few or none (its second statement reads a few rows).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Container, Iterable
+from typing import Any
+
+from lethe.vault.model import MemoryItem
+
+KEPT_BYTES_PER_ROW = 512
+ITEM_OVERHEAD = 1024  # about what the fields of a ``MemoryItem`` besides its text cost
+
+
+class KeptResults:
+    """The opened items of one kept scope's own memories, without scores (see the module).
+    Shared by the searches of every thread: an item is added whole (a dict's item set is
+    atomic), and two searches adding at once may pass the bound by one item each."""
+
+    def __init__(self, members: Container[str], rows: int) -> None:
+        self._members = members  # the scope's memory ids: nothing else is kept
+        self._items: dict[str, dict[str, Any]] = {}
+        self._size = [0]
+        self._bound = KEPT_BYTES_PER_ROW * rows
+
+    def get(self, memory_id: str, score: dict[str, float] | None) -> MemoryItem | None:
+        """The kept item with this search's score, or None if none is kept."""
+        fields = self._items.get(memory_id)
+        return None if fields is None else MemoryItem(**fields, score=score)
+
+    def add(self, items: Iterable[MemoryItem]) -> None:
+        """Keep these opened items, those of the scope's own memories, within the bound."""
+        for item in items:
+            if item.id in self._items or item.id not in self._members:
+                continue
+            size = ITEM_OVERHEAD + len(item.content or "") + len(item.subject_id or "")
+            if self._size[0] + size > self._bound:
+                return
+            fields = {f.name: getattr(item, f.name) for f in _FIELDS}
+            self._items[item.id] = fields
+            self._size[0] += size
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+_FIELDS = [f for f in dataclasses.fields(MemoryItem) if f.name != "score"]
