@@ -140,7 +140,8 @@ def _search(sr: dict[str, Any]) -> list[Row]:
             f"{fmt(sr['small']['p95_ms'], 2)} ms in {sr['small_store_items']:,} items",
             fmt(sr["ratio"], 2),
             "<= 1.5, p95 <= 20 ms",
-            verdict(sr),
+            # This row's own figures: the cold rows below have their own verdicts.
+            _met(sr["ratio"] <= 1.5 and max(sr["large"]["p95_ms"], sr["small"]["p95_ms"]) <= 20),
         )
     ]
     if "cold_small" in sr:
@@ -151,6 +152,7 @@ def _search(sr: dict[str, Any]) -> list[Row]:
                 f"{fmt(sr['cold_small']['p95_ms'], 2)} ms in {sr['small_store_items']:,} items",
                 fmt(sr["cold_ratio"], 2),
                 "<= 1.5",
+                _met(sr["cold_ratio"] <= 1.5),
             ),
             row(
                 f"3. Scoped search p95, any of {sr['large_all_tenants']:,} scopes",

@@ -86,6 +86,18 @@ def test_a_search_of_any_scope_meets_its_target_only_at_a_p95_of_twenty_ms_or_le
     )
 
 
+def test_each_search_row_has_the_verdict_of_its_own_figures_not_of_the_others() -> None:
+    slow_cold_scopes = summary_rows(_results(search_latency={**_search(21.37), "met": False}))
+    assert _row(slow_cold_scopes, "3. Scoped search p95, scope")[5] == "met"  # 1.00, 1.9 ms
+    assert _row(slow_cold_scopes, "3. Scoped search p95, no vector cache")[5] == "met"
+    assert _row(slow_cold_scopes, "3. Scoped search p95, any")[5] == "missed"
+    grown = {**_search(17.27), "ratio": 1.6, "cold_ratio": 1.7}
+    assert _row(summary_rows(_results(search_latency=grown)), "3. Scoped search p95, scope")[5] == "missed"
+    assert (
+        _row(summary_rows(_results(search_latency=grown)), "3. Scoped search p95, no vector")[5] == "missed"
+    )
+
+
 def test_a_64_term_query_meets_its_target_only_under_five_times_a_2_term_one_in_each_mode() -> None:
     def lengths(hybrid_64_ms: float) -> dict[str, Any]:
         def mode(p50_64: float) -> dict[str, Any]:

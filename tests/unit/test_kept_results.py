@@ -1,4 +1,5 @@
-"""The opened results a kept scope keeps: its own memories only, within a bound of bytes."""
+"""The opened results a kept scope keeps: its own memories only, opened twice, within a
+bound of bytes."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ def item(memory_id: str, content: str = "Alice prefers green tea") -> MemoryItem
         id=memory_id,
         tenant_id="t1",
         agent_id="a1",
-        subject_ref="ref",
+        subject_ref="".join(["subject-", "ref"]),  # a new string each time, as the driver makes
         subject_id="alice@example.com",
-        purpose="support",
+        purpose="".join(["sup", "port"]),
         kind=Kind.PREFERENCE,
         content=content,
         content_hmac="h",
@@ -39,6 +40,8 @@ def item(memory_id: str, content: str = "Alice prefers green tea") -> MemoryItem
 def test_a_kept_item_comes_back_whole_with_the_score_of_the_search_that_asks():
     kept = KeptResults({"m1": 0}, rows=4)
     kept.add([item("m1")])
+    assert kept.get("m1", None) is None  # opened once: noted, not kept
+    kept.add([item("m1")])
     back = kept.get("m1", {"total": 0.5})
     assert back == item("m1").__class__(**{**vars(item("m1")), "score": {"total": 0.5}})
     assert kept.get("m2", None) is None
@@ -46,7 +49,8 @@ def test_a_kept_item_comes_back_whole_with_the_score_of_the_search_that_asks():
 
 def test_only_the_scopes_own_memories_are_kept():
     kept = KeptResults({"m1": 0}, rows=4)
-    kept.add([item("m1"), item("operator-fact")])
+    for _ in range(2):
+        kept.add([item("m1"), item("operator-fact")])
     assert len(kept) == 1 and kept.get("operator-fact", None) is None
 
 
@@ -57,5 +61,15 @@ def test_results_past_the_bound_are_not_kept():
     per_item = kept_results.ITEM_OVERHEAD + len(content) + len("alice@example.com")
     ids = {f"m{i}": i for i in range(20)}
     kept = KeptResults(ids, rows=rows)
-    kept.add([item(m, content) for m in ids])
+    for _ in range(2):
+        kept.add([item(m, content) for m in ids])
     assert len(kept) == bound // per_item < len(ids)
+
+
+def test_items_of_one_scope_share_one_copy_of_the_strings_they_repeat():
+    kept = KeptResults({"m1": 0, "m2": 1}, rows=20)
+    for _ in range(2):
+        kept.add([item("m1"), item("m2")])
+    one, two = kept.get("m1", None), kept.get("m2", None)
+    assert one is not None and two is not None and one.tenant_id == two.tenant_id == "t1"
+    assert one.subject_ref is two.subject_ref and one.purpose is two.purpose
