@@ -30,7 +30,7 @@ served 71 % of the results of its second thousand searches.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Container, Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lethe.vault.model import MemoryItem
@@ -45,12 +45,12 @@ class KeptResults:
     atomic), and two searches adding at once may pass the bound by one item each. The
     items are tuples of their fields, the strings every item of the scope repeats held once."""
 
-    def __init__(self, members: Container[str], rows: int) -> None:
-        self._members = members  # the scope's memory ids: nothing else is kept
+    def __init__(self, members: Mapping[str, int], rows: int) -> None:
+        self._members = members  # the scope's memory ids and rows: nothing else is kept
         self._items: dict[str, tuple[Any, ...]] = {}  # memory id -> its item's fields but the score
         self._size = [0]
         self._bound = KEPT_BYTES_PER_ROW * rows
-        self._seen: set[str] = set()  # opened once: kept when opened again
+        self._seen = bytearray(rows)  # a row opened once: kept when opened again
         self._strings: dict[str, str] = {}  # one copy of the scope's tenant, agent, purpose, subjects
 
     def get(self, memory_id: str, score: dict[str, float] | None) -> MemoryItem | None:
@@ -61,10 +61,11 @@ class KeptResults:
     def add(self, items: Iterable[MemoryItem]) -> None:
         """Keep these opened items, those of the scope's own memories, within the bound."""
         for item in items:
-            if item.id in self._items or item.id not in self._members:
+            row = self._members.get(item.id)
+            if row is None or item.id in self._items:
                 continue
-            if item.id not in self._seen:
-                self._seen.add(item.id)
+            if not self._seen[row]:
+                self._seen[row] = 1
                 continue
             size = ITEM_OVERHEAD + len(item.content or "") + len(item.subject_id or "")
             if self._size[0] + size > self._bound:
