@@ -10,6 +10,7 @@ from lethe.vault.memory.kept_results import KeptResults
 from lethe.vault.model import Authority, Kind, MemoryItem, Provenance, SourceType, Status, Trust
 
 NOW = datetime(2026, 12, 6, tzinfo=UTC)
+FOUR = {f"m{i}": i - 1 for i in range(1, 5)}  # a scope of four rows: room for one item
 
 
 def item(memory_id: str, content: str = "Alice prefers green tea") -> MemoryItem:
@@ -38,7 +39,7 @@ def item(memory_id: str, content: str = "Alice prefers green tea") -> MemoryItem
 
 
 def test_a_kept_item_comes_back_whole_with_the_score_of_the_search_that_asks():
-    kept = KeptResults({"m1": 0}, rows=4)
+    kept = KeptResults(FOUR)
     kept.add([item("m1")])
     assert kept.get("m1", None) is None  # opened once: noted, not kept
     kept.add([item("m1")])
@@ -48,7 +49,7 @@ def test_a_kept_item_comes_back_whole_with_the_score_of_the_search_that_asks():
 
 
 def test_only_the_scopes_own_memories_are_kept():
-    kept = KeptResults({"m1": 0}, rows=4)
+    kept = KeptResults(FOUR)
     for _ in range(2):
         kept.add([item("m1"), item("operator-fact")])
     assert len(kept) == 1 and kept.get("operator-fact", None) is None
@@ -59,15 +60,15 @@ def test_results_past_the_bound_are_not_kept():
     bound = kept_results.KEPT_BYTES_PER_ROW * rows
     content = "x" * 2_000
     per_item = kept_results.ITEM_OVERHEAD + len(content) + len("alice@example.com")
-    ids = {f"m{i}": i for i in range(20)}
-    kept = KeptResults(ids, rows=rows)
+    ids = {f"m{i}": i for i in range(rows)}
+    kept = KeptResults(ids)
     for _ in range(2):
         kept.add([item(m, content) for m in ids])
     assert len(kept) == bound // per_item < len(ids)
 
 
 def test_items_of_one_scope_share_one_copy_of_the_strings_they_repeat():
-    kept = KeptResults({"m1": 0, "m2": 1}, rows=20)
+    kept = KeptResults({f"m{i}": i - 1 for i in range(1, 21)})
     for _ in range(2):
         kept.add([item("m1"), item("m2")])
     one, two = kept.get("m1", None), kept.get("m2", None)

@@ -45,12 +45,12 @@ class KeptResults:
     atomic), and two searches adding at once may pass the bound by one item each. The
     items are tuples of their fields, the strings every item of the scope repeats held once."""
 
-    def __init__(self, members: Mapping[str, int], rows: int) -> None:
-        self._members = members  # the scope's memory ids and rows: nothing else is kept
+    def __init__(self, members: Mapping[str, int]) -> None:
+        self._members = members  # the scope's memory id -> row: nothing else is kept
         self._items: dict[str, tuple[Any, ...]] = {}  # memory id -> its item's fields but the score
-        self._size = [0]
-        self._bound = KEPT_BYTES_PER_ROW * rows
-        self._seen = bytearray(rows)  # a row opened once: kept when opened again
+        self._size = 0
+        self._bound = KEPT_BYTES_PER_ROW * len(members)
+        self._seen = bytearray(len(members))  # a row opened once: kept when opened again
         self._strings: dict[str, str] = {}  # one copy of the scope's tenant, agent, purpose, subjects
 
     def get(self, memory_id: str, score: dict[str, float] | None) -> MemoryItem | None:
@@ -68,14 +68,14 @@ class KeptResults:
                 self._seen[row] = 1
                 continue
             size = ITEM_OVERHEAD + len(item.content or "") + len(item.subject_id or "")
-            if self._size[0] + size > self._bound:
+            if self._size + size > self._bound:
                 return
             one = self._strings.setdefault
             fields = [getattr(item, name) for name in _FIELDS]
             for i in _SHARED:
                 fields[i] = one(fields[i], fields[i])
             self._items[item.id] = tuple(fields)
-            self._size[0] += size
+            self._size += size
 
     def __len__(self) -> int:
         return len(self._items)

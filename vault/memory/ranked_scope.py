@@ -358,7 +358,7 @@ def _read(
         versions=np.array(versions, dtype=np.int64),
         vectors=matrix,
         read_at_us=_microseconds(r.now),
-        results=KeptResults(pos, len(ids)),
+        results=KeptResults(pos),
     )
 
 

@@ -125,15 +125,16 @@ class SearchService:
                     continue
                 chosen.append((cid, tokens, parts))
                 used += tokens
-            served = {cid: item for cid, _, s in chosen if kept and (item := kept.get(cid, s))}
-            rows = repo.by_ids_with_keys(conn, caller.tenant_id, [c for c, _, _ in chosen if c not in served])
+            found = {} if kept is None else {c: i for c, _, s in chosen if (i := kept.get(c, s)) is not None}
+            rows = repo.by_ids_with_keys(conn, caller.tenant_id, [c for c, _, _ in chosen if c not in found])
         opened = open_rows_with_keys(self.keyring, list(rows.values()))
         t = caller.tenant_id
         fresh = {c: repo.to_item(rows[c], *opened[(t, c)], score=s) for c, _, s in chosen if (t, c) in opened}
         if kept is not None:
             kept.add(fresh.values())
-        items = [i for c, _, _ in chosen if (i := served.get(c) or fresh.get(c)) is not None]
-        used = sum(tokens for c, tokens, _ in chosen if c in served or c in fresh)
+        found.update(fresh)  # the kept and the opened: rows whose key is gone are in neither
+        items = [found[c] for c, _, _ in chosen if c in found]
+        used = sum(tokens for c, tokens, _ in chosen if c in found)
         return SearchResult(items=items, used_tokens=used, skipped_over_budget=skipped, recall=recall)
 
     def _ranked_by_sql(
