@@ -27,9 +27,13 @@ def inventory(
     wrapped_in_store: int,
     backups_before: int,
     cache_ttl_seconds: float,
+    sweep_seconds: float,
 ) -> dict[str, Any]:
-    """The copies of the subject's key material and the fate of each, with the verdict."""
+    """The copies of the subject's key material and the fate of each, with the verdict.
+    ``sweep_seconds``: how long past its TTL a process may still hold a cached key (the
+    caller's sweep of expired plaintext)."""
     scheduled = [r for r in receipts if r.scheduled and not r.material_destroyed]
+    bound = float(cache_ttl_seconds + sweep_seconds)
     if scheduled:
         until = max(r.pending_until or r.destroyed_at for r in scheduled)
         kek_fate = f"unusable now; destruction scheduled by the KMS, material destroyed by {until}" + (
@@ -60,8 +64,11 @@ def inventory(
             "copy": "plaintext data keys in DEK caches",
             "count": None,
             "fate": (
-                "revoked in the erasing process before destruction; in other processes they expire "
-                f"within {cache_ttl_seconds:g} s and can never be unwrapped again"
+                "revoked in the erasing process before destruction; other processes never use theirs "
+                "(every read checks the key's state first) and drop them, with the vectors and search "
+                f"results they opened, within {bound:g} s of caching "
+                f"(the {cache_ttl_seconds:g} s TTL and one {sweep_seconds:g} s sweep); "
+                "a destroyed key can never be unwrapped again"
             ),
         },
         {
@@ -75,6 +82,9 @@ def inventory(
     purge = not scheduled and all(r.material_destroyed for r in receipts)
     return {
         "copies": copies,
+        # How long after caching another process may hold plaintext (keys, and what they opened);
+        # an integer when whole: canonical JSON keeps floats to the few that need them.
+        "plaintext_bound_seconds": int(bound) if bound.is_integer() else bound,
         "nist_sp_800_88_purge": purge,
         "condition": (
             "cryptographic erase counts as Purge (NIST SP 800-88) when every copy of the key that can "

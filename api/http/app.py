@@ -63,6 +63,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.tokens = container.tokens
         app.state.store_lease = lease
         metrics.kpis.source = container.kpis.store_wide
+        metrics.plaintext.keyring = container.keyring
         work = start_server_work(container, settings, metrics, lease)
         try:
             async with running_mcp():
@@ -70,6 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             await work.stop()
             metrics.kpis.source = None
+            metrics.plaintext.keyring = None
             container.close()
             lease.release()
 

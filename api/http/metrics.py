@@ -25,6 +25,7 @@ from prometheus_client.registry import Collector
 
 from lethe.keys.protocol import DataKey, DestructionReceipt, KeyInfo, KeyManager, ProbeResult
 from lethe.vault.audit.kpis import Kpis
+from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.errors import VaultError
 
 KPI_MAX_AGE_SECONDS = 30.0
@@ -72,6 +73,8 @@ class Metrics:
 
         self.kpis = KpiCollector()
         r.register(self.kpis)
+        self.plaintext = PlaintextCollector()
+        r.register(self.plaintext)
 
     def count_problem(self, exc: VaultError) -> None:
         if exc.status == 409:
@@ -142,6 +145,29 @@ class KpiCollector(Collector):
         yield from gauge(
             "lethe_erasure_requests_overdue", "Open erasure requests past due.", k.overdue_requests
         )
+
+
+class PlaintextCollector(Collector):
+    """What plaintext this process holds in memory, by kind (counts only): it falls to zero
+    within the TTL and one sweep of the last use (``custody.plaintext_expiry``), which is how
+    an operator, or a test, sees an idle node let go of a forgotten subject."""
+
+    def __init__(self) -> None:
+        self.keyring: SubjectKeyring | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        k = self.keyring
+        if k is None:
+            return
+        held = GaugeMetricFamily(
+            "lethe_plaintext_held",
+            "Plaintext this process holds: data keys, opened vectors, kept scopes (with their results).",
+            labels=["kind"],
+        )
+        held.add_metric(["data_keys"], len(k.cache))
+        held.add_metric(["vectors"], k.opened.held)
+        held.add_metric(["kept_scopes"], k.opened.kept_scopes)
+        yield held
 
 
 class InstrumentedKms:

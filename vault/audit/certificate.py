@@ -94,7 +94,7 @@ WHAT_REMAINS: tuple[tuple[str, str], ...] = (
         "intact; they carry no content.",
     ),
     (
-        "tenant, agent, purpose and kind of each memory",
+        "tenant, agent, purpose, kind",
         "Scope and retention accounting: which agent held what category of memory for which "
         "purpose. They describe the record, not its content.",
     ),
@@ -125,6 +125,26 @@ WHAT_REMAINS: tuple[tuple[str, str], ...] = (
         "certificate verifiable; events hold metadata and digests, never plaintext.",
     ),
 )
+
+OTHER_PROCESSES = "other processes' caches"
+
+
+def other_processes(steps: Sequence[ErasureStep]) -> dict[str, str] | None:
+    """The ``what_remains`` entry for the plaintext other processes had cached, with the bound
+    the key's destruction recorded (``keys.key_copies``); None if it recorded none."""
+    evidence = next((s.evidence for s in steps if s.step == "key_destroyed"), {})
+    copies = evidence.get("key_copies")
+    bound = copies.get("plaintext_bound_seconds") if isinstance(copies, dict) else None
+    if not isinstance(bound, int | float):
+        return None
+    return {
+        "item": OTHER_PROCESSES,
+        "why": (
+            "Keys, vectors and results cached by other processes: never used again, freed "
+            f"within {bound:g} s of caching."
+        ),
+    }
+
 
 NOT_COMPACTED = (
     "dead ciphertext in the event log",
@@ -214,6 +234,9 @@ def build_certificate(
     first certificate's report id and SHA-256) makes it the final certificate."""
     names = [r.step.step for r in steps]
     remains = [{"item": item, "why": why} for item, why in WHAT_REMAINS]
+    held = other_processes([r.step for r in steps])
+    if held is not None:
+        remains.append(held)
     if COMPACTED not in names:
         remains.append({"item": NOT_COMPACTED[0], "why": NOT_COMPACTED[1]})
     return {

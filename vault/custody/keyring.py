@@ -27,6 +27,7 @@ from sqlalchemy.engine import Connection
 
 from lethe.keys.protocol import KeyDestroyed, KeyManager, KmsError, KmsUnavailable, UnwrapFailed
 from lethe.vault.clock import to_db, utcnow
+from lethe.vault.custody import plaintext_expiry
 from lethe.vault.custody.opened_vectors import OpenedVectors
 from lethe.vault.errors import KeyUnavailable, StoreUnavailable, SubjectForgotten
 from lethe.vault.store import scope_changes
@@ -73,7 +74,8 @@ def key_name(tenant_id: str, subject_ref: str, generation: int) -> str:
 
 
 class DekCache:
-    """Bounded LRU with TTL; revoked generations are refused forever."""
+    """Bounded LRU with TTL; revoked generations are refused forever. An expired key leaves
+    memory within one sweep, asked for or not (``custody.plaintext_expiry``)."""
 
     def __init__(
         self,
@@ -88,6 +90,7 @@ class DekCache:
         self._revoked: set[tuple[str, str, int]] = set()
         self._newest: dict[tuple[str, str], int] = {}  # (tenant, subject) -> newest cached generation
         self._lock = threading.Lock()
+        plaintext_expiry.watch(self)  # an idle process drops expired keys too
 
     def get(self, k: tuple[str, str, int]) -> bytes | None:
         with self._lock:
@@ -124,6 +127,16 @@ class DekCache:
             self._revoked.add(k)
             self._data.pop(k, None)
             self._drop(k)
+
+    def drop_expired(self) -> int:
+        """Drop every data key past its TTL (``custody.plaintext_expiry``); how many."""
+        with self._lock:
+            now = self._clock()
+            gone = [k for k, (expires, _) in self._data.items() if expires < now]
+            for k in gone:
+                del self._data[k]
+                self._drop(k)
+            return len(gone)
 
     def _get(self, k: tuple[str, str, int]) -> bytes | None:
         hit = self._data.get(k)

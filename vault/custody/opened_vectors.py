@@ -4,7 +4,8 @@ A search scores every vector of its scope; opening a thousand sealed vectors (re
 their ciphertext and one AEAD open each) was a third of a search. This cache keeps the
 float32 bytes a process opened, grouped by the (tenant, subject, key generation) whose
 data key opened them, under the same rules as ``keyring.DekCache``:
-- an entry lives at most the DEK cache's TTL from when it was opened, and the whole
+- an entry lives at most the DEK cache's TTL from when it was opened (and leaves memory
+  within one sweep after, used or not: ``custody.plaintext_expiry``), and the whole
   cache holds at most ``max_vectors`` vectors (least recently used subjects go first);
 - revoking a key generation (forget, in this process, before the key is destroyed)
   drops its vectors and refuses them forever, like its key;
@@ -45,6 +46,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
+
+from lethe.vault.custody import plaintext_expiry
 
 KeyId = tuple[str, str, int]  # (tenant_id, subject_ref, generation)
 VectorId = tuple[str, int, str]  # (memory_id, sealed version, model)
@@ -89,6 +92,8 @@ class OpenedVectors:
         self._kept: OrderedDict[ScopeId, _Kept] = OrderedDict()
         self._kept_rows = 0
         self._lock = threading.Lock()
+        if max_vectors > 0:
+            plaintext_expiry.watch(self)  # an idle process drops expired vectors and scopes too
 
     @property
     def capacity(self) -> int:
@@ -224,6 +229,23 @@ class OpenedVectors:
             self._scopes.move_to_end(scope)
             while len(self._scopes) > 4096:
                 self._scopes.popitem(last=False)
+
+    def drop_expired(self) -> int:
+        """Drop every vector and kept scope (with the results it keeps) past its TTL
+        (``custody.plaintext_expiry``); how many vectors and scope rows were dropped."""
+        with self._lock:
+            now = self._clock()
+            before = self._count + self._kept_rows
+            for key in [k for k, (expires, _) in self._data.items() if expires < now]:
+                self._drop(key)
+            for scope in [s for s, hit in self._kept.items() if hit.expires < now]:
+                self._drop_kept(scope)
+            return before - self._count - self._kept_rows
+
+    @property
+    def kept_scopes(self) -> int:
+        """How many scopes are kept (each with its vectors and the results it keeps)."""
+        return len(self._kept)
 
     def _drop(self, key: KeyId) -> None:
         hit = self._data.pop(key, None)

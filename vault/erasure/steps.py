@@ -24,6 +24,7 @@ from sqlalchemy.engine import Connection
 from lethe.keys.key_copies import inventory
 from lethe.keys.protocol import DestructionReceipt, KeyManager, KmsError, KmsUnavailable
 from lethe.vault.clock import iso
+from lethe.vault.custody import plaintext_expiry
 from lethe.vault.custody.keyring import DESTROYED, SubjectKeyring
 from lethe.vault.erasure import repository as erasure_repo
 from lethe.vault.erasure import vector_samples
@@ -190,9 +191,10 @@ def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
             wrapped_in_store=len(gens),
             backups_before=int(backups_before),
             cache_ttl_seconds=deps.keyring.cache.ttl_seconds,
+            sweep_seconds=plaintext_expiry.SWEEP_SECONDS,
         ),
         "key_config": {"exportable": False, "plaintext_backup_allowed": False},
-        "dek_cache": "revoked in this process; other processes hold no ciphertext to open",
+        "dek_cache": "revoked in this process; other processes refuse theirs and drop them on expiry",
     }
 
 

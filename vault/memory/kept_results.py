@@ -14,8 +14,9 @@ not read again and their ciphertext is not opened again. What this relies on:
   or newer; if newer, the token has changed already and the scope is never served again.
 - Expiry is applied by the ranking against the search's ``now``, as for the columns.
 - Plaintext stays in this process's memory only, with the scope: dropped when the scope is
-  (replaced, evicted, past the TTL of the vectors it holds, or one of its keys revoked
-  or found gone: ``custody.opened_vectors``), never written, logged or shared.
+  (replaced, evicted, past the TTL of the vectors it holds, within one sweep even in an
+  idle process, or one of its keys revoked or found gone: ``custody.opened_vectors``,
+  ``custody.plaintext_expiry``), never written, logged or shared.
 Which and how many: an item is kept the second time a search of the scope opens it (the
 results searches return again and again, not every one returned once), within
 ``KEPT_BYTES_PER_ROW`` times the scope's rows, counting each item's content and subject id
