@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import time
 import weakref
 
@@ -76,3 +77,18 @@ def test_watching_a_cache_does_not_keep_it_alive() -> None:
 def test_a_cache_of_size_zero_holds_nothing_to_sweep() -> None:
     opened = OpenedVectors(max_vectors=0)
     assert opened not in plaintext_expiry._caches
+
+
+def test_a_forked_child_sweeps_the_caches_it_inherited() -> None:
+    """A server that builds its container and then forks its workers: each child has the
+    caches but not the parent's thread, and must still let go of what expires."""
+    cache = DekCache(ttl_seconds=0.2)
+    cache.put(KEY, b"k" * 32)
+    pid = os.fork()
+    if pid == 0:  # the child: nothing touches the cache; only its own sweeper can empty it
+        deadline = time.monotonic() + 0.2 + plaintext_expiry.SWEEP_SECONDS * 5
+        while len(cache) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os._exit(0 if len(cache) == 0 else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

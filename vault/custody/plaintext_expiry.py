@@ -44,9 +44,14 @@ _running_in: int | None = None  # the process whose sweeper thread runs (none af
 
 
 def _after_fork_in_child() -> None:
-    """A fork copies the lock as it was (held, maybe, by a thread the child does not have)."""
-    global _lock
+    """A fork copies the caches but not the thread, and the lock as it was (held, maybe, by
+    a thread the child does not have): the child gets a lock of its own and, if it holds
+    caches, its own sweeper."""
+    global _lock, _running_in
     _lock = threading.Lock()
+    _running_in = None
+    if _caches:
+        _start()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -54,12 +59,16 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 def watch(cache: Expiring) -> None:
     """Sweep ``cache`` from now on, as long as it lives (starts the thread on first use)."""
-    global _running_in
     with _lock:
         _caches.add(cache)
         if _running_in != os.getpid():
-            _running_in = os.getpid()
-            threading.Thread(target=_sweep_forever, name="lethe-plaintext-expiry", daemon=True).start()
+            _start()
+
+
+def _start() -> None:
+    global _running_in
+    _running_in = os.getpid()
+    threading.Thread(target=_sweep_forever, name="lethe-plaintext-expiry", daemon=True).start()
 
 
 def sweep() -> int:
