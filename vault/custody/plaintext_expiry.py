@@ -2,11 +2,11 @@
 
 The data-key cache (``keyring.DekCache``) and the opened-vector cache with its kept scopes
 and their results (``custody.opened_vectors``, ``memory.kept_results``) refuse an entry past
-its TTL, but only drop it when they are next touched. A node that stops serving a subject,
-or serves nothing, would keep that subject's data keys, vectors and opened contents in
-memory until the caches' size bound pushed them out: for ever, in an idle process. So every
-such cache registers here, and one daemon thread per process drops every expired entry
-each ``SWEEP_SECONDS``. Nothing stays longer than its TTL and one sweep: the bound an
+its TTL; on their own they would drop it only when next touched. A node that stops serving
+a subject, or serves nothing, would then keep that subject's data keys, vectors and opened
+contents in memory until the caches' size bound pushed them out: for ever, in an idle
+process. So every such cache registers here, and one daemon thread per process drops every
+expired entry each ``SWEEP_SECONDS``. Nothing stays longer than its TTL and one sweep: the bound an
 erasure certificate states for the plaintext other processes held (``keys.key_copies``).
 
 "Dropped" means unreferenced and freed. CPython does not overwrite freed memory, so the
