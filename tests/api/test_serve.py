@@ -40,15 +40,19 @@ class Server:
     out: Path
     err: Path
 
-    def mint(self, *args: str) -> dict[str, str]:
-        r = subprocess.run(
-            [*lethe_command(), "token", "create", *args, "--json"],
+    def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """A ``lethe`` command on this server's store, in a process of its own."""
+        return subprocess.run(
+            [*lethe_command(), *args],
             env=self.env,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=timeout,
             check=False,
         )
+
+    def mint(self, *args: str) -> dict[str, str]:
+        r = self.cli("token", "create", *args, "--json")
         assert r.returncode == 0, r.stderr
         return json.loads(r.stdout)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import time
 from pathlib import Path
 
@@ -21,7 +20,6 @@ import pytest
 from lethe.vault.audit.certificate import OTHER_PROCESSES
 from lethe.vault.custody.plaintext_expiry import SWEEP_SECONDS
 from tests.api.test_serve import memory, start_server
-from tests.children import lethe_command
 
 pytestmark = pytest.mark.slow
 
@@ -52,14 +50,7 @@ def test_an_idle_node_drops_a_forgotten_subjects_plaintext_within_the_ttl_and_a_
             assert before["data_keys"] >= 1 and before["vectors"] >= 3 and before["kept_scopes"] >= 1, before
 
             args = ["forget", "--tenant", "t1", "--subject", SUBJECT, "--basis", "gdpr-art17-1a", "--json"]
-            forget = subprocess.run(
-                [*lethe_command(), *args],
-                env=node.env,
-                capture_output=True,
-                text=True,
-                timeout=120,
-                check=False,
-            )
+            forget = node.cli(*args, timeout=120)
             assert forget.returncode == 0, forget.stderr
             job = json.loads(forget.stdout)
             assert job["status"] == "reported"
