@@ -119,13 +119,12 @@ class DekCache:
             if self._newest.get(subject, 0) < k[2]:
                 self._newest[subject] = k[2]
             while len(self._data) > self._max:
-                self._drop(self._data.popitem(last=False)[0])
+                self._drop(next(iter(self._data)))  # the least recently used
 
     def revoke(self, tenant_id: str, subject_ref: str, generation: int) -> None:
         with self._lock:
             k = (tenant_id, subject_ref, generation)
             self._revoked.add(k)
-            self._data.pop(k, None)
             self._drop(k)
 
     def drop_expired(self) -> int:
@@ -134,7 +133,6 @@ class DekCache:
             now = self._clock()
             gone = [k for k, (expires, _) in self._data.items() if expires < now]
             for k in gone:
-                del self._data[k]
                 self._drop(k)
             return len(gone)
 
@@ -143,14 +141,14 @@ class DekCache:
         if hit is None:
             return None
         if hit[0] < self._clock():
-            del self._data[k]
             self._drop(k)
             return None
         self._data.move_to_end(k)
         return hit[1]
 
     def _drop(self, k: tuple[str, str, int]) -> None:
-        """Forget ``k`` as its subject's newest generation (it left the cache)."""
+        """Take ``k`` out of the cache, and forget it as its subject's newest generation."""
+        self._data.pop(k, None)
         if self._newest.get(k[:2]) == k[2]:
             del self._newest[k[:2]]
 

@@ -238,8 +238,8 @@ class OpenedVectors:
             before = self._count + self._kept_rows
             for key in [k for k, (expires, _) in self._data.items() if expires < now]:
                 self._drop(key)
-            for scope in [s for s, hit in self._kept.items() if hit.expires < now]:
-                self._drop_kept(scope)
+            for scope in list(self._kept):
+                self._live_kept(scope)  # drops it if expired
             return before - self._count - self._kept_rows
 
     @property

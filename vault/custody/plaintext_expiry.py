@@ -40,16 +40,15 @@ class Expiring(Protocol):
 
 _caches: weakref.WeakSet[Expiring] = weakref.WeakSet()  # a cache that is gone needs no sweep
 _lock = threading.Lock()
-_running_in: int | None = None  # the process whose sweeper thread runs (none after a fork)
+_running_in: int | None = None  # the process whose sweeper thread runs
 
 
 def _after_fork_in_child() -> None:
     """A fork copies the caches but not the thread, and the lock as it was (held, maybe, by
     a thread the child does not have): the child gets a lock of its own and, if it holds
-    caches, its own sweeper."""
-    global _lock, _running_in
+    caches, its own sweeper (else ``watch`` starts one, seeing another process's id)."""
+    global _lock
     _lock = threading.Lock()
-    _running_in = None
     if _caches:
         _start()
 
