@@ -53,7 +53,7 @@ class Settings(BaseSettings):
     dek_cache_entries: int = Field(default=10_000, gt=0)
     # Vectors a process keeps opened for searches, bound to their data key's cache entry and
     # TTL (vault.custody.opened_vectors); 0 opens every vector from its ciphertext each time.
-    vector_cache_entries: int = Field(default=50_000, ge=0)
+    vector_cache_entries: int = Field(default=40_000, ge=0)
     # Semantic recall (vault.memory.embedding): the embedding model, or "none" for lexical only.
     embedding_model: str = DEFAULT_MODEL
     compaction_retention_days: float = Field(default=30.0, ge=0)

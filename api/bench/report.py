@@ -14,8 +14,11 @@ from typing import Any
 
 from lethe.api.bench.forget import STEPS
 from lethe.api.bench.summary import fmt, summary_rows
+from lethe.api.settings import Settings
 
 Section = Callable[[dict[str, Any], dict[str, Any]], list[str]]  # (figures, scale parameters) -> blocks
+
+DEFAULT_VECTOR_CACHE = Settings.model_fields["vector_cache_entries"].default
 
 
 def write_markdown(results: dict[str, Any], path: Path) -> None:
@@ -362,7 +365,8 @@ def _search(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
                 "What the store's size costs is measured with all else alike. The first rows query",
                 f"{n} scopes of each store (all of the small one's, {n} spread over the large one's),",
                 "so the opened-vector cache",
-                f"({sr.get('vector_cache_entries', 50_000):,} vectors) holds both sides' scopes. The",
+                f"({sr.get('vector_cache_entries', DEFAULT_VECTOR_CACHE):,} vectors) holds both sides'",
+                "scopes. The",
                 f"`no vector cache` rows ({sr.get('cold_queries', 0)} queries per store) open every",
                 "vector from its ciphertext, as a scope the cache does not hold is served: its",
                 "vectors are read with its rows and each is opened (AES-256-GCM). The last row is",

@@ -9,7 +9,7 @@ store's size costs is measured with everything else alike:
 - cold: both stores through a search service without that cache, so every query opens
   its scope's vectors from their ciphertext (ratio large/small of p95);
 - and, as a server meets it, queries over every scope of the large store: at full scale
-  1,000 scopes of 1,000 vectors do not fit a cache of 50,000, so most of these are cold.
+  1,000 scopes of 1,000 vectors do not fit a cache of 40,000, so most of these are cold.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ server runs it every ``LETHE_MALLOC_TRIM_INTERVAL_SECONDS`` (``api.http.backgrou
 that soak one trim took 0.3-5 ms and gave back 1-12 MB; the largest worker's RSS after 10
 minutes was 250.7 MiB without trims, 236.0 with one every 30 s and 220.8 with one every 10
 s (the default); one run each, the searched scopes grown to 52,374, 50,225 and 46,394 rows
-(the bound is 50,000). A model of a worker's churn (threads building and dropping scope-sized
+(the bound was 50,000). A model of a worker's churn (threads building and dropping scope-sized
 lists and 1 KiB objects) rebuilt as many scopes a second with a trim every 10 s, or every
 second, as with none.
 

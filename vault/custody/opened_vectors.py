@@ -76,7 +76,7 @@ class OpenedVectors:
 
     def __init__(
         self,
-        max_vectors: int = 50_000,
+        max_vectors: int = 40_000,
         ttl_seconds: float = 300.0,
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,

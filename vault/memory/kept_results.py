@@ -21,8 +21,8 @@ Which and how many: an item is kept the second time a search of the scope opens 
 results searches return again and again, not every one returned once), within
 ``KEPT_BYTES_PER_ROW`` times the scope's rows, counting each item's content and subject id
 and ``ITEM_OVERHEAD``; past it, results are read and opened by each search as before. A
-worker keeps at most ``max_vectors`` rows in its kept scopes (50,000 by default), so at
-most about 19 MB of kept results, however many scopes; a scope of a few rows keeps few or
+worker keeps at most ``max_vectors`` rows in its kept scopes (40,000 by default), so at
+most about 15 MB of kept results, however many scopes; a scope of a few rows keeps few or
 none (its second statement reads a few rows). On figure 6's queries (two random words of
 the bench vocabulary, limit 10) a 1,000-row scope keeps about 350 items (350 KB); in
 2,000 searches spread over four such scopes they served 71 % of the last 1,000's results.

@@ -451,7 +451,7 @@ def _token_and_operator_rows(conn: Connection, r: Request) -> tuple[str | None, 
 def _shared(values: list[str]) -> list[str]:
     """The values with one string object per distinct value: a kept scope's rows name a handful
     of subjects and kinds, and the driver makes a new string for every row (about 160 bytes a
-    row of a kept scope, or 8 MiB of a worker's 50,000)."""
+    row of a kept scope, or 6 MiB of a worker's 40,000 by default)."""
     one: dict[str, str] = {}
     return [one.setdefault(v, v) for v in values]
 
