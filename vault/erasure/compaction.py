@@ -24,6 +24,7 @@ Exceptions: ``StoreUnavailable`` (database unreachable), nothing else of its own
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -47,6 +48,10 @@ COMPACTED = "compacted"
 DEFAULT_RETENTION = timedelta(days=30)
 SCAN_SAMPLE = 64  # ciphertexts byte-scanned per compaction (bounded cost; the row check is complete)
 SLICE = 16  # bytes per distinctive ciphertext slice kept (in memory only) for the file scan
+# How long a checkpoint that empties the WAL waits for another connection's checkpoint (often
+# another process's automatic one after its commit): SQLite answers busy at once then, with no
+# busy handler, and copies nothing.
+WAL_TRUNCATE_WAIT_S = 10.0
 Progress = Callable[[int, int], None]  # (done, total)
 
 
@@ -289,18 +294,27 @@ def reclaim_space(engine: Engine, vacuum: bool = True) -> dict[str, Any]:
     """Make the freed bytes go away on disk, not only in the logical view.
 
     SQLite: the checkpoint copies the changed pages (their freed space zeroed by
-    ``secure_delete``) into the database file and truncates the WAL; VACUUM also rebuilds
-    the file without its free pages (slow: it rewrites the whole store).
+    ``secure_delete``) into the database file and truncates the WAL, waiting out another
+    connection's checkpoint (``_truncate_wal``; ``wal_truncated`` says whether it got
+    through); VACUUM also rebuilds the file without its free pages (slow: it rewrites the
+    whole store).
     """
     if is_sqlite(engine):
         raw = engine.raw_connection()  # outside any transaction: VACUUM refuses to run inside one
-        checkpoint = "PRAGMA wal_checkpoint(TRUNCATE)"
         try:
-            for sql in (checkpoint, "VACUUM", checkpoint) if vacuum else (checkpoint,):
-                raw.driver_connection.execute(sql)
+            truncated = _truncate_wal(raw.driver_connection)
+            if vacuum:
+                raw.driver_connection.execute("VACUUM")
+                truncated = _truncate_wal(raw.driver_connection)
         finally:
             raw.close()
-        return {"engine": "sqlite", "secure_delete": True, "wal_checkpoint": "TRUNCATE", "vacuum": vacuum}
+        return {
+            "engine": "sqlite",
+            "secure_delete": True,
+            "wal_checkpoint": "TRUNCATE",
+            "wal_truncated": truncated,
+            "vacuum": vacuum,
+        }
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.exec_driver_sql("VACUUM (ANALYZE) events")
         conn.exec_driver_sql("VACUUM (ANALYZE) memories")
@@ -315,6 +329,23 @@ def reclaim_space(engine: Engine, vacuum: bool = True) -> dict[str, Any]:
         "vacuum": True,
         "stats": {r.relname: {"vacuum_count": r.vacuum_count, "n_dead_tup": r.n_dead_tup} for r in stats},
     }
+
+
+def _truncate_wal(driver: Any, wait_s: float | None = None) -> bool:
+    """Checkpoint every WAL frame into the database file and empty the WAL; whether it did.
+
+    SQLite reports busy instead when another connection is checkpointing (at once) or when a
+    reader still uses the WAL past the busy timeout; it is asked again, until ``wait_s``
+    (``WAL_TRUNCATE_WAIT_S``) has passed. The pages the compaction rewrote are then in the
+    database file; if it never got through, the byte scan that follows is what tells."""
+    deadline = time.monotonic() + (WAL_TRUNCATE_WAIT_S if wait_s is None else wait_s)
+    while True:
+        busy = driver.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        if not busy:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
 
 
 def scan_store(
