@@ -48,6 +48,12 @@ def compact(
         f"store {result.bytes_before:,} -> {result.bytes_after:,} bytes "
         f"({result.bytes_reclaimed:,} reclaimed)"
     )
+    if result.reclaim.get("wal_truncated") is False:
+        err.print(
+            "the WAL was not emptied: SQLite stayed busy (another connection's checkpoint or a "
+            "long read); the database file may hold the rewritten pages' old versions until the "
+            "next checkpoint: run `lethe compact` again"
+        )
 
 
 @backup_app.command("create")

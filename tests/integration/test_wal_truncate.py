@@ -82,3 +82,31 @@ def test_reclaim_says_the_wal_was_not_emptied_when_the_lock_never_came_free(leth
     assert still > 0  # what it says is what the files show
     assert reclaim_space(c.uow.engine, vacuum=False)["wal_truncated"] is True  # once the lock is free
     assert wal_bytes(database) == 0
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_lethe_compact_says_when_the_wal_was_not_emptied(lethe, monkeypatch):
+    from typer.testing import CliRunner
+
+    from lethe.api.cli import app as cli
+    from lethe.vault.erasure.forgetting import tombstone_subject
+
+    c = lethe
+    database = Path(c.uow.engine.url.database)
+    for i in range(3):
+        c.memories.write(agent(), write_cmd(f"note {i}", subject="alice@example.com"))
+    with c.uow.write() as conn:  # dead ciphertext for the compaction to rewrite
+        tombstone_subject(conn, c.log, c.keyring, "t1", c.pseudonyms.subject_ref("t1", "alice@example.com"))
+    monkeypatch.setenv("LETHE_DATA_DIR", str(c.settings.data_dir))
+    monkeypatch.delenv("LETHE_DATABASE_URL", raising=False)
+    monkeypatch.setattr(compaction, "WAL_TRUNCATE_WAIT_S", 0.3)
+    holder = hold_checkpoint_lock(database, 30)
+    try:
+        held = CliRunner().invoke(cli, ["compact"])
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+    assert held.exit_code == 0, held.output
+    assert "rewrote 3 events" in held.output and "the WAL was not emptied" in held.output
+    again = CliRunner().invoke(cli, ["compact"])
+    assert again.exit_code == 0 and "not emptied" not in again.output
