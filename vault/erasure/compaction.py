@@ -331,14 +331,14 @@ def reclaim_space(engine: Engine, vacuum: bool = True) -> dict[str, Any]:
     }
 
 
-def _truncate_wal(driver: Any, wait_s: float | None = None) -> bool:
+def _truncate_wal(driver: Any) -> bool:
     """Checkpoint every WAL frame into the database file and empty the WAL; whether it did.
 
     SQLite reports busy instead when another connection is checkpointing (at once) or when a
-    reader still uses the WAL past the busy timeout; it is asked again, until ``wait_s``
-    (``WAL_TRUNCATE_WAIT_S``) has passed. The pages the compaction rewrote are then in the
+    reader still uses the WAL past the busy timeout; it is asked again, until
+    ``WAL_TRUNCATE_WAIT_S`` has passed. The pages the compaction rewrote are then in the
     database file; if it never got through, the byte scan that follows is what tells."""
-    deadline = time.monotonic() + (WAL_TRUNCATE_WAIT_S if wait_s is None else wait_s)
+    deadline = time.monotonic() + WAL_TRUNCATE_WAIT_S
     while True:
         busy = driver.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
         if not busy:
