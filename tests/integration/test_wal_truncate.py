@@ -14,6 +14,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ from lethe.vault.erasure import compaction
 from lethe.vault.erasure.compaction import reclaim_space
 from tests.conftest import agent, write_cmd
 
+ALICE = "alice@example.com"
 CKPT_LOCK_BYTE = 120 + 1  # the shm lock area starts at byte 120; the checkpoint lock is its second
 
 _HOLDER = textwrap.dedent(
@@ -35,13 +38,25 @@ _HOLDER = textwrap.dedent(
 )
 
 
-def hold_checkpoint_lock(database: Path, seconds: float) -> subprocess.Popen[str]:
-    """Another process holding SQLite's checkpoint lock for ``seconds``, as its own checkpoint would."""
-    shm = f"{database}-shm"
-    args = [sys.executable, "-c", _HOLDER, shm, str(CKPT_LOCK_BYTE), str(seconds)]
+@contextmanager
+def checkpoint_lock_held(database: Path, seconds: float) -> Iterator[None]:
+    """Another process holding SQLite's checkpoint lock from now for ``seconds`` (at most until
+    the block ends), as its own checkpoint would."""
+    args = [sys.executable, "-c", _HOLDER, f"{database}-shm", str(CKPT_LOCK_BYTE), str(seconds)]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
-    return proc
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+        yield
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def notes_written(c, n: int) -> Path:  # type: ignore[no-untyped-def]
+    """``n`` memories of Alice written (their pages in the WAL); the database file."""
+    for i in range(n):
+        c.memories.write(agent(), write_cmd(f"note {i}", subject=ALICE))
+    return Path(c.uow.engine.url.database)
 
 
 def wal_bytes(database: Path) -> int:
@@ -51,15 +66,10 @@ def wal_bytes(database: Path) -> int:
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_reclaim_waits_out_another_process_checkpoint_and_empties_the_wal(lethe):
     c = lethe
-    database = Path(c.uow.engine.url.database)
-    for i in range(5):
-        c.memories.write(agent(), write_cmd(f"note {i}"))
+    database = notes_written(c, 5)
     assert wal_bytes(database) > 0
-    holder = hold_checkpoint_lock(database, 0.5)  # held from before the reclaim starts
-    try:
+    with checkpoint_lock_held(database, 0.5):
         result = reclaim_space(c.uow.engine, vacuum=False)
-    finally:
-        holder.wait(timeout=10)
     assert result["wal_truncated"] is True
     assert wal_bytes(database) == 0
 
@@ -67,17 +77,11 @@ def test_reclaim_waits_out_another_process_checkpoint_and_empties_the_wal(lethe)
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
 def test_reclaim_says_the_wal_was_not_emptied_when_the_lock_never_came_free(lethe, monkeypatch):
     c = lethe
-    database = Path(c.uow.engine.url.database)
-    for i in range(5):
-        c.memories.write(agent(), write_cmd(f"note {i}"))
+    database = notes_written(c, 5)
     monkeypatch.setattr(compaction, "WAL_TRUNCATE_WAIT_S", 0.3)
-    holder = hold_checkpoint_lock(database, 30)
-    try:
+    with checkpoint_lock_held(database, 30):
         result = reclaim_space(c.uow.engine, vacuum=False)
         still = wal_bytes(database)
-    finally:
-        holder.kill()
-        holder.wait(timeout=10)
     assert result["wal_truncated"] is False
     assert still > 0  # what it says is what the files show
     assert reclaim_space(c.uow.engine, vacuum=False)["wal_truncated"] is True  # once the lock is free
@@ -92,20 +96,14 @@ def test_lethe_compact_says_when_the_wal_was_not_emptied(lethe, monkeypatch):
     from lethe.vault.erasure.forgetting import tombstone_subject
 
     c = lethe
-    database = Path(c.uow.engine.url.database)
-    for i in range(3):
-        c.memories.write(agent(), write_cmd(f"note {i}", subject="alice@example.com"))
+    database = notes_written(c, 3)
     with c.uow.write() as conn:  # dead ciphertext for the compaction to rewrite
-        tombstone_subject(conn, c.log, c.keyring, "t1", c.pseudonyms.subject_ref("t1", "alice@example.com"))
+        tombstone_subject(conn, c.log, c.keyring, "t1", c.pseudonyms.subject_ref("t1", ALICE))
     monkeypatch.setenv("LETHE_DATA_DIR", str(c.settings.data_dir))
     monkeypatch.delenv("LETHE_DATABASE_URL", raising=False)
     monkeypatch.setattr(compaction, "WAL_TRUNCATE_WAIT_S", 0.3)
-    holder = hold_checkpoint_lock(database, 30)
-    try:
+    with checkpoint_lock_held(database, 30):
         held = CliRunner().invoke(cli, ["compact"])
-    finally:
-        holder.kill()
-        holder.wait(timeout=10)
     assert held.exit_code == 0, held.output
     assert "rewrote 3 events" in held.output and "the WAL was not emptied" in held.output
     again = CliRunner().invoke(cli, ["compact"])
