@@ -302,10 +302,10 @@ def reclaim_space(engine: Engine, vacuum: bool = True) -> dict[str, Any]:
     if is_sqlite(engine):
         raw = engine.raw_connection()  # outside any transaction: VACUUM refuses to run inside one
         try:
-            truncated = _truncate_wal(raw.driver_connection)
-            if vacuum:
+            if vacuum:  # the checkpoint after VACUUM is the one that must get through
+                raw.driver_connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 raw.driver_connection.execute("VACUUM")
-                truncated = _truncate_wal(raw.driver_connection)
+            truncated = _truncate_wal(raw.driver_connection)
         finally:
             raw.close()
         return {
