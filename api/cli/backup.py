@@ -39,6 +39,8 @@ def compact(
             result = c.compactor.compact(
                 progress=lambda done, total: bar.update(task, completed=done, total=total)
             )
+            if not result.reclaim:  # asked by hand: empty the WAL even with nothing to rewrite
+                result.reclaim = c.compactor.empty_wal()
     if as_json:
         print_json(result.evidence())
         return
@@ -48,7 +50,7 @@ def compact(
         f"store {result.bytes_before:,} -> {result.bytes_after:,} bytes "
         f"({result.bytes_reclaimed:,} reclaimed)"
     )
-    if result.reclaim.get("wal_truncated") is False:
+    if result.wal_left:
         err.print(
             "the WAL was not emptied: SQLite stayed busy (another connection's checkpoint or a "
             "long read); the database file may hold the rewritten pages' old versions until the "

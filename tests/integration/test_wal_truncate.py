@@ -11,6 +11,7 @@ files with plain file I/O.
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import textwrap
@@ -22,6 +23,7 @@ import pytest
 
 from lethe.vault.erasure import compaction
 from lethe.vault.erasure.compaction import reclaim_space
+from lethe.vault.erasure.forgetting import tombstone_subject
 from tests.conftest import agent, write_cmd
 
 ALICE = "alice@example.com"
@@ -59,6 +61,12 @@ def notes_written(c, n: int) -> Path:  # type: ignore[no-untyped-def]
     return Path(c.uow.engine.url.database)
 
 
+def forget_alice(c) -> None:  # type: ignore[no-untyped-def]
+    """Alice's key destroyed and her memories tombstoned: dead ciphertext to compact."""
+    with c.uow.write() as conn:
+        tombstone_subject(conn, c.log, c.keyring, "t1", c.pseudonyms.subject_ref("t1", ALICE))
+
+
 def wal_bytes(database: Path) -> int:
     return Path(f"{database}-wal").stat().st_size
 
@@ -93,12 +101,10 @@ def test_lethe_compact_says_when_the_wal_was_not_emptied(lethe, monkeypatch):
     from typer.testing import CliRunner
 
     from lethe.api.cli import app as cli
-    from lethe.vault.erasure.forgetting import tombstone_subject
 
     c = lethe
     database = notes_written(c, 3)
-    with c.uow.write() as conn:  # dead ciphertext for the compaction to rewrite
-        tombstone_subject(conn, c.log, c.keyring, "t1", c.pseudonyms.subject_ref("t1", ALICE))
+    forget_alice(c)
     monkeypatch.setenv("LETHE_DATA_DIR", str(c.settings.data_dir))
     monkeypatch.delenv("LETHE_DATABASE_URL", raising=False)
     monkeypatch.setattr(compaction, "WAL_TRUNCATE_WAIT_S", 0.3)
@@ -106,5 +112,30 @@ def test_lethe_compact_says_when_the_wal_was_not_emptied(lethe, monkeypatch):
         held = CliRunner().invoke(cli, ["compact"])
     assert held.exit_code == 0, held.output
     assert "rewrote 3 events" in held.output and "the WAL was not emptied" in held.output
-    again = CliRunner().invoke(cli, ["compact"])
+    assert wal_bytes(database) > 0
+    again = CliRunner().invoke(cli, ["compact"])  # nothing left to rewrite: it still empties the WAL
     assert again.exit_code == 0 and "not emptied" not in again.output
+    assert wal_bytes(database) == 0
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_scheduled_compaction_logs_a_wal_it_could_not_empty_and_empties_it_on_its_next_run(
+    lethe, monkeypatch, caplog
+):
+    from lethe.api.http.background import scheduled_compaction
+
+    c = lethe
+    database = notes_written(c, 3)
+    forget_alice(c)
+    monkeypatch.setattr(compaction, "WAL_TRUNCATE_WAIT_S", 0.3)
+    with caplog.at_level(logging.WARNING, logger="lethe.api"), checkpoint_lock_held(database, 30):
+        assert scheduled_compaction(c) == 3
+        still = wal_bytes(database)
+    assert still > 0
+    logged = [r.getMessage() for r in caplog.records]
+    assert logged == ["compaction did not empty the WAL; the next run retries"]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="lethe.api"):
+        assert scheduled_compaction(c) == 0  # nothing to rewrite, but the WAL it left
+    assert wal_bytes(database) == 0
+    assert not caplog.records

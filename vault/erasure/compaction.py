@@ -69,6 +69,11 @@ class CompactionResult:
     def bytes_reclaimed(self) -> int:
         return max(0, self.bytes_before - self.bytes_after)
 
+    @property
+    def wal_left(self) -> bool:
+        """SQLite stayed busy past the wait: the WAL still holds pages this run rewrote."""
+        return self.reclaim.get("wal_truncated") is False
+
     def evidence(self) -> dict[str, Any]:
         return {
             "events_rewritten": self.events_rewritten,
@@ -155,6 +160,9 @@ class Compactor:
         self.retention = retention
         self.batch_size = batch_size
         self.clock = clock
+        # A reclaim of this compactor left pages in SQLite's WAL (``wal_truncated`` false): the
+        # next run empties it even with nothing to rewrite, instead of waiting for rows to.
+        self._wal_owed = False
 
     # -- selection --------------------------------------------------------------------
 
@@ -236,7 +244,8 @@ class Compactor:
         """Rewrite dead ciphertext away in batches, then reclaim space and scan the files.
 
         ``reclaim``: True always reclaims, False never, None (the default, for scheduled runs)
-        only when rows were rewritten, so an idle store is not rewritten every hour.
+        only when rows were rewritten, so an idle store is not rewritten every hour; with none
+        rewritten, it still empties a WAL an earlier run of this compactor could not.
         ``vacuum`` (SQLite): True reclaims with VACUUM; None checkpoints only, and VACUUMs
         (then scans again) only if the byte scan of ``scan_for`` still finds a slice.
         ``vectors``: sealed vectors removed earlier, looked for in the same byte scan.
@@ -265,13 +274,30 @@ class Compactor:
         engine = self.uow.engine
         if reclaim or (reclaim is None and (result.events_rewritten or result.projection_rows_rewritten)):
             result.reclaim = reclaim_space(engine, vacuum=bool(vacuum))  # only with something to reclaim
+        elif reclaim is None and self._wal_owed:
+            result.reclaim = self.empty_wal()
         if scan_for is not None or vectors is not None:
             result.scan = scan_store(engine, scan_for or [], vectors=vectors, scope=scope)
             if vacuum is None and _found_any(result.scan):
                 result.reclaim = {**reclaim_space(engine, vacuum=True), "vacuum_after_scan_found": True}
                 result.scan = scan_store(engine, scan_for or [], vectors=vectors, scope=scope)
+        if result.reclaim:
+            self._wal_owed = result.wal_left
         result.bytes_after = self.store_bytes()
         return result
+
+    def empty_wal(self) -> dict[str, Any]:
+        """SQLite: move every page of the WAL into the database file and empty it, without
+        VACUUM (``reclaim_space``'s evidence); PostgreSQL has nothing of the kind: ``{}``.
+
+        What a rewrite left in the WAL when another connection kept SQLite busy: until a
+        checkpoint gets through, the database file holds the rewritten pages' old versions.
+        """
+        if not is_sqlite(self.uow.engine):
+            return {}
+        reclaimed = reclaim_space(self.uow.engine, vacuum=False)
+        self._wal_owed = reclaimed["wal_truncated"] is False
+        return reclaimed
 
     def store_bytes(self) -> int:
         engine = self.uow.engine
