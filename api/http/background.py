@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import Callable
 from contextlib import suppress
 
@@ -22,6 +23,7 @@ from lethe.api.store_lease import StoreLease
 
 log = logging.getLogger("lethe.api")
 Job = Callable[[], int]  # a unit of background work; returns how much it did
+_STAGGER = random.Random()  # where a staggered job's second run falls in its interval
 
 
 class BackgroundWork:
@@ -32,18 +34,33 @@ class BackgroundWork:
         self._tasks: list[asyncio.Task[None]] = []
 
     def every(
-        self, seconds: float, name: str, fn: Job, on_result: Callable[[int], object], wait_first: bool = False
+        self,
+        seconds: float,
+        name: str,
+        fn: Job,
+        on_result: Callable[[int], object],
+        wait_first: bool = False,
+        stagger: bool = False,
     ) -> None:
-        """Run ``fn`` every ``seconds``: at once, or after one interval with ``wait_first``."""
-        loop = self._loop(seconds, name, fn, on_result, wait_first)
+        """Run ``fn`` every ``seconds``: at once, or after one interval with ``wait_first``.
+        ``stagger``: the second run comes after a random part of the interval, so that the
+        workers and nodes that all started together do not all run it at the same moment."""
+        loop = self._loop(seconds, name, fn, on_result, wait_first, stagger)
         self._tasks.append(asyncio.create_task(loop, name=name))
 
     async def _loop(
-        self, seconds: float, name: str, fn: Job, on_result: Callable[[int], object], wait_first: bool
+        self,
+        seconds: float,
+        name: str,
+        fn: Job,
+        on_result: Callable[[int], object],
+        wait_first: bool,
+        stagger: bool,
     ) -> None:
         if wait_first:
             with suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), timeout=seconds)
+        wait = seconds * _STAGGER.random() if stagger else seconds
         while not self._stop.is_set():
             try:
                 n = await asyncio.to_thread(fn)
@@ -54,7 +71,8 @@ class BackgroundWork:
                 # The type only: messages of storage errors can quote parameters.
                 log.warning("background task failed", extra={"task": name, "error": type(exc).__name__})
             with suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), timeout=seconds)
+                await asyncio.wait_for(self._stop.wait(), timeout=wait)
+            wait = seconds
 
     async def stop(self, grace: float = 10.0) -> None:
         """Ask the loops to stop, let a run in progress finish, cancel what overstays."""
@@ -105,6 +123,7 @@ def start_server_work(
         "audit_checkpoint",
         lambda: sign_checkpoint(container),
         lambda n: None,
+        stagger=True,  # a signing checks the rows since the last one, whoever signed it
     )
     if settings.malloc_trim_interval_seconds:  # a server's memory settles (api.http.allocator)
         work.every(settings.malloc_trim_interval_seconds, "malloc_trim", allocator.trim, lambda n: None)

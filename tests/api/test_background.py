@@ -93,6 +93,7 @@ def test_a_job_that_waits_first_runs_only_after_one_interval() -> None:
     async def scenario() -> float:
         loop = asyncio.get_running_loop()
         start = loop.time()
+
         def late() -> int:
             runs.append(loop.time() - start)
             return 0
@@ -134,3 +135,31 @@ def test_the_server_gives_freed_memory_back_every_interval_and_never_when_told_n
     assert "malloc_trim" in asyncio.run(serve(0.01)) and len(trims) >= 2
     trims.clear()
     assert "malloc_trim" not in asyncio.run(serve(0)) and trims == []
+
+
+def test_workers_started_together_sign_their_checkpoints_at_different_moments(  # type: ignore[no-untyped-def]
+    lethe, settings, monkeypatch
+) -> None:
+    """Each signing checks every row since the last checkpoint, whoever signed it: two workers
+    signing at the same moment both check the same rows, on the same cores, and requests wait."""
+    from lethe.api.http import background
+    from lethe.api.http.metrics import Metrics
+
+    fractions = iter([0.1, 0.6])  # where each worker's second signing falls in the interval
+    monkeypatch.setattr(background._STAGGER, "random", lambda: next(fractions))
+    signed: list[float] = []
+
+    async def two_workers() -> None:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        monkeypatch.setattr(background, "sign_checkpoint", lambda c: signed.append(loop.time() - start) or 0)
+        every_second = settings.model_copy(update={"checkpoint_interval_seconds": 1.0})
+        workers = [background.start_server_work(lethe, every_second, Metrics()) for _ in range(2)]
+        await asyncio.sleep(0.95)
+        for work in workers:
+            await work.stop()
+
+    asyncio.run(two_workers())
+    first, second, *later = sorted(signed)
+    assert first < 0.3 and second < 0.3  # both sign at start
+    assert len(later) == 2 and 0.05 < later[0] < 0.45 < later[1] < 0.9  # then apart, not both at 1.0
