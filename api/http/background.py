@@ -111,6 +111,7 @@ def start_server_work(
         "expiry_sweep",
         container.memories.sweep_expired,
         metrics.expirations.inc,
+        stagger=True,  # each sweep reads every memory
     )
     work.every(
         settings.erasure_interval_seconds,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 
@@ -137,29 +138,41 @@ def test_the_server_gives_freed_memory_back_every_interval_and_never_when_told_n
     assert "malloc_trim" not in asyncio.run(serve(0)) and trims == []
 
 
-def test_workers_started_together_sign_their_checkpoints_at_different_moments(  # type: ignore[no-untyped-def]
-    lethe, settings, monkeypatch
+@pytest.mark.parametrize("job", ["audit_checkpoint", "expiry_sweep"])
+def test_workers_started_together_run_their_heavy_jobs_at_different_moments(  # type: ignore[no-untyped-def]
+    lethe, settings, monkeypatch, job
 ) -> None:
-    """Each signing checks every row since the last checkpoint, whoever signed it: two workers
-    signing at the same moment both check the same rows, on the same cores, and requests wait."""
+    """A signing checks every row since the last checkpoint, whoever signed it; a sweep reads
+    every memory. Two workers doing either at the same moment do the same work on the same
+    cores, and requests wait."""
     from lethe.api.http import background
     from lethe.api.http.metrics import Metrics
 
-    fractions = iter([0.1, 0.6])  # where each worker's second signing falls in the interval
+    fractions = itertools.cycle([0.1, 0.35, 0.6, 0.85])  # where second runs fall in the interval
     monkeypatch.setattr(background._STAGGER, "random", lambda: next(fractions))
-    signed: list[float] = []
+    ran: list[float] = []
 
     async def two_workers() -> None:
         loop = asyncio.get_running_loop()
         start = loop.time()
-        monkeypatch.setattr(background, "sign_checkpoint", lambda c: signed.append(loop.time() - start) or 0)
-        every_second = settings.model_copy(update={"checkpoint_interval_seconds": 1.0})
+
+        def record(*_: object) -> int:
+            ran.append(loop.time() - start)
+            return 0
+
+        if job == "audit_checkpoint":
+            monkeypatch.setattr(background, "sign_checkpoint", record)
+        else:
+            monkeypatch.setattr(lethe.memories, "sweep_expired", record)
+        every_second = settings.model_copy(
+            update={"checkpoint_interval_seconds": 1.0, "sweep_interval_seconds": 1.0}
+        )
         workers = [background.start_server_work(lethe, every_second, Metrics()) for _ in range(2)]
         await asyncio.sleep(0.95)
         for work in workers:
             await work.stop()
 
     asyncio.run(two_workers())
-    first, second, *later = sorted(signed)
-    assert first < 0.3 and second < 0.3  # both sign at start
-    assert len(later) == 2 and 0.05 < later[0] < 0.45 < later[1] < 0.9  # then apart, not both at 1.0
+    first, second, *later = sorted(ran)
+    assert first < 0.3 and second < 0.3  # both run at start
+    assert len(later) == 2 and later[1] - later[0] > 0.2  # then apart, not both at 1.0

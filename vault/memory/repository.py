@@ -191,18 +191,21 @@ def prior_write(conn: Connection, tenant_id: str, agent_id: str, idempotency_key
     ).first()
 
 
-def live_past_expiry(conn: Connection, now: datetime, limit: int) -> list[Row]:
-    """Up to ``limit`` active or quarantined memories whose expiry has passed (any tenant)."""
-    return list(
-        conn.execute(
-            sa.select(memories.c.id, memories.c.tenant_id, memories.c.subject_ref, memories.c.version)
-            .where(
-                memories.c.status.in_((Status.ACTIVE.value, Status.QUARANTINED.value)),
-                memories.c.expires_at <= to_db(now),
-            )
-            .limit(limit)
-        ).all()
+def live_past_expiry(
+    conn: Connection, now: datetime, limit: int, among: Sequence[tuple[str, str]] | None = None
+) -> list[Row]:
+    """Up to ``limit`` active or quarantined memories whose expiry has passed (any tenant);
+    ``among``: only these (tenant id, memory id) keys, read by primary key.
+
+    Without ``among`` it scans every memory (no index leads with the expiry: one would cost
+    every write), about 60 ms per 100,000 memories on SQLite."""
+    q = sa.select(memories.c.id, memories.c.tenant_id, memories.c.subject_ref, memories.c.version).where(
+        memories.c.status.in_((Status.ACTIVE.value, Status.QUARANTINED.value)),
+        memories.c.expires_at <= to_db(now),
     )
+    if among is not None:
+        q = q.where(sa.tuple_(memories.c.tenant_id, memories.c.id).in_(among))
+    return list(conn.execute(q.limit(limit)).all())
 
 
 def ids_of_subject(conn: Connection, tenant_id: str, subject_ref: str) -> set[str]:
