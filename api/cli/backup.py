@@ -23,7 +23,10 @@ def compact(
     retention_days: float | None = typer.Option(None, help="Override LETHE_COMPACTION_RETENTION_DAYS."),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Remove dead ciphertext from the event log and reclaim the space on disk."""
+    """Remove dead ciphertext from the event log and reclaim the space on disk.
+
+    On SQLite this VACUUMs: the whole file is rewritten without its free pages, and every
+    writer (a running server's too) waits until it is done: minutes on a large store."""
     with container() as c:
         if retention_days is not None:
             c.compactor.retention = timedelta(days=retention_days)
@@ -36,11 +39,9 @@ def compact(
             disable=as_json,
         ) as bar:
             task = bar.add_task("compact", total=None)
-            result = c.compactor.compact(
-                progress=lambda done, total: bar.update(task, completed=done, total=total)
+            result = c.compactor.compact(  # asked by hand: reclaim even with nothing to rewrite
+                progress=lambda done, total: bar.update(task, completed=done, total=total), reclaim=True
             )
-            if not result.reclaim:  # asked by hand: empty the WAL even with nothing to rewrite
-                result.reclaim = c.compactor.empty_wal()
     if as_json:
         print_json(result.evidence())
         return

@@ -11,7 +11,8 @@ A forget's own compaction skips SQLite's VACUUM (a rewrite of the whole file, mi
 large store): ``secure_delete`` already zeroes the bytes a NULLed ciphertext leaves in its
 page, and the checkpoint moves the page into the database file and truncates the WAL.
 The byte scan then shows it; only if it still finds a slice (a reader held old pages in the
-WAL, say) does the step VACUUM and scan again. Scheduled compaction still VACUUMs.
+WAL, say) does the step VACUUM and scan again. A server's scheduled compaction does not
+VACUUM either (``api.http.background.scheduled_compaction``); ``lethe compact`` does.
 
 What is compacted: every ciphertext of a forgotten or retracted memory (always), and ciphertext of
 superseded or expired memories and of older versions of updated memories, once they
@@ -246,8 +247,9 @@ class Compactor:
         ``reclaim``: True always reclaims, False never, None (the default, for scheduled runs)
         only when rows were rewritten, so an idle store is not rewritten every hour; with none
         rewritten, it still empties a WAL an earlier run of this compactor could not.
-        ``vacuum`` (SQLite): True reclaims with VACUUM; None checkpoints only, and VACUUMs
-        (then scans again) only if the byte scan of ``scan_for`` still finds a slice.
+        ``vacuum`` (SQLite): True reclaims with VACUUM; False checkpoints only; None
+        checkpoints only, and VACUUMs (then scans again) only if the byte scan of
+        ``scan_for`` still finds a slice.
         ``vectors``: sealed vectors removed earlier, looked for in the same byte scan.
         ``scope``: only one erasure's rows (its own step); without it, every forgotten
         subject except those whose erasure is still running.
@@ -274,8 +276,8 @@ class Compactor:
         engine = self.uow.engine
         if reclaim or (reclaim is None and (result.events_rewritten or result.projection_rows_rewritten)):
             result.reclaim = reclaim_space(engine, vacuum=bool(vacuum))  # only with something to reclaim
-        elif reclaim is None and self._wal_owed:
-            result.reclaim = self.empty_wal()
+        elif reclaim is None and self._wal_owed:  # an earlier run left its pages in the WAL (SQLite)
+            result.reclaim = reclaim_space(engine, vacuum=False)
         if scan_for is not None or vectors is not None:
             result.scan = scan_store(engine, scan_for or [], vectors=vectors, scope=scope)
             if vacuum is None and _found_any(result.scan):
@@ -285,19 +287,6 @@ class Compactor:
             self._wal_owed = result.wal_left
         result.bytes_after = self.store_bytes()
         return result
-
-    def empty_wal(self) -> dict[str, Any]:
-        """SQLite: move every page of the WAL into the database file and empty it, without
-        VACUUM (``reclaim_space``'s evidence); PostgreSQL has nothing of the kind: ``{}``.
-
-        What a rewrite left in the WAL when another connection kept SQLite busy: until a
-        checkpoint gets through, the database file holds the rewritten pages' old versions.
-        """
-        if not is_sqlite(self.uow.engine):
-            return {}
-        reclaimed = reclaim_space(self.uow.engine, vacuum=False)
-        self._wal_owed = reclaimed["wal_truncated"] is False
-        return reclaimed
 
     def store_bytes(self) -> int:
         engine = self.uow.engine
