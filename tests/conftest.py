@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from pydantic import SecretStr
 from lethe.api.bootstrap import Container, build
 from lethe.api.settings import Settings
 from lethe.vault.model import Caller, Provenance, Role, SourceType, WriteCommand
+from lethe.vault.store.db import UnitOfWork
 
 pytest_plugins = ["tests.conftest_openbao", "tests.tallies"]
 
@@ -100,6 +103,26 @@ def write_cmd(
         idempotency_key=key or uuid.uuid4().hex,
         **fields,
     )
+
+
+@contextmanager
+def write_lock_held(uow: UnitOfWork) -> Iterator[threading.Thread]:
+    """Another thread inside a write transaction of ``uow`` until the block ends."""
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with uow.write():
+            holding.set()
+            release.wait(60)
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    try:
+        assert holding.wait(10)
+        yield holder
+    finally:
+        release.set()
+        holder.join(30)
 
 
 def event_count(c: Container) -> int:

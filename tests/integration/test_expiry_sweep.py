@@ -16,33 +16,19 @@ from freezegun import freeze_time
 from lethe.vault.clock import utcnow
 from lethe.vault.memory import service
 from lethe.vault.store.tables import events
-from tests.conftest import agent, write_cmd
+from tests.conftest import agent, write_cmd, write_lock_held
 
 
 def test_a_sweep_that_finds_nothing_does_not_wait_for_the_write_lock(lethe):
     c = lethe
     c.memories.write(agent(), write_cmd("tea lasts", kind="fact"))
-    holding, release = threading.Event(), threading.Event()
-
-    def writer_holding_the_lock() -> None:
-        with c.uow.write():
-            holding.set()
-            release.wait(60)
-
-    holder = threading.Thread(target=writer_holding_the_lock)
-    holder.start()
-    try:
-        assert holding.wait(10)
+    with write_lock_held(c.uow) as holder:
         swept: list[int] = []
-        sweeper = threading.Thread(target=lambda: swept.append(c.memories.sweep_expired()))
+        sweeper = threading.Thread(target=lambda: swept.append(c.memories.sweep_expired()), daemon=True)
         sweeper.start()
         sweeper.join(10)
         assert swept == [0]  # done while the other writer still holds the lock
         assert holder.is_alive()
-    finally:
-        release.set()
-        holder.join(30)
-        sweeper.join(30)
 
 
 def test_a_memory_another_sweeper_expired_meanwhile_gets_one_expired_event(lethe, monkeypatch):

@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from lethe.vault.errors import StoreUnavailable
 from lethe.vault.store.db import UnitOfWork, make_engine
 from lethe.vault.store.sqlite_writers import SUFFIX
+from tests.conftest import write_lock_held
 
 
 def _engine(tmp_path: Path) -> sa.Engine:
@@ -69,22 +70,8 @@ def test_a_processs_writers_reach_sqlites_lock_one_at_a_time(tmp_path: Path) -> 
 def test_a_writer_that_cannot_get_the_queue_in_time_is_told_the_store_is_unavailable(tmp_path: Path) -> None:
     engine = _engine(tmp_path)
     uow = UnitOfWork(engine)
-    holding, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with uow.write():
-            holding.set()
-            release.wait(10)
-
-    t = threading.Thread(target=hold)
-    t.start()
-    try:
-        assert holding.wait(10)
-        with pytest.raises(StoreUnavailable), uow.write(lock_wait_ms=50):
-            pass
-    finally:
-        release.set()
-        t.join()
+    with write_lock_held(uow), pytest.raises(StoreUnavailable), uow.write(lock_wait_ms=50):
+        pass
     with uow.write() as conn:  # the queue is free again
         conn.exec_driver_sql("INSERT INTO t VALUES (1)")
     engine.dispose()
@@ -151,4 +138,3 @@ def test_a_write_in_another_process_holds_the_queue_and_a_writer_here_waits_for_
         assert sorted(conn.exec_driver_sql("SELECT n FROM t").scalars()) == [7, 8]
     assert not _side_file_is_locked(db)  # the abandoned wait let go of the lock too
     engine.dispose()
-
