@@ -125,6 +125,15 @@ def write_lock_held(uow: UnitOfWork) -> Iterator[threading.Thread]:
         holder.join(30)
 
 
+def logical_forget(c: Container, subject: str, tenant: str = "t1") -> None:
+    """The subject's key destroyed and memories tombstoned, with no erasure job: dead
+    ciphertext for a compaction to rewrite."""
+    from lethe.vault.erasure.forgetting import tombstone_subject
+
+    with c.uow.write() as conn:
+        tombstone_subject(conn, c.log, c.keyring, tenant, c.pseudonyms.subject_ref(tenant, subject))
+
+
 def event_count(c: Container) -> int:
     with c.uow.read() as conn:
         return conn.execute(sa.text("SELECT count(*) FROM events")).scalar_one()

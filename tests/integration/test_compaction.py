@@ -20,17 +20,12 @@ from lethe.vault.erasure.forgetting import tombstone_subject
 from lethe.vault.merkle import leaf_hash
 from lethe.vault.store.events import canonical_row
 from lethe.vault.store.tables import events, memories
-from tests.conftest import agent, officer, write_cmd
+from tests.conftest import agent, logical_forget, officer, write_cmd
 
 ALICE, BOB = "alice@example.com", "bob@example.com"
 VACUUMS = (
     "SELECT coalesce(sum(vacuum_count), 0) FROM pg_stat_user_tables WHERE relname IN ('events', 'memories')"
 )
-
-
-def logical_forget(c, subject=ALICE, tenant="t1"):
-    with c.uow.write() as conn:
-        tombstone_subject(conn, c.log, c.keyring, tenant, c.pseudonyms.subject_ref(tenant, subject))
 
 
 def ciphertexts_of(c, memory_ids):
@@ -108,7 +103,7 @@ def test_the_scheduled_compaction_shreds_in_place_and_never_vacuums_the_whole_st
     for i in range(300):  # other subjects' data: what a VACUUM would have rewritten
         c.memories.write(agent(), write_cmd(f"filler {i} " + "y" * 300, subject=f"s{i % 7}"))
     slices = [s for ct in ciphertexts_of(c, ids) for s in slices_of(ct)]
-    logical_forget(c)
+    logical_forget(c, ALICE)
     vacuums: list[bool] = []
     reclaim = compaction.reclaim_space
     monkeypatch.setattr(
@@ -195,7 +190,7 @@ def test_killing_compaction_mid_run_and_rerunning_ends_in_the_uninterrupted_stat
     c = lethe
     ids = [c.memories.write(agent(), write_cmd(f"alice {i}", subject=ALICE)).item.id for i in range(300)]
     keep = c.memories.write(agent(), write_cmd("bob keeps", subject=BOB)).item
-    logical_forget(c)
+    logical_forget(c, ALICE)
     with c.uow.read() as conn:
         expected_null = set(
             conn.execute(sa.select(events.c.seq).where(events.c.memory_id.in_(ids))).scalars()
@@ -398,7 +393,7 @@ def test_a_ciphertext_compacted_between_the_two_reads_is_left_out_not_sampled_as
     c = lethe
     for i in range(3):
         c.memories.write(agent(), write_cmd(f"alice note {i}", subject=ALICE))
-    logical_forget(c)
+    logical_forget(c, ALICE)
     ref = c.pseudonyms.subject_ref("t1", ALICE)
     fired = []
 

@@ -23,8 +23,7 @@ import pytest
 
 from lethe.vault.erasure import compaction
 from lethe.vault.erasure.compaction import reclaim_space
-from lethe.vault.erasure.forgetting import tombstone_subject
-from tests.conftest import agent, write_cmd
+from tests.conftest import agent, logical_forget, write_cmd
 
 ALICE = "alice@example.com"
 CKPT_LOCK_BYTE = 120 + 1  # the shm lock area starts at byte 120; the checkpoint lock is its second
@@ -59,12 +58,6 @@ def notes_written(c, n: int) -> Path:  # type: ignore[no-untyped-def]
     for i in range(n):
         c.memories.write(agent(), write_cmd(f"note {i}", subject=ALICE))
     return Path(c.uow.engine.url.database)
-
-
-def forget_alice(c) -> None:  # type: ignore[no-untyped-def]
-    """Alice's key destroyed and her memories tombstoned: dead ciphertext to compact."""
-    with c.uow.write() as conn:
-        tombstone_subject(conn, c.log, c.keyring, "t1", c.pseudonyms.subject_ref("t1", ALICE))
 
 
 def wal_bytes(database: Path) -> int:
@@ -104,7 +97,7 @@ def test_lethe_compact_says_when_the_wal_was_not_emptied(lethe, monkeypatch):
 
     c = lethe
     database = notes_written(c, 3)
-    forget_alice(c)
+    logical_forget(c, ALICE)
     monkeypatch.setenv("LETHE_DATA_DIR", str(c.settings.data_dir))
     monkeypatch.delenv("LETHE_DATABASE_URL", raising=False)
     monkeypatch.setattr(compaction, "WAL_TRUNCATE_WAIT_S", 0.3)
@@ -126,7 +119,7 @@ def test_scheduled_compaction_logs_a_wal_it_could_not_empty_and_empties_it_on_it
 
     c = lethe
     database = notes_written(c, 3)
-    forget_alice(c)
+    logical_forget(c, ALICE)
     monkeypatch.setattr(compaction, "WAL_TRUNCATE_WAIT_S", 0.3)
     with caplog.at_level(logging.WARNING, logger="lethe.api"), checkpoint_lock_held(database, 30):
         assert scheduled_compaction(c) == 3
