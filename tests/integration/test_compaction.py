@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from datetime import timedelta
 
 import pytest
@@ -20,7 +21,7 @@ from lethe.vault.erasure.forgetting import tombstone_subject
 from lethe.vault.merkle import leaf_hash
 from lethe.vault.store.events import canonical_row
 from lethe.vault.store.tables import events, memories
-from tests.conftest import agent, logical_forget, officer, write_cmd
+from tests.conftest import agent, logical_forget, officer, write_cmd, write_lock_held
 
 ALICE, BOB = "alice@example.com", "bob@example.com"
 VACUUMS = (
@@ -416,3 +417,41 @@ def test_a_ciphertext_compacted_between_the_two_reads_is_left_out_not_sampled_as
         sa.event.remove(c.uow.engine, "after_cursor_execute", compact_one_meanwhile)
     assert fired
     assert len(present) == 2 and all(isinstance(b, bytes) for b in present)
+
+
+def test_a_compaction_that_finds_nothing_does_not_wait_for_the_write_lock(lethe):
+    """Every worker of every node compacts hourly, and finding dead ciphertext reads every
+    memory: under the write lock, every writer of every process waited for that scan."""
+    c = lethe
+    c.memories.write(agent(), write_cmd("tea lasts", kind="fact"))
+    with write_lock_held(c.uow) as holder:
+        done: list[tuple[int, int]] = []
+
+        def compact() -> None:
+            r = c.compactor.compact(vacuum=False)
+            done.append((r.events_rewritten, r.projection_rows_rewritten))
+
+        compactor = threading.Thread(target=compact, daemon=True)
+        compactor.start()
+        compactor.join(10)
+        assert done == [(0, 0)]  # done while the other writer still holds the lock
+        assert holder.is_alive()
+
+
+def test_dead_memories_found_in_a_read_are_rewritten_in_batches_by_key(lethe):
+    c = lethe
+    c.compactor.retention = timedelta(days=30)
+    c.compactor.batch_size = 2
+    with freeze_time("2026-01-01T00:00:00Z"):
+        old = [c.memories.write(agent(), write_cmd(f"preference {i}", kind="fact")).item for i in range(5)]
+        new = [
+            c.memories.write(agent(), write_cmd(f"corrected {i}", kind="fact", supersedes_id=o.id)).item
+            for i, o in enumerate(old)
+        ]
+    with freeze_time("2026-02-15T00:00:00Z"):
+        result = c.compactor.compact(reclaim=False)
+        assert (result.events_rewritten, result.projection_rows_rewritten) == (5, 5)
+        assert c.compactor.compact(reclaim=False).projection_rows_rewritten == 0
+    with c.uow.read() as conn:
+        held = dict(conn.execute(sa.select(memories.c.id, memories.c.ciphertext.is_not(None))).all())
+    assert held == {**{o.id: False for o in old}, **{n.id: True for n in new}}
