@@ -176,3 +176,35 @@ def test_workers_started_together_run_their_heavy_jobs_at_different_moments(  # 
     first, second, *later = sorted(ran)
     assert first < 0.3 and second < 0.3  # both run at start
     assert len(later) == 2 and later[1] - later[0] > 0.2  # then apart, not both at 1.0
+
+
+def test_workers_started_together_first_compact_after_an_interval_and_at_different_moments(  # type: ignore[no-untyped-def]
+    lethe, settings, monkeypatch
+) -> None:
+    """A scheduled compaction reads the whole log and every memory: not while a restarted
+    server takes its first requests, and not in every worker at once."""
+    from lethe.api.http import background
+    from lethe.api.http.metrics import Metrics
+
+    fractions = itertools.cycle([0.1, 0.6])  # where first runs fall in the second interval
+    monkeypatch.setattr(background._STAGGER, "random", lambda: next(fractions))
+    ran: list[float] = []
+
+    async def two_workers() -> None:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+
+        def record(*_: object) -> int:
+            ran.append(loop.time() - start)
+            return 0
+
+        monkeypatch.setattr(background, "scheduled_compaction", record)
+        half_a_second = settings.model_copy(update={"compaction_interval_seconds": 0.5})
+        workers = [background.start_server_work(lethe, half_a_second, Metrics()) for _ in range(2)]
+        await asyncio.sleep(0.95)
+        for work in workers:
+            await work.stop()
+
+    asyncio.run(two_workers())
+    assert len(ran) == 2 and min(ran) >= 0.5  # one interval first
+    assert max(ran) - min(ran) > 0.2  # then apart, not both at 0.5
