@@ -2,7 +2,10 @@
 audit checkpoints, returning freed memory to the kernel).
 
 Each job runs in a worker thread on a fixed interval; a failure is logged by its type
-only (storage errors can quote parameters) and the job is retried on the next tick.
+only (storage errors can quote parameters) and the job is retried on the next tick. The
+two that read the whole store (the expiry sweep, the scheduled compaction) run once per
+interval across every worker and node: each worker takes the job's turn first
+(``store.turns``), and runs it only if nobody else did within the interval.
 
 Exceptions: none escape a loop; ``stop`` cancels what overstays its grace period.
 """
@@ -14,12 +17,15 @@ import logging
 import random
 from collections.abc import Callable
 from contextlib import suppress
+from datetime import timedelta
 
 from lethe.api.bootstrap import Container
 from lethe.api.http import allocator
 from lethe.api.http.metrics import Metrics
 from lethe.api.settings import Settings
 from lethe.api.store_lease import StoreLease
+from lethe.vault.clock import utcnow
+from lethe.vault.store.turns import take_turn
 
 log = logging.getLogger("lethe.api")
 Job = Callable[[], int]  # a unit of background work; returns how much it did
@@ -113,7 +119,7 @@ def start_server_work(
     work.every(
         settings.sweep_interval_seconds,
         "expiry_sweep",
-        container.memories.sweep_expired,
+        in_turn(container, "expiry_sweep", settings.sweep_interval_seconds, container.memories.sweep_expired),
         metrics.expirations.inc,
         stagger=True,  # each sweep reads every memory
     )
@@ -133,19 +139,38 @@ def start_server_work(
     if settings.malloc_trim_interval_seconds:  # a server's memory settles (api.http.allocator)
         work.every(settings.malloc_trim_interval_seconds, "malloc_trim", allocator.trim, lambda n: None)
     # Scheduled compaction reads the whole log for dead ciphertext (5.7 s on a 1M-memory
-    # store). Every worker of every node runs it, so it waits one interval after start, and a
-    # random part of another: restarts (and `--workers N`) neither rescan the store at once
-    # while the server takes its first requests, nor at the same moment as each other. An
-    # erasure compacts its own subject in its `compacted` step, whatever this schedule.
+    # store). Every worker of every node wakes for it, so it waits one interval after start,
+    # and a random part of another: restarts (and `--workers N`) neither rescan the store at
+    # once while the server takes its first requests, nor at the same moment as each other;
+    # and only the one that takes the turn runs it. An erasure compacts its own subject in
+    # its `compacted` step, whatever this schedule.
     work.every(
         settings.compaction_interval_seconds,
         "compaction",
-        lambda: scheduled_compaction(container),
+        in_turn(
+            container,
+            "compaction",
+            settings.compaction_interval_seconds,
+            lambda: scheduled_compaction(container),
+        ),
         lambda n: None,
         wait_first=True,
         stagger=True,
     )
     return work
+
+
+def in_turn(container: Container, job: str, seconds: float, fn: Job) -> Job:
+    """``fn``, run only when this worker takes ``job``'s turn (``store.turns``): once per
+    ``seconds`` across every worker and node sharing the store."""
+    interval = timedelta(seconds=seconds)
+
+    def run() -> int:
+        if not take_turn(container.uow, job, interval, utcnow()):
+            return 0
+        return fn()
+
+    return run
 
 
 def scheduled_compaction(container: Container) -> int:

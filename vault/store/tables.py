@@ -394,3 +394,13 @@ console_sessions = sa.Table(
     sa.Column("expires_at", sa.DateTime, nullable=False),  # absolute: created_at + the maximum lifetime
     sa.Index("ix_console_sessions_token_id", "token_id"),
 )
+
+# When each periodic job of the servers last ran, whichever worker or node ran it
+# (``store.turns``): a job that reads the whole store runs once per interval, not once per
+# worker of every node.
+scheduled_turns = sa.Table(
+    "scheduled_turns",
+    metadata,
+    sa.Column("job", sa.String(64), primary_key=True),
+    sa.Column("taken_at", sa.DateTime, nullable=False),
+)
