@@ -4,10 +4,12 @@ inherit the shell's ``LETHE_*`` settings (a developer's own store must never lea
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,3 +52,20 @@ def python_on_a_new_store(data_dir: Path, script: str) -> Any:
     )
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def released_together(
+    target: Callable[..., None], argsets: list[tuple[Any, ...]], timeout: float = 60
+) -> list[Any]:
+    """Run ``target(barrier, queue, *args)`` in a fresh process for each ``args``, all let
+    past a barrier at once; what each put on the queue, in arrival order. Each must exit 0."""
+    ctx = mp.get_context("spawn")
+    barrier, queue = ctx.Barrier(len(argsets)), ctx.Queue()
+    procs = [ctx.Process(target=target, args=(barrier, queue, *args)) for args in argsets]
+    for p in procs:
+        p.start()
+    results = [queue.get(timeout=timeout) for _ in procs]
+    for p in procs:
+        p.join(timeout=30)
+        assert p.exitcode == 0
+    return results

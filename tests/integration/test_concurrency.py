@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
-
 import pytest
 
+from tests.children import released_together
 from tests.conftest import agent, event_count, write_cmd
 
 
-def _racer(settings_dict, barrier, queue, cmd_kwargs):  # runs in a fresh process
+def _racer(barrier, queue, settings_dict, cmd_kwargs):  # runs in a fresh process
     from lethe.api.bootstrap import build
     from lethe.api.settings import Settings
     from lethe.vault import errors
@@ -30,17 +29,8 @@ def _racer(settings_dict, barrier, queue, cmd_kwargs):  # runs in a fresh proces
 
 
 def _race(settings, kwargs_a, kwargs_b):
-    ctx = mp.get_context("spawn")
-    barrier, queue = ctx.Barrier(2), ctx.Queue()
     sd = {"data_dir": str(settings.data_dir), "database_url": settings.database_url}
-    procs = [ctx.Process(target=_racer, args=(sd, barrier, queue, kw)) for kw in (kwargs_a, kwargs_b)]
-    for p in procs:
-        p.start()
-    results = [queue.get(timeout=60) for _ in procs]
-    for p in procs:
-        p.join(timeout=30)
-        assert p.exitcode == 0
-    return results
+    return released_together(_racer, [(sd, kw) for kw in (kwargs_a, kwargs_b)])
 
 
 @pytest.mark.slow

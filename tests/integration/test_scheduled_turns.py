@@ -6,11 +6,11 @@ one that takes the job's turn in the database runs it (``store.turns``).
 
 from __future__ import annotations
 
-import multiprocessing as mp
 from datetime import datetime, timedelta
 
 from lethe.vault.clock import utcnow
 from lethe.vault.store.turns import SLACK, take_turn
+from tests.children import released_together
 
 MINUTE = timedelta(minutes=1)
 
@@ -25,7 +25,7 @@ def test_a_turn_taken_is_free_again_only_when_the_interval_has_passed(lethe):
     assert not take_turn(lethe.uow, "expiry_sweep", MINUTE, now + MINUTE * 1.5)  # from the last taken
 
 
-def _taker(settings_dict: dict, barrier, queue, at: str) -> None:  # runs in a fresh process
+def _taker(barrier, queue, settings_dict: dict, at: str) -> None:  # runs in a fresh process
     from lethe.api.bootstrap import build
     from lethe.api.settings import Settings
 
@@ -38,16 +38,7 @@ def _taker(settings_dict: dict, barrier, queue, at: str) -> None:  # runs in a f
 
 
 def test_processes_waking_together_get_one_turn_between_them(lethe, settings):
-    ctx = mp.get_context("spawn")
-    n = 4
-    barrier, queue = ctx.Barrier(n), ctx.Queue()
     sd = {"data_dir": str(settings.data_dir), "database_url": settings.database_url}
     at = utcnow().isoformat()
-    procs = [ctx.Process(target=_taker, args=(sd, barrier, queue, at)) for _ in range(n)]
-    for p in procs:
-        p.start()
-    taken = [queue.get(timeout=60) for _ in procs]
-    for p in procs:
-        p.join(timeout=30)
-        assert p.exitcode == 0
+    taken = released_together(_taker, [(sd, at)] * 4)
     assert sorted(taken) == [False, False, False, True]
