@@ -29,8 +29,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
+from lethe.vault.store.db import upsert_insert
 from lethe.vault.store.driver_cursor import pipelined
 from lethe.vault.store.driver_rows import driver_insert
 from lethe.vault.store.tables import (
@@ -63,7 +63,7 @@ class SameRows:
                 conn.execute(sa.schema.CreateSchema(schema, if_not_exists=True))
         md.create_all(engine)
         scopes = self.copies[scope_changes.name]
-        insert = (postgresql if engine.dialect.name == "postgresql" else sqlite).insert(scopes)
+        insert = upsert_insert(scopes, engine.dialect.name)
         self._upsert = insert.on_conflict_do_update(
             index_elements=["tenant_id", "agent_id", "purpose"], set_={"token": insert.excluded.token}
         )

@@ -25,6 +25,7 @@ from lethe.api.http.metrics import Metrics
 from lethe.api.settings import Settings
 from lethe.api.store_lease import StoreLease
 from lethe.vault.clock import utcnow
+from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.turns import take_turn
 
 log = logging.getLogger("lethe.api")
@@ -65,12 +66,11 @@ class BackgroundWork:
         wait_first: bool,
         stagger: bool,
     ) -> None:
-        offset = seconds * _STAGGER.random() if stagger else 0.0
-        if wait_first:
-            with suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), timeout=seconds + offset)
-            offset = 0.0  # spread already
-        wait = offset or seconds
+        spread = seconds * _STAGGER.random() if stagger else 0.0
+        if wait_first:  # the spread goes into the first wait
+            await self._pause(seconds + spread)
+            spread = 0.0
+        wait = spread or seconds
         while not self._stop.is_set():
             try:
                 n = await asyncio.to_thread(fn)
@@ -80,9 +80,13 @@ class BackgroundWork:
             except Exception as exc:
                 # The type only: messages of storage errors can quote parameters.
                 log.warning("background task failed", extra={"task": name, "error": type(exc).__name__})
-            with suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), timeout=wait)
+            await self._pause(wait)
             wait = seconds
+
+    async def _pause(self, seconds: float) -> None:
+        """Sleep ``seconds``, or until asked to stop."""
+        with suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), timeout=seconds)
 
     async def stop(self, grace: float = 10.0) -> None:
         """Ask the loops to stop, let a run in progress finish, cancel what overstays."""
@@ -119,7 +123,12 @@ def start_server_work(
     work.every(
         settings.sweep_interval_seconds,
         "expiry_sweep",
-        in_turn(container, "expiry_sweep", settings.sweep_interval_seconds, container.memories.sweep_expired),
+        in_turn(
+            container.uow,
+            "expiry_sweep",
+            settings.sweep_interval_seconds,
+            lambda: container.memories.sweep_expired(),
+        ),
         metrics.expirations.inc,
         stagger=True,  # each sweep reads every memory
     )
@@ -148,7 +157,7 @@ def start_server_work(
         settings.compaction_interval_seconds,
         "compaction",
         in_turn(
-            container,
+            container.uow,
             "compaction",
             settings.compaction_interval_seconds,
             lambda: scheduled_compaction(container),
@@ -160,13 +169,13 @@ def start_server_work(
     return work
 
 
-def in_turn(container: Container, job: str, seconds: float, fn: Job) -> Job:
+def in_turn(uow: UnitOfWork, job: str, seconds: float, fn: Job) -> Job:
     """``fn``, run only when this worker takes ``job``'s turn (``store.turns``): once per
     ``seconds`` across every worker and node sharing the store."""
     interval = timedelta(seconds=seconds)
 
     def run() -> int:
-        if not take_turn(container.uow, job, interval, utcnow()):
+        if not take_turn(uow, job, interval, utcnow()):
             return 0
         return fn()
 

@@ -26,9 +26,10 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
@@ -52,6 +53,12 @@ POOL_OVERFLOW = 16
 # compaction). The operating system's page cache still holds the file, and under writes a WAL
 # connection drops its cache at each read transaction that follows another's commit anyway.
 SQLITE_CACHE_KIB = 512
+
+
+def upsert_insert(table: sa.Table, dialect: str) -> Any:
+    """An INSERT into ``table`` that can take ``on_conflict_do_update``: SQLite's and
+    PostgreSQL's each have one, with the same arguments; SQLAlchemy's core insert has none."""
+    return (postgresql if dialect == "postgresql" else sqlite).insert(table)
 
 
 def make_engine(url: str, *, echo: bool = False) -> Engine:

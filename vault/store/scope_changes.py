@@ -16,10 +16,10 @@ import functools
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from lethe.vault.store import driver_rows
+from lethe.vault.store.db import upsert_insert
 from lethe.vault.store.tables import memories, scope_changes
 
 _p = {n: sa.bindparam(f"b_{n}") for n in ("tenant_id", "agent_id", "purpose", "memory_id", "token")}
@@ -52,7 +52,7 @@ _OF_MEMORY = (
 @functools.lru_cache(maxsize=4)
 def _upsert(dialect: str) -> Any:
     """INSERT ... ON CONFLICT DO UPDATE of one scope's token, built once per dialect."""
-    insert = (postgresql if dialect == "postgresql" else sqlite).insert(scope_changes)
+    insert = upsert_insert(scope_changes, dialect)
     return insert.on_conflict_do_update(
         index_elements=["tenant_id", "agent_id", "purpose"], set_={"token": insert.excluded.token}
     )

@@ -21,10 +21,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
 from lethe.vault.clock import to_db
-from lethe.vault.store.db import UnitOfWork
+from lethe.vault.store.db import UnitOfWork, upsert_insert
 from lethe.vault.store.tables import scheduled_turns
 
 # A turn is free again once this share of the interval is left: the worker that took it
@@ -48,7 +47,7 @@ def take_turn(uow: UnitOfWork, job: str, interval: timedelta, now: datetime) -> 
 def _upsert(dialect: str) -> Any:
     """Insert the job's row, or move its time forward if its turn is free (else nothing).
     RETURNING says which (psycopg reports no row count for it through the unit of work)."""
-    insert = (postgresql if dialect == "postgresql" else sqlite).insert(scheduled_turns)
+    insert = upsert_insert(scheduled_turns, dialect)
     return (
         insert.values(job=sa.bindparam("job"), taken_at=sa.bindparam("taken_at"))
         .on_conflict_do_update(
