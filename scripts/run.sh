@@ -8,6 +8,6 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip >/dev/null
-.venv/bin/python -m pip install --quiet -e .
+.venv/bin/python -m pip install --quiet --config-settings editable_mode=compat -e .
 .venv/bin/lethe init          # creates the store on the first run only
 exec .venv/bin/lethe serve "$@"

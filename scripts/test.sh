@@ -8,7 +8,7 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip >/dev/null
-.venv/bin/python -m pip install --quiet -e '.[test]'
+.venv/bin/python -m pip install --quiet --config-settings editable_mode=compat -e '.[test]'
 
 # PostgreSQL: the integration suite runs against a real server on 127.0.0.1:5432.
 if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then

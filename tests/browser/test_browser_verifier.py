@@ -26,7 +26,7 @@ from tests.conftest import agent, officer, write_cmd
 from tests.tamper_matrix import TAMPERS
 
 pytestmark = pytest.mark.browser
-PAGE = Path(__file__).resolve().parents[2] / "api" / "http" / "verify.html"
+PAGE = Path(__file__).resolve().parents[2] / "src" / "lethe" / "api" / "http" / "verify.html"
 SUBJECT = "alice@example.com"
 
 

@@ -351,7 +351,7 @@ def test_the_memory_mapped_token_rows_embed_the_same_bits_as_wordllamas_own_floa
     own = WordLlama.load(
         config=w.CONFIG, dim=w.DIMS, cache_dir=Path(wordllama.__file__).parent, disable_download=True
     )
-    golden = json.loads((Path(__file__).parents[2] / "api/bench/golden/recall_v1.json").read_text())
+    golden = json.loads((Path(__file__).parents[2] / "src/lethe/api/bench/golden/recall_v1.json").read_text())
     texts = (
         [m["content"] for m in golden["memories"]]
         + [q["query"] for q in golden["queries"]]

@@ -23,7 +23,7 @@ from tests.openbao import OpenBaoDevServer, free_port_pair
 
 pytestmark = pytest.mark.openbao
 
-POLICY_FILE = Path(__file__).resolve().parents[2] / "keys" / "vault_policy.hcl"
+POLICY_FILE = Path(__file__).resolve().parents[2] / "src" / "lethe" / "keys" / "vault_policy.hcl"
 POLICY_NAME = "lethe-kms"
 
 

@@ -69,6 +69,14 @@ def test_a_previous_release_is_mapped_from_its_folders_and_a_non_checkout_is_ref
         _release_path(tmp_path / "other", tmp_path / "empty")
 
 
+def test_a_previous_release_in_the_src_layout_is_mapped_from_src_lethe(tmp_path: Path):
+    checkout = tmp_path / "prev"
+    for folder in ("vault", "keys", "api"):
+        (checkout / "src" / "lethe" / folder).mkdir(parents=True)
+    root = _release_path(tmp_path / "mapped", checkout)
+    assert (root / "lethe" / "api").resolve() == (checkout / "src" / "lethe" / "api").resolve()
+
+
 @pytest.mark.skipif(not wrk.available(), reason="wrk is not installed (Debian package wrk)")
 def test_wrk_sends_every_write_with_a_fresh_idempotency_key_and_counts_its_201s(tmp_path: Path):
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)

@@ -300,7 +300,8 @@ def _load(
 def _serve(ctx: RunContext, port: int, previous: Path | None = None) -> tuple[subprocess.Popen[bytes], Path]:
     """``lethe serve`` on the large store, its output in ``logs/serve.log`` under the root;
     ``previous``: the release checked out there instead of this one (its folders mapped to
-    ``lethe.*`` through a path of symlinks, as its own setup.py maps them)."""
+    ``lethe.*`` through a path of symlinks: ``src/lethe/<folder>``, or ``<folder>`` in a
+    checkout from before the ``src/`` layout)."""
     env = {"data_dir": str(ctx.root / search_store_name("large")), "kms": ctx.kms, "rate_limit": RATE_LIMIT}
     if ctx.kms == "vault":
         env |= ctx.openbao_spec()
@@ -348,10 +349,11 @@ def _release_path(root: Path, checkout: Path) -> Path:
     PYTHONPATH, it is what ``import lethe.api`` finds)."""
     package = root / "lethe"
     package.mkdir(parents=True, exist_ok=True)
+    source = checkout / "src" / "lethe" if (checkout / "src" / "lethe").is_dir() else checkout
     for folder in ("vault", "keys", "api", "client", "integrations"):
         link = package / folder
-        if not link.exists() and (checkout / folder).is_dir():
-            link.symlink_to((checkout / folder).resolve(), target_is_directory=True)
+        if not link.exists() and (source / folder).is_dir():
+            link.symlink_to((source / folder).resolve(), target_is_directory=True)
     if not (package / "api").exists():
         raise BenchError(f"--previous {checkout}: no api/ folder there (a checkout of Lethe?)")
     return root
