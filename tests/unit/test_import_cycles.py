@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+SRC = Path(__file__).resolve().parents[2] / "src" / "lethe"
 PACKAGES = ("api", "vault", "keys", "client", "integrations")
 
 
@@ -79,7 +79,9 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_module_of_ours_imports_itself_through_others() -> None:
-    assert cycles(import_graph(ROOT)) == []
+    graph = import_graph(SRC)
+    assert len(graph) > 150  # the tree was found (an empty graph has no cycle either)
+    assert cycles(graph) == []
 
 
 def test_the_cycle_check_can_fail(tmp_path: Path) -> None:
