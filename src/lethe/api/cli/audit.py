@@ -126,6 +126,11 @@ def verify(
         if not result.ok:
             typer.echo(f"failed checks: {', '.join(result.failed)}")
         typer.echo(f"{result.summary()} [{elapsed * 1000:.1f} ms]")
+        if result.ok and subject_id is None:
+            typer.echo(
+                "No subject was confirmed: the certificate is genuine, but whom it is about was not "
+                "checked (add --subject-id ID --verification-code CODE to confirm it)."
+            )
     if not result.ok:
         raise typer.Exit(ExitCode.REFUSED)
 

@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 
 import typer
 from rich.markup import escape
-from rich.table import Table
+from rich.measure import Measurement
+from rich.table import Column, Table
 
 from lethe.api.cli.common import ExitCode, console, container, officer, print_json
 from lethe.api.http.schemas.erasure import ErasureFiled, ErasureJobList, ErasureJobOut
@@ -117,9 +118,8 @@ def erasure_list(
     if as_json:
         print_json(ErasureJobList.from_domain(jobs))
         return
-    table = Table("id", "status", "legal basis", "received", "due", "days left", "overdue", "report")
-    for j in jobs:
-        table.add_row(
+    rows = [
+        (
             j.id,
             j.status,
             j.legal_basis,
@@ -129,7 +129,32 @@ def erasure_list(
             "yes" if j.overdue else "",
             j.report_id or "",
         )
-    console.print(table)
+        for j in jobs
+    ]
+    table = Table(
+        Column("id", no_wrap=True),
+        "status",
+        "legal basis",
+        "received",
+        "due",
+        "days left",
+        "overdue",
+        Column("report", no_wrap=True),
+    )
+    for row in rows:
+        table.add_row(*row)
+    wide = console.options.update(max_width=10_000)
+    if Measurement.get(console, wide, table).maximum <= console.width:
+        console.print(table)
+        return
+    # Too narrow for the table (two whole ids take 72 columns): one block per request, so that
+    # every id stays whole and can be copied.
+    for rid, state, basis, received, due, left, late, report in rows:
+        console.print(f"[bold]{rid}[/bold]  {state}" + ("  [red]overdue[/red]" if late else ""))
+        days = f", days left {left}" if left else ""
+        console.print(f"  basis {escape(basis)}, received {received}, due {due}{days}")
+        if report:
+            console.print(f"  report {report}")
 
 
 @erasure_app.command("show")

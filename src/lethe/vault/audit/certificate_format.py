@@ -156,6 +156,20 @@ def strict_json(data: bytes) -> Any:
     return json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
 
 
+def json_object(data: bytes, what: str) -> dict[str, Any]:
+    """``data`` parsed as one JSON object, or ``CheckFailed`` saying which of the three it is
+    not (UTF-8 text, JSON, an object): a person fixing a file needs to know which."""
+    try:
+        doc = strict_json(data)
+    except UnicodeDecodeError as exc:
+        raise CheckFailed(f"the {what} is not UTF-8 text (byte {exc.start} cannot be decoded)") from exc
+    except (ValueError, RecursionError) as exc:
+        raise CheckFailed(f"the {what} is not valid JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise CheckFailed(f"the {what} is not a JSON object")
+    return doc
+
+
 def steps_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
     steps = field_of(doc, "steps", list)
     if not steps:

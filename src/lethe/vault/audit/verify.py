@@ -80,6 +80,7 @@ from lethe.vault.audit.certificate_format import (
     b64_bytes,
     compute_subject_commitment,
     field_of,
+    json_object,
     keyed_subject_commitment,
     note_checkpoint,
     older_note_of,
@@ -190,13 +191,7 @@ class _Verifier:
             raise CheckFailed("the certificate must be given as bytes")
         if len(self.raw) > MAX_DOCUMENT_BYTES:
             raise CheckFailed("the certificate is larger than 32 MiB")
-        try:
-            doc = strict_json(bytes(self.raw))
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise CheckFailed(f"not a UTF-8 JSON document: {exc}") from exc
-        if not isinstance(doc, dict):
-            raise CheckFailed("the certificate is not a JSON object")
-        self.doc = doc
+        self.doc = json_object(bytes(self.raw), "certificate")
         return f"{len(self.raw)} bytes of JSON"
 
     def canonical_form(self) -> str:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lethe.keys.signing import SigningKeyError, load_public_key_pem, verify_ed25519
-from lethe.vault.audit.certificate_format import CheckFailed, b64_bytes, field_of, strict_json
+from lethe.vault.audit.certificate_format import CheckFailed, b64_bytes, field_of, json_object
 from lethe.vault.audit.checkpoint import key_id
 from lethe.vault.audit.export_format import FORMAT, MAX_EXPORT_BYTES, body_sha256, signed_bytes, tally
 from lethe.vault.audit.verify import Check, VerificationResult
@@ -60,13 +60,7 @@ def verify_export(raw: bytes, public_key_pem: bytes, tenant: str | None = None) 
             raise CheckFailed("the export must be given as bytes")
         if len(raw) > MAX_EXPORT_BYTES:
             raise CheckFailed("the export is larger than 256 MiB")
-        try:
-            doc = strict_json(bytes(raw))
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise CheckFailed(f"not a UTF-8 JSON document: {exc}") from exc
-        if not isinstance(doc, dict):
-            raise CheckFailed("the export is not a JSON object")
-        state["doc"] = doc
+        state["doc"] = json_object(bytes(raw), "export")
         return f"{len(raw)} bytes of JSON"
 
     if run("parse", parse):
