@@ -52,7 +52,7 @@ NOTE = (
 
 
 def verify_export_command(export_id: str) -> str:
-    return f"lethe verify-export subject-export-{export_id}.json --public-key lethe-audit-key.pem"
+    return f"lethe verify-export subject-export-{export_id}.json --public-key lethe-public.pem"
 
 
 def _load(document: bytes | dict[str, Any]) -> dict[str, Any]:
