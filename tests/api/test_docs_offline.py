@@ -34,6 +34,13 @@ def test_docs_pages_name_no_external_url_and_every_asset_they_name_is_served(api
         assert served.status_code == 200 and len(served.content) > 1000, asset
 
 
+def test_redoc_draws_no_logo_from_a_cdn(api: Api) -> None:
+    scripts = [a for a in ASSET.findall(api.client.get("/redoc").text) if a.endswith(".js")]
+    bundles = [api.client.get(a) for a in scripts]
+    assert bundles and all(b.status_code == 200 and len(b.content) > 100_000 for b in bundles)
+    assert not any(b"cdn.redoc.ly" in b.content for b in bundles)
+
+
 def test_swagger_ui_validator_badge_is_off(api: Api) -> None:
     assert '"validatorUrl": null' in api.client.get("/docs").text
 
