@@ -54,6 +54,7 @@ def lethe_store(served: Served, agent_id: str, token: str, purpose: str = "suppo
         purpose=purpose,
         agent_id=agent_id,
         id_key=ID_KEY,
+        source_type="user_statement",  # the conformance suite needs values readable at once
     )
 
 

@@ -83,7 +83,10 @@ def token_list(
         print_json(TokenList.from_domain(infos))
         return
     now = utcnow()
-    table = Table("id", "name", "role", "agent", "purposes", "source types", "created", "expires", "state")
+    # ``asserts``: the source types the token may assert ("role default" when minted without).
+    # The state never shrinks away when a narrow terminal squeezes the table.
+    table = Table("id", "name", "role", "agent", "purposes", "asserts", "created", "expires")
+    table.add_column("state", no_wrap=True, min_width=7)
     for i in infos:
         state = "revoked" if i.revoked_at else ("active" if i.active(now) else "expired")
         table.add_row(
@@ -92,7 +95,7 @@ def token_list(
             i.role.value,
             i.agent_id or "",
             ",".join(i.purposes),
-            "(role default)" if i.source_types is None else ",".join(i.source_types),
+            "role default" if i.source_types is None else ",".join(i.source_types),
             i.created_at.strftime("%Y-%m-%d %H:%M"),
             i.expires_at.strftime("%Y-%m-%d %H:%M") if i.expires_at else "never",
             state,

@@ -329,7 +329,7 @@ def _source_types(role: Role, asked: Iterable[str] | None) -> tuple[SourceType, 
         return None
     may = role_source_types(DEFAULT_POLICY, role)
     if not may:
-        raise InvalidCommand(f"a {role.value} token writes no memories: it takes no source types")
+        raise InvalidCommand(f"a token of role {role.value} writes no memories: it takes no source types")
     wanted = set()
     for name in asked:
         try:
@@ -342,7 +342,8 @@ def _source_types(role: Role, asked: Iterable[str] | None) -> tuple[SourceType, 
         raise InvalidCommand("source_types, when given, names at least one source type")
     if refused := [s.value for s in SourceType if s in wanted and s not in may]:
         raise InvalidCommand(
-            f"a {role.value} token may not assert {', '.join(refused)}; its role may write: {', '.join(may)}"
+            f"a token of role {role.value} may not assert {', '.join(refused)}; "
+            f"its role may write: {', '.join(may)}"
         )
     return tuple(s for s in SourceType if s in wanted)
 
