@@ -23,10 +23,10 @@ async def main() -> None:
         Client(streamable_http_client(f"{url}/mcp", http_client=http)) as lethe,
     ):
         print([tool.name for tool in (await lethe.list_tools()).tools])  # per role
-        memory = {"subject_id": "customer-1001", "kind": "preference", "content": "Prefers email"}
+        memory = {"subject_id": "customer-2002", "kind": "preference", "content": "Prefers email"}
         stored = await lethe.call_tool("remember", {**memory, "provenance": {"source_ref": "chat-7/turn-3"}})
         print(stored.structured_content["status"])  # quarantined: awaiting a reviewer
-        recalled = await lethe.call_tool("recall", {"query": "email", "subject_id": "customer-1001"})
+        recalled = await lethe.call_tool("recall", {"query": "email", "subject_id": "customer-2002"})
         print([item["content"] for item in recalled.structured_content["items"]])  # [] until promoted
         claimed = {"source_type": "user_statement", "source_ref": "chat-7/turn-3"}
         refused = await lethe.call_tool("remember", {**memory, "provenance": claimed})
