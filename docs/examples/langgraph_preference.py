@@ -7,6 +7,12 @@
 The node stands in for a model call so the example runs anywhere: it stores
 "I prefer ..." as a preference and answers every later message in that language. The
 checkpointer keeps threads apart; the store is shared by all of them.
+
+The store stores what the user typed, word for word, so it is configured as a user
+channel (source_type="user_statement": active at once, read back by the next thread; the
+token must be allowed to assert it). A store of what the model concludes would say
+"agent_inference": its items stay in quarantine, and read as absent, until a reviewer
+promotes them.
 """
 
 import os
@@ -41,6 +47,7 @@ store = LetheStore(
     aclient=AsyncLetheClient(),
     purpose="support",
     agent_id=os.environ.get("LETHE_AGENT_ID", "a1"),
+    source_type="user_statement",  # the deployment's word for where values come from, never the value's
 )  # id_key from LETHE_STORE_ID_KEY
 graph = StateGraph(Turn)
 graph.add_node("assistant", assistant)

@@ -1,5 +1,9 @@
 """Lethe's MCP tools over Streamable HTTP, with the official SDK's client and a Lethe token.
 
+What a model stores through MCP is its own claim: recorded as agent_inference and kept in
+quarantine until a reviewer promotes it (unless the server was started for a user channel,
+LETHE_MCP_USER_CHANNEL). A model that names a source_type is refused.
+
     pip install 'lethe-vault[mcp]'
     LETHE_URL=http://127.0.0.1:8080 LETHE_TOKEN=<agent token> python mcp_http_client.py
 """
@@ -19,12 +23,14 @@ async def main() -> None:
         Client(streamable_http_client(f"{url}/mcp", http_client=http)) as lethe,
     ):
         print([tool.name for tool in (await lethe.list_tools()).tools])  # per role
-        await lethe.call_tool("remember", {
-            "subject_id": "customer-1001", "kind": "preference", "content": "Prefers email",
-            "provenance": {"source_type": "user_statement", "source_ref": "chat-7/turn-3"},
-        })
-        recalled = await lethe.call_tool("recall", {"query": "email", "subject_id": "customer-1001"})
-        print([item["content"] for item in recalled.structured_content["items"]])
+        memory = {"subject_id": "customer-2002", "kind": "preference", "content": "Prefers email"}
+        stored = await lethe.call_tool("remember", {**memory, "provenance": {"source_ref": "chat-7/turn-3"}})
+        print(stored.structured_content["status"])  # quarantined: awaiting a reviewer
+        recalled = await lethe.call_tool("recall", {"query": "email", "subject_id": "customer-2002"})
+        print([item["content"] for item in recalled.structured_content["items"]])  # [] until promoted
+        claimed = {"source_type": "user_statement", "source_ref": "chat-7/turn-3"}
+        refused = await lethe.call_tool("remember", {**memory, "provenance": claimed})
+        print(refused.is_error)  # True: a model does not decide a memory's trust
 
 
 asyncio.run(main())

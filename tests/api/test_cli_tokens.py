@@ -17,8 +17,8 @@ def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-unt
     monkeypatch.delenv("LETHE_DATABASE_URL", raising=False)
     runner = CliRunner()
 
-    def invoke(*args: str):  # type: ignore[no-untyped-def]
-        return runner.invoke(app, list(args))
+    def invoke(*args: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+        return runner.invoke(app, list(args), env=env)
 
     assert invoke("init").exit_code == 0
     return invoke
@@ -78,3 +78,28 @@ def test_errors_exit_non_zero_with_a_message(run, args, code: int, message: str)
     assert r.exit_code == code
     assert message in r.output
     assert "Traceback" not in r.output
+
+
+def test_create_with_source_types_and_list_them(run) -> None:  # type: ignore[no-untyped-def]
+    base = ("token", "create", "--tenant", "t1", "--role", "agent", "--agent", "a1", "--purpose", "support")
+    r = run(*base, "--source-type", "agent_inference", "--source-type", "tool_result", "--json")
+    assert r.exit_code == 0, r.output
+    limited = json.loads(r.stdout)
+    assert limited["source_types"] == ["tool_result", "agent_inference"]
+    human = run(*base, "--source-type", "user_statement")
+    assert human.exit_code == 0 and "source types: user_statement" in human.stdout
+    legacy = json.loads(run(*base, "--json").stdout)
+    assert legacy["source_types"] is None  # no flag: the role's default
+
+    listed = {
+        t["id"]: t["source_types"]
+        for t in json.loads(run("token", "list", "--tenant", "t1", "--json").stdout)["items"]
+    }
+    assert listed[limited["id"]] == ["tool_result", "agent_inference"] and listed[legacy["id"]] is None
+    table = run("token", "list", "--tenant", "t1", env={"COLUMNS": "300"})
+    assert "tool_result,agent_inference" in table.stdout and "role default" in table.stdout
+
+    refused = run(*base, "--source-type", "operator_config")
+    assert refused.exit_code == 1 and "may not assert operator_config" in refused.output
+    unknown = run(*base, "--source-type", "gossip")
+    assert unknown.exit_code == 2 and "source-type" in unknown.output

@@ -62,6 +62,7 @@ def test_a_preference_told_in_one_thread_is_used_in_another(served: Served) -> N
         purpose="support",
         agent_id="a1",
         id_key="graph-test-id-key-0123",
+        source_type="user_statement",
     )
     app = build_graph(store)
     user = f"user-{uuid.uuid4().hex[:8]}"

@@ -1,13 +1,14 @@
 """The MCP server through the SDK's own client, over Streamable HTTP (``/mcp`` of a real
 ``lethe serve``) and over stdio (``lethe mcp`` spawned on the same store).
 
-The same scenario runs on both: tools listed per role; an agent remembers a trusted and
-an untrusted memory and recalls only the active one; a reviewer's promotion over HTTP
-makes the other recallable; an agent's ``request_erasure`` is refused by the HTTP API's
-own policy; an officer's erasure completes and recall then finds nothing; an auditor
-reads the certificate as a tool result and as a resource. Over HTTP, a missing or wrong
-token is a 401 pointing at the protected-resource metadata, and a role with no tools a
-403 ``insufficient_scope``. No content, subject id or token reaches a log.
+The same scenario runs on both: tools listed per role; an agent's ``remember`` naming a
+source type is refused, and what it remembers without one is its own inference,
+quarantined and not recalled; a reviewer's promotion over HTTP makes it recallable; an
+agent's ``request_erasure`` is refused by the HTTP API's own policy; an officer's
+erasure completes and recall then finds nothing; an auditor reads the certificate as a
+tool result and as a resource. Over HTTP, a missing or wrong token is a 401 pointing at
+the protected-resource metadata, and a role with no tools a 403 ``insufficient_scope``.
+No content, subject id or token reaches a log.
 """
 
 from __future__ import annotations
@@ -71,30 +72,22 @@ def test_the_seed_scenario_over_mcp(served: Served, connect) -> None:  # type: i
             assert tools["remember"].output_schema["properties"]["status"]["type"] == "string"
             assert (await agent.list_resources()).resources == []  # agents read no certificates
             assert (await agent.list_resource_templates()).resource_templates == []
-            user = {"source_type": "user_statement", "source_ref": "session-1/turn-1"}
-            web = {"source_type": "web_page", "source_ref": "https://example.org/team"}
-            trusted = await call(
-                agent, "remember", subject_id=subject, kind="preference", content=content, provenance=user
-            )
-            untrusted = await call(
-                agent,
-                "remember",
-                subject_id=subject,
-                kind="fact",
-                content="Drinks tea",
-                provenance=web,
-                confidence=0.5,
-            )
-            assert (trusted["status"], untrusted["status"]) == ("active", "quarantined")
-            recalled = await call(agent, "recall", query="tea", subject_id=subject)
-            assert [i["id"] for i in recalled["items"]] == [trusted["id"]]
-            got = await call(agent, "get_memory", memory_id=trusted["id"])
-            assert got["content"] == content
+            said = {"source_ref": "session-1/turn-1"}  # no source type: the model does not decide it
+            claimed = {"source_type": "user_statement", **said}
+            memory = {"subject_id": subject, "kind": "preference", "content": content}
+            refused = await agent.call_tool("remember", {**memory, "provenance": claimed})
+            assert refused.is_error and "source_type is not accepted" in text_of(refused)
+            stored = await call(agent, "remember", **memory, provenance=said)
+            assert stored["status"] == "quarantined"
+            assert stored["provenance"]["source_type"] == "agent_inference"
+            assert (await call(agent, "recall", query="tea", subject_id=subject))["items"] == []
 
             with LetheClient(served.url, served.tokens["reviewer"]) as reviewer:  # promotion over HTTP
-                reviewer.promote_memory(untrusted["id"], untrusted["version"])
+                reviewer.promote_memory(stored["id"], stored["version"])
             recalled = await call(agent, "recall", query="tea", subject_id=subject)
-            assert {i["id"] for i in recalled["items"]} == {trusted["id"], untrusted["id"]}
+            assert [i["id"] for i in recalled["items"]] == [stored["id"]]
+            got = await call(agent, "get_memory", memory_id=stored["id"])
+            assert got["content"] == content
 
             refused = await agent.call_tool("request_erasure", {"subject_id": subject, "legal_basis": "x"})
             assert refused.is_error and "403 Out of scope" in text_of(refused)
@@ -112,7 +105,7 @@ def test_the_seed_scenario_over_mcp(served: Served, connect) -> None:  # type: i
         async with connect("agent") as agent:
             recalled = await call(agent, "recall", query="tea", subject_id=subject)
             assert recalled["items"] == []
-            gone = await agent.call_tool("get_memory", {"memory_id": trusted["id"]})
+            gone = await agent.call_tool("get_memory", {"memory_id": stored["id"]})
             assert gone.is_error and "404" in text_of(gone)
         async with connect("auditor") as auditor:
             certificate = await call(auditor, "get_certificate", report_id=job["report_id"])

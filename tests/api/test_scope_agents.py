@@ -88,7 +88,8 @@ class Minter:
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    env, url = {}, None
+    # A user channel: the MCP writes below are active at once, so recall can find them.
+    env, url = {"LETHE_MCP_USER_CHANNEL": "user_statement"}, None
     if request.param == "postgres":
         pg = request.getfixturevalue("postgres")
         url = pg.create()
@@ -124,7 +125,7 @@ def test_no_mcp_recall_or_get_crosses_the_tokens_scope(served, minter, writes, c
                     subject_id=f"{subj}-{run}",
                     kind="fact",
                     content=" ".join(words),
-                    provenance={"source_type": "user_statement", "source_ref": "property"},
+                    provenance={"source_ref": "property"},
                 )
             written.append((item["id"], tenant, agent, purpose, subj))
         tenant, agent, purposes = caller
@@ -159,7 +160,13 @@ def test_no_store_get_search_or_listing_crosses_the_scope(served, minter, writes
 
     def store(tenant: str, agent: str, purposes: tuple[str, ...], purpose: str) -> LetheStore:
         token = minter.agent(f"{tenant}-{run}", agent, purposes)
-        return LetheStore(LetheClient(served.url, token), purpose=purpose, agent_id=agent, id_key=ID_KEY)
+        return LetheStore(
+            LetheClient(served.url, token),
+            purpose=purpose,
+            agent_id=agent,
+            id_key=ID_KEY,
+            source_type="user_statement",
+        )
 
     latest: dict[tuple[str, str, str, str, str], str] = {}  # (t, a, p, subject, key) -> tag
     for n, (tenant, agent, purpose, subj, key, words) in enumerate(writes):

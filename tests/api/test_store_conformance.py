@@ -54,6 +54,7 @@ def lethe_store(served: Served, agent_id: str, token: str, purpose: str = "suppo
         purpose=purpose,
         agent_id=agent_id,
         id_key=ID_KEY,
+        source_type="user_statement",  # the conformance suite needs values readable at once
     )
 
 
@@ -308,6 +309,26 @@ def test_lethe_an_untrusted_put_reads_as_absent_until_promoted(served: Served) -
     with LetheClient(served.url, served.tokens["reviewer"]) as reviewer:  # no review queue in this API yet
         reviewer.promote_memory(memory_id, 1)
     assert store.get(where, "employer").value == {"text": "Works at Example Corp"}  # type: ignore[union-attr]
+
+
+def test_lethe_the_source_type_comes_from_the_configuration_never_the_value(served: Served) -> None:
+    agent_id = f"conf-{uuid.uuid4().hex[:10]}"
+    token = mint_agent(served, agent_id)
+    client = LetheClient(served.url, token, timeout=30)
+    with pytest.raises(TypeError, match="source_type"):  # required: no default to fall back on
+        LetheStore(client, purpose="support", agent_id=agent_id, id_key=ID_KEY)  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="source_type must be one of"):
+        LetheStore(client, purpose="support", agent_id=agent_id, id_key=ID_KEY, source_type="trusted")
+    where = ns("fact")
+    claimed = {"text": "Works at Example Corp", "source_type": "user_statement"}  # the value says so
+    inferred = LetheStore(
+        client, purpose="support", agent_id=agent_id, id_key=ID_KEY, source_type="agent_inference"
+    )
+    inferred.put(where, "employer", claimed)
+    assert inferred.get(where, "employer") is None and inferred.search(where) == []  # quarantined
+    said = lethe_store(served, agent_id, token)  # configured as a user channel: the positive control
+    said.put(where, "language", {"text": "Spanish"})
+    assert said.get(where, "language").value == {"text": "Spanish"}  # type: ignore[union-attr]
 
 
 def test_lethe_a_namespace_the_mapping_cannot_carry_is_refused(served: Served) -> None:

@@ -30,6 +30,7 @@ STATUSES = {
     "Unauthenticated": 401,
     "ContentTooLarge": 413,
     "PolicyRefused": 403,
+    "SourceTypeRefused": 403,
     "OutOfScope": 403,
     "NotFound": 404,
     "KeyUnavailable": 404,

@@ -7,9 +7,17 @@ from itertools import product
 
 import pytest
 
-from lethe.vault.errors import PolicyRefused
-from lethe.vault.memory.policy import DEFAULT_POLICY, DEFAULT_TTLS, Limits, Standing, standing_for
-from lethe.vault.model import Authority, Kind, Role, SourceType, Status, Trust
+from lethe.vault.errors import PolicyRefused, SourceTypeRefused
+from lethe.vault.memory.policy import (
+    DEFAULT_POLICY,
+    DEFAULT_TTLS,
+    Limits,
+    Standing,
+    admit_source,
+    allowed_source_types,
+    standing_for,
+)
+from lethe.vault.model import Authority, Caller, Kind, Role, SourceType, Status, Trust
 
 # The table of docs (DESIGN.md, "Data model"), written out: a change to the code must change this too.
 EXPECTED = {
@@ -35,6 +43,44 @@ REFUSED = sorted(set(product(Role, SourceType)) - set(EXPECTED))
 def test_every_other_role_and_source_is_refused(role, source):
     with pytest.raises(PolicyRefused, match=f"role {role.value} may not write {source.value}"):
         standing_for(DEFAULT_POLICY, role, source)
+
+
+def test_a_role_refusal_names_what_the_role_may_write():
+    with pytest.raises(PolicyRefused, match="it may assert: user_statement, tool_result, web_page,"):
+        standing_for(DEFAULT_POLICY, Role.AGENT, SourceType.OPERATOR_CONFIG)
+
+
+def _agent(source_types: frozenset[SourceType] | None) -> Caller:
+    return Caller("t1", Role.AGENT, "a1", frozenset({"support"}), "tok", source_types)
+
+
+def test_a_credential_asserts_only_its_source_types_and_the_refusal_names_them():
+    caller = _agent(frozenset({SourceType.AGENT_INFERENCE, SourceType.TOOL_RESULT}))
+    with pytest.raises(SourceTypeRefused) as refused:
+        admit_source(DEFAULT_POLICY, caller, SourceType.USER_STATEMENT)
+    assert refused.value.status == 403 and isinstance(refused.value, PolicyRefused)
+    assert refused.value.detail == (
+        "this token may not assert source type user_statement; it may assert: tool_result, agent_inference"
+    )
+    # the positive control: a type the credential names gets the table's standing
+    assert admit_source(DEFAULT_POLICY, caller, SourceType.TOOL_RESULT).status is Status.QUARANTINED
+    trusted = _agent(frozenset({SourceType.USER_STATEMENT}))
+    assert admit_source(DEFAULT_POLICY, trusted, SourceType.USER_STATEMENT).status is Status.ACTIVE
+
+
+def test_a_credential_without_source_types_keeps_its_roles_default():
+    legacy = _agent(None)
+    assert allowed_source_types(DEFAULT_POLICY, legacy) == tuple(
+        s for s in SourceType if s.value != "operator_config"
+    )
+    for source in allowed_source_types(DEFAULT_POLICY, legacy):
+        assert admit_source(DEFAULT_POLICY, legacy, source) == standing_for(
+            DEFAULT_POLICY, Role.AGENT, source
+        )
+    with pytest.raises(PolicyRefused):
+        admit_source(DEFAULT_POLICY, legacy, SourceType.OPERATOR_CONFIG)
+    operator = Caller("t1", Role.OPERATOR, principal="op")
+    assert allowed_source_types(DEFAULT_POLICY, operator) == (SourceType.OPERATOR_CONFIG,)
 
 
 def test_the_table_has_no_rule_beyond_those_of_the_design():

@@ -75,6 +75,9 @@ class Settings(BaseSettings):
     # Give freed heap pages back to the kernel this often (api.http.allocator.trim; 0: never).
     malloc_trim_interval_seconds: float = Field(default=10.0, ge=0)
     public_url: str | None = None  # how clients reach the server (MCP resource URL); serve: its address
+    # The MCP server serves a user channel: its ``remember`` records this source type (the
+    # token must be allowed to assert it). Unset: what a model stores is ``agent_inference``.
+    mcp_user_channel: SourceType | None = None
     # The web console (api/console): a signed-in session ends after this long idle, or this long at most.
     console_session_idle_seconds: float = Field(default=1800.0, gt=0)
     console_session_max_seconds: float = Field(default=12 * 3600.0, gt=0)

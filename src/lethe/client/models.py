@@ -259,6 +259,7 @@ class TokenCreated:
     token: str = field(repr=False)
     display_name: str | None = None
     email: str | None = None
+    source_types: list[str] | None = None  # None: the role's default
 
 
 @dataclass(frozen=True)

@@ -360,8 +360,10 @@ class Operations:
         purposes: Iterable[str] = (),
         ttl_seconds: int | None = None,
         description: str | None = None,
+        source_types: Iterable[str] | None = None,
     ) -> Call[TokenCreated]:
-        """Mint a token in the admin's tenant; the secret is in the answer only."""
+        """Mint a token in the admin's tenant; the secret is in the answer only. ``source_types``:
+        what its writes may assert (None: its role's default)."""
         body = _drop_none(
             {
                 "role": role,
@@ -369,6 +371,7 @@ class Operations:
                 "purposes": list(purposes),
                 "ttl_seconds": ttl_seconds,
                 "description": description,
+                "source_types": None if source_types is None else list(source_types),
             }
         )
         return Call("POST", "/v1/admin/tokens", _model(TokenCreated), json=body)

@@ -15,6 +15,8 @@ contain memory content, subject ids or key material. The tree (status in bracket
     ├── Unauthenticated [401]        no credential, or one unknown, expired or revoked (one error for all)
     ├── ContentTooLarge [413]        content exceeds the configured limit
     ├── PolicyRefused [403]          the policy table has no rule for this role and source type
+    │   └── SourceTypeRefused        the credential may not assert this source type (the detail names
+    │                                the ones it may)
     ├── OutOfScope [403]             the credential does not cover the purpose or action
     ├── NotFound [404]               unknown, or outside the caller's tenant (indistinguishable)
     ├── KeyUnavailable [404]         a subject's key generation is destroyed or does not unwrap
@@ -120,6 +122,12 @@ class ContentTooLarge(VaultError):
 class PolicyRefused(VaultError):
     status = 403
     title = "Refused by policy"
+
+
+class SourceTypeRefused(PolicyRefused):
+    """Trust comes from the credential: a token asserts only the source types it was minted with."""
+
+    title = "Source type not allowed"
 
 
 class OutOfScope(VaultError):

@@ -68,6 +68,9 @@ class Caller:
     agent_id: str | None = None
     purposes: frozenset[str] = frozenset()
     principal: str = "system"
+    # The source types the credential may assert; None: whatever the role may write
+    # (``memory.policy``), as for every token minted before tokens named them.
+    source_types: frozenset[SourceType] | None = None
 
     def may_use(self, purpose: str) -> bool:
         return not self.purposes or purpose in self.purposes

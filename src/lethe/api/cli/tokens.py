@@ -10,7 +10,7 @@ from rich.table import Table
 from lethe.api.cli.common import console, container, print_json
 from lethe.api.http.schemas.tokens import TokenCreated, TokenList
 from lethe.vault.clock import utcnow
-from lethe.vault.model import Role
+from lethe.vault.model import Role, SourceType
 
 app = typer.Typer()
 token_app = typer.Typer(
@@ -29,6 +29,11 @@ def token_create(
     description: str | None = typer.Option(None, "--description"),
     name: str | None = typer.Option(None, "--name", help="Who the token stands for, shown in records."),
     email: str | None = typer.Option(None, "--email", help="Their e-mail address."),
+    source_type: list[SourceType] = typer.Option(
+        [],
+        "--source-type",
+        help="A source type the token may assert (repeat for several); none given: the role's default.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the token and its metadata as JSON."),
 ) -> None:
     """Mint a token and print it once."""
@@ -43,6 +48,7 @@ def token_create(
             display_name=name,
             email=email,
             created_by="cli",
+            source_types=[s.value for s in source_type] or None,
         )
     if as_json:
         print_json(TokenCreated.from_minted(token, info))
@@ -52,6 +58,7 @@ def token_create(
         f"id: {info.id}  role: {info.role.value}  tenant: {info.tenant_id}"
         + (f"  agent: {info.agent_id}" if info.agent_id else "")
         + (f"  purposes: {','.join(info.purposes)}" if info.purposes else "")
+        + (f"  source types: {','.join(info.source_types)}" if info.source_types else "")
         + (f"  expires: {info.expires_at.isoformat()}" if info.expires_at else "")
     )
 
@@ -76,7 +83,10 @@ def token_list(
         print_json(TokenList.from_domain(infos))
         return
     now = utcnow()
-    table = Table("id", "name", "role", "agent", "purposes", "created", "expires", "state")
+    # ``asserts``: the source types the token may assert ("role default" when minted without).
+    # The state never shrinks away when a narrow terminal squeezes the table.
+    table = Table("id", "name", "role", "agent", "purposes", "asserts", "created", "expires")
+    table.add_column("state", no_wrap=True, min_width=7)
     for i in infos:
         state = "revoked" if i.revoked_at else ("active" if i.active(now) else "expired")
         table.add_row(
@@ -85,6 +95,7 @@ def token_list(
             i.role.value,
             i.agent_id or "",
             ",".join(i.purposes),
+            "role default" if i.source_types is None else ",".join(i.source_types),
             i.created_at.strftime("%Y-%m-%d %H:%M"),
             i.expires_at.strftime("%Y-%m-%d %H:%M") if i.expires_at else "never",
             state,

@@ -130,7 +130,11 @@ def build_mcp(app: Any, settings: Settings) -> McpMount:
         validate_token_resource=False,  # Lethe tokens name no audience; the verifier checks them
     )
     server = build_server(
-        from_access_token, asgi_connector(app), auth, LetheTokenVerifier(lambda: app.state.tokens)
+        from_access_token,
+        asgi_connector(app),
+        auth,
+        LetheTokenVerifier(lambda: app.state.tokens),
+        channel=settings.mcp_user_channel,  # each write is refused unless its token may assert it
     )
     gate = McpGate(lambda: app.state.auth_failure_limiter)
     mount = McpMount(server, gate, settings, public)

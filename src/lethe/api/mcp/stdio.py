@@ -5,7 +5,9 @@ The server runs in-process on the store (like every CLI command, it opens the st
 background work (the erasure runner, expiry, compaction), but listens on no socket:
 each tool call is one in-process request to that app with the token from
 ``LETHE_TOKEN``, so it is authorised, limited and refused exactly as over HTTP. The
-token is checked once at start; a role with no tools is refused. Logs go to stderr
+token is checked once at start; a role with no tools is refused, and so is a user channel
+(``LETHE_MCP_USER_CHANNEL``, ``lethe mcp --user-channel``: the source type every
+``remember`` records, ``api.mcp.tools``) whose source type the token may not assert. Logs go to stderr
 (stdout carries the protocol). For a remote Lethe, connect the host to the server's
 ``/mcp`` over Streamable HTTP instead.
 
@@ -22,6 +24,7 @@ from lethe.api.mcp.identity import identity_of
 from lethe.api.mcp.server import asgi_connector, build_server
 from lethe.api.settings import Settings
 from lethe.vault.errors import Unauthenticated
+from lethe.vault.memory.policy import DEFAULT_POLICY, allowed_source_types
 
 
 async def serve_stdio(settings: Settings, token: str) -> str | None:
@@ -35,5 +38,11 @@ async def serve_stdio(settings: Settings, token: str) -> str | None:
         who = identity_of(token, caller)
         if not scopes_of(who.role):
             return f"a {who.role.value} token has no MCP tools"
-        await build_server(lambda: who, asgi_connector(app)).run_stdio_async()
+        channel = settings.mcp_user_channel
+        if channel is not None and channel not in (allowed := allowed_source_types(DEFAULT_POLICY, caller)):
+            return (
+                f"this token may not assert {channel.value}, so it cannot serve a user channel for it; "
+                f"it may assert: {', '.join(allowed) or 'none'}"
+            )
+        await build_server(lambda: who, asgi_connector(app), channel=channel).run_stdio_async()
     return None

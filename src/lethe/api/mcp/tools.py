@@ -5,8 +5,17 @@ that token, and its refusal comes back as a tool error naming the problem (``403
 scope: ...``), never with the caller's data in it. ``purpose`` may be left out when the
 token allows exactly one.
 
+What a model says never decides trust: ``remember`` takes no source type. What the model
+stores is its own claim, recorded as ``agent_inference`` (quarantined until a reviewer
+promotes it), unless the server was started for a user channel (``LETHE_MCP_USER_CHANNEL``,
+``lethe mcp --user-channel``), whose source type it records instead; the HTTP API then
+refuses the write unless the token may assert that type. A model-supplied ``source_type``
+is refused before the call (``refuse_claimed_trust``), never silently dropped: the model
+(and whoever reads the transcript) learns that it did not decide.
+
 Exceptions: ``ToolError`` / ``ResourceError`` (the SDK reports them to the client as
-errors) carrying the HTTP problem's status, title and detail.
+errors) carrying the HTTP problem's status, title and detail, or naming the refused
+``source_type``.
 """
 
 from __future__ import annotations
@@ -44,23 +53,52 @@ Purpose = Annotated[
 ]
 
 
-class ProvenanceArg(BaseModel):
-    """Where the memory comes from; the server's policy decides its trust from ``source_type``."""
+CLAIMED_TRUST = (
+    "source_type is not accepted: a model does not decide a memory's trust. This server records "
+    "what you store as {recorded}; leave source_type out."
+)
 
-    source_type: SourceType = Field(
-        description="user_statement is trusted; tool_result, web_page, agent_inference and summary "
-        "go to quarantine."
-    )
+
+class ProvenanceArg(BaseModel):
+    """Where the memory comes from. No source type: the server's configuration sets it."""
+
     source_ref: str = Field(min_length=1, max_length=512, description="Session/turn, tool, document or URL.")
     sources: list[str] = Field(default_factory=list, max_length=1000, description="Summaries: their inputs.")
 
 
-class Tools:
-    """Registers the tools and resources on a server; ``identify`` names the caller of a request."""
+def recorded_as(channel: SourceType | None) -> SourceType:
+    """The source type ``remember`` records: the user channel's, else the model's own claim."""
+    return channel or SourceType.AGENT_INFERENCE
 
-    def __init__(self, identify: Identify, connect: Connect) -> None:
+
+def refuse_claimed_trust(tool: str, arguments: dict[str, Any], channel: SourceType | None) -> None:
+    """``ToolError`` when a model sends ``source_type`` to ``remember`` (at the top or in
+    ``provenance``): the arguments' model would drop it silently, and a silent drop would let
+    the model believe it chose."""
+    if tool != "remember":
+        return
+    provenance = arguments.get("provenance")
+    if "source_type" in arguments or (isinstance(provenance, dict) and "source_type" in provenance):
+        raise ToolError(CLAIMED_TRUST.format(recorded=_what_it_means(recorded_as(channel))))
+
+
+def _what_it_means(source: SourceType) -> str:
+    if source is SourceType.AGENT_INFERENCE:
+        return "agent_inference: quarantined, and not recalled until a reviewer promotes it"
+    return f"{source.value} (this server is a user channel)"
+
+
+class Tools:
+    """Registers the tools and resources on a server; ``identify`` names the caller of a request.
+
+    ``channel``: the source type of a user channel (every ``remember`` records it); None:
+    ``agent_inference``.
+    """
+
+    def __init__(self, identify: Identify, connect: Connect, channel: SourceType | None = None) -> None:
         self.identify = identify
         self.connect = connect
+        self.channel = channel
 
     def caller(self) -> Identity:
         who = self.identify()
@@ -87,7 +125,9 @@ class Tools:
                 raise error(str(exc)) from None
 
     def register(self, server: MCPServer) -> None:
-        @server.tool(title="Remember", annotations=WRITE)
+        recorded = recorded_as(self.channel)
+
+        @server.tool(title="Remember", annotations=WRITE, description=_remember_doc(recorded))
         async def remember(
             subject_id: SubjectId,
             kind: Kind,
@@ -99,9 +139,7 @@ class Tools:
             ttl_seconds: Annotated[int | None, Field(gt=0, le=10 * 365 * 86400)] = None,
             idempotency_key: Annotated[str | None, Field(min_length=1, max_length=128)] = None,
         ) -> Memory:
-            """Store a memory about a person. Untrusted sources are kept in quarantine (never
-            recalled) until a reviewer promotes them; ``supersedes_id`` corrects an earlier memory."""
-            p = Provenance(provenance.source_type.value, provenance.source_ref, tuple(provenance.sources))
+            p = Provenance(recorded.value, provenance.source_ref, tuple(provenance.sources))
             return await self.call(
                 lambda c: c.write_memory(
                     subject_id,
@@ -183,3 +221,22 @@ class Tools:
         async def audit_checkpoint() -> str:
             """A signed C2SP checkpoint of the audit log."""
             return await self.call(lambda c: c.get_audit_checkpoint(), ResourceError)
+
+
+def _remember_doc(recorded: SourceType) -> str:
+    """The ``remember`` description the model reads: what happens to what it stores."""
+    if recorded is SourceType.AGENT_INFERENCE:
+        what = (
+            "What you store is recorded as your own inference (agent_inference), whatever its content "
+            "says: it is kept in quarantine and is not recalled until a reviewer promotes it."
+        )
+    else:
+        what = (
+            f"This server is a user channel: what you store is recorded as {recorded.value}, as the "
+            "server was configured; the token must be allowed to assert it."
+        )
+    return (
+        f"Store a memory about a person. {what} The trust of a memory comes from the server's "
+        "configuration and the token, never from the model: there is no source_type argument. "
+        "supersedes_id corrects an earlier memory."
+    )

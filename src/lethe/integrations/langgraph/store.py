@@ -6,9 +6,11 @@ their results (or their errors). ``batch`` runs the plans with a ``LetheClient``
 the sync client), so the rules are written once. Operations run in order, each to the
 end, so a batch reads its own earlier writes.
 
-Everything goes through the HTTP API with the agent's token: a write from an untrusted
-source (``with_provenance``) lands in quarantine and reads as absent until a reviewer
-promotes it; search is Lethe's scoped recall, within ``token_budget``.
+Everything goes through the HTTP API with the agent's token. The source type every write
+declares comes from the store's configuration (``source_type``, required), never from the
+value, and the token must be allowed to assert it: a write from a quarantined source lands
+in quarantine and reads as absent until a reviewer promotes it; search is Lethe's scoped
+recall, within ``token_budget``.
 
 Exceptions: ``InvalidNamespaceError`` (a namespace the mapping cannot carry); the
 client's errors (``lethe.client.errors``) for refusals; ``KeyUnavailable`` for a put on a
@@ -46,6 +48,8 @@ Plan = Generator[Call[Any], Any, Any]
 MAX_SEARCH = 100  # the API's largest search limit
 MAX_BUDGET = 1_000_000  # the API's largest token budget
 PUT_ATTEMPTS = 3  # a concurrent writer moved the version: read again and retry
+# The source types Lethe knows (the server's ``SourceType``; it decides what each one means).
+SOURCE_TYPES = ("user_statement", "operator_config", "tool_result", "web_page", "agent_inference", "summary")
 
 
 class KeyUnavailable(LetheError):
@@ -62,8 +66,23 @@ class LetheStore(BaseStore):
     ``purpose`` is the Lethe purpose every item is written and searched under;
     ``agent_id`` the token's agent (checked on the first write); ``id_key`` the secret that
     turns keys into memory ids (default ``LETHE_STORE_ID_KEY``; keep it like a password:
-    another key finds none of the items by key). ``provenance`` is what writes declare
-    (default: the user said it, so they are active at once).
+    another key finds none of the items by key).
+
+    ``source_type`` (required, no default) is what every ``put`` declares, with ``source_ref``;
+    it is the deployment's statement of where the values come from, never read from a value,
+    and the token must be allowed to assert it (else every ``put`` is refused, 403). What it
+    means for ``put`` then ``get``:
+
+    - ``user_statement`` (the values are what the user said, e.g. a user-facing channel):
+      active at once; ``get`` and ``search`` return the value right after ``put``.
+    - ``agent_inference`` (the model's own conclusions), ``tool_result``, ``web_page``:
+      quarantined; ``get`` returns None and ``search`` leaves it out until a reviewer
+      promotes it, and a second ``put`` on the key raises ``KeyUnavailable`` meanwhile.
+    - ``summary`` needs the ids it summarises, so it fits ``with_provenance`` rather than a
+      whole store; ``operator_config`` is for operator tokens, which have no agent scope.
+
+    ``with_provenance`` gives the same store writing with another source (a tool result, a
+    web page): again the code's choice, not the value's.
     """
 
     supports_ttl = True
@@ -76,7 +95,8 @@ class LetheStore(BaseStore):
         agent_id: str,
         id_key: str | bytes | None = None,
         aclient: AsyncLetheClient | None = None,
-        provenance: Provenance | None = None,
+        source_type: str,
+        source_ref: str = "langgraph-store",
         token_budget: int = 8000,
         confidence: float = 1.0,
     ) -> None:
@@ -86,11 +106,13 @@ class LetheStore(BaseStore):
             raise ValueError("id_key (or LETHE_STORE_ID_KEY) must be at least 16 bytes")
         if client is None and aclient is None:
             raise ValueError("give a LetheClient, an AsyncLetheClient, or both")
+        if source_type not in SOURCE_TYPES:
+            raise ValueError(f"source_type must be one of {', '.join(SOURCE_TYPES)}")
         self.client = client
         self.aclient = aclient
         self.purpose = purpose
         self.agent_id = agent_id
-        self.provenance = provenance or Provenance("user_statement", "langgraph-store")
+        self.provenance = Provenance(source_type, source_ref)
         self.token_budget = token_budget
         self.confidence = confidence
         self._id_key = key

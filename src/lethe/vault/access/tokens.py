@@ -2,21 +2,27 @@
 
 A token is ``lethe_`` followed by 43 URL-safe characters (256 random bits). Only its
 SHA-256 is stored, so a copy of the database yields no usable credential; a high-entropy
-secret needs no slow hash. The scope of every request (tenant, role, agent, purposes)
-comes from the token row, never from a request body. ``Caller.principal`` is the token
-id, which is safe to log; the token itself never is.
+secret needs no slow hash. The scope of every request (tenant, role, agent, purposes, the
+source types it may assert) comes from the token row, never from a request body.
+``Caller.principal`` is the token id, which is safe to log; the token itself never is.
 
 Exceptions:
 - ``Unauthenticated`` (401): the token is malformed, unknown, expired or revoked; one
   error for all four, so a caller cannot tell which.
 - ``InvalidCommand`` (422): a token was requested with a scope that makes no sense (an
   agent without an agent id or purposes, a bad purpose, a lifetime that is not positive
-  or is longer than ``MAX_TOKEN_TTL``, which also keeps expiry inside the calendar), or
-  with a display name or e-mail address out of bounds.
+  or is longer than ``MAX_TOKEN_TTL``, which also keeps expiry inside the calendar), with
+  source types its role may not write or an empty list of them, or with a display name or
+  e-mail address out of bounds.
 - ``NotFound`` (404): revoking a token id that does not exist (or is another tenant's).
 
 A token may carry the ``display_name`` and ``email`` of the person or system it stands
-for: records keep the token id and show the name (``vault.access.principals``). Minting
+for: records keep the token id and show the name (``vault.access.principals``).
+
+A token may name the source types it may assert (``source_types``; ``memory.policy`` refuses
+a write asserting another). Stored as NULL when not given: the role's default (an agent's
+every non-operator type, an operator's ``operator_config``), which is what every token
+minted before the column existed keeps. Minting
 and revoking append ``token.created`` / ``token.revoked`` audit events (ids, role and
 who acted; never the secret, its hash, the name or the address).
 - ``StoreUnavailable`` (503): from the unit of work, when the database is down.
@@ -40,7 +46,8 @@ import sqlalchemy as sa
 from lethe.vault.access.known_tokens import REFUSAL, KnownTokens
 from lethe.vault.clock import from_db, iso, to_db, utcnow
 from lethe.vault.errors import InvalidCommand, NotFound, Unauthenticated
-from lethe.vault.model import Caller, Role
+from lethe.vault.memory.policy import DEFAULT_POLICY, role_source_types
+from lethe.vault.model import Caller, Role, SourceType
 from lethe.vault.store import driver_reads
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
@@ -78,6 +85,7 @@ class TokenInfo:
     revoked_at: datetime | None
     display_name: str | None = None
     email: str | None = None
+    source_types: tuple[SourceType, ...] | None = None  # None: the role's default
 
     def active(self, now: datetime) -> bool:
         return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
@@ -124,10 +132,12 @@ class TokenService:
         display_name: str | None = None,
         email: str | None = None,
         created_by: str = "system",
+        source_types: Iterable[str] | None = None,
     ) -> tuple[str, TokenInfo]:
         """Mint a token; the plaintext is returned once and never stored.
 
-        ``created_by`` is the principal minting it (an admin's token id, or ``cli``).
+        ``created_by`` is the principal minting it (an admin's token id, or ``cli``);
+        ``source_types`` what it may assert (None: its role's default).
         """
         try:
             role = Role(role)
@@ -148,6 +158,7 @@ class TokenService:
         if description is not None and len(description) > 200:
             raise InvalidCommand("description exceeds 200 characters")
         display_name, email = _display_name(display_name), _email(email)
+        asserts = _source_types(role, source_types)
         now = self.clock()
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         info = TokenInfo(
@@ -162,6 +173,7 @@ class TokenService:
             revoked_at=None,
             display_name=display_name,
             email=email,
+            source_types=asserts,
         )
         with self.uow.write() as conn:
             conn.execute(
@@ -175,6 +187,7 @@ class TokenService:
                     description=description,
                     display_name=display_name,
                     email=email,
+                    source_types=None if asserts is None else json.dumps(list(asserts)),
                     created_at=to_db(now),
                     expires_at=to_db(info.expires_at) if info.expires_at else None,
                 )
@@ -184,6 +197,7 @@ class TokenService:
                 "role": role.value,
                 "agent_id": agent_id,
                 "created_by": created_by,
+                "source_types": None if asserts is None else list(asserts),  # who granted what trust
             }
             self.log.append(conn, Event(TOKEN_CREATED, tenant_id, payload, occurred_at=iso(now)))
         return token, info
@@ -284,6 +298,7 @@ def _caller(info: TokenInfo) -> Caller:
         agent_id=info.agent_id,
         purposes=frozenset(info.purposes),
         principal=info.id,
+        source_types=None if info.source_types is None else frozenset(info.source_types),
     )
 
 
@@ -300,7 +315,37 @@ def _info(row) -> TokenInfo:  # type: ignore[no-untyped-def]
         revoked_at=from_db(row.revoked_at) if row.revoked_at else None,
         display_name=row.display_name,
         email=row.email,
+        source_types=(
+            None if row.source_types is None else tuple(SourceType(s) for s in json.loads(row.source_types))
+        ),
     )
+
+
+def _source_types(role: Role, asked: Iterable[str] | None) -> tuple[SourceType, ...] | None:
+    """The source types a token of ``role`` is minted to assert, in the enum's order; None
+    (not given) is the role's default. Only types the role may write at all (the policy
+    table), and at least one: a list the server would refuse every write of is a mistake."""
+    if asked is None:
+        return None
+    may = role_source_types(DEFAULT_POLICY, role)
+    if not may:
+        raise InvalidCommand(f"a token of role {role.value} writes no memories: it takes no source types")
+    wanted = set()
+    for name in asked:
+        try:
+            wanted.add(SourceType(name))
+        except ValueError:
+            raise InvalidCommand(
+                f"unknown source type; expected one of {[s.value for s in SourceType]}"
+            ) from None
+    if not wanted:
+        raise InvalidCommand("source_types, when given, names at least one source type")
+    if refused := [s.value for s in SourceType if s in wanted and s not in may]:
+        raise InvalidCommand(
+            f"a token of role {role.value} may not assert {', '.join(refused)}; "
+            f"its role may write: {', '.join(may)}"
+        )
+    return tuple(s for s in SourceType if s in wanted)
 
 
 def _display_name(name: str | None) -> str | None:

@@ -8,7 +8,14 @@ said or operators set); a reviewer's confirmation (``memory.retention``) may kee
 memory past its source's cap, up to its kind's maximum. The server passes all of them in
 from its settings (``LETHE_TTL_<KIND>``); ``Limits.check`` refuses a contradictory set.
 
-Exceptions: ``PolicyRefused`` (403) from ``standing_for``: the table has no rule for the pair.
+Trust comes from the credential, never from the writer's word: a token names the source
+types it may assert (``Caller.source_types``, minted with it), and ``admit_source`` refuses
+any other before the table is read. A token minted without them may assert whatever its
+role may write here (``role_source_types``), so tokens older than the rule keep working.
+
+Exceptions: ``PolicyRefused`` (403) from ``standing_for``: the table has no rule for the pair;
+``SourceTypeRefused`` (403, a ``PolicyRefused``) from ``admit_source``: the credential may not
+assert the source type. Both name the source types the caller may assert.
 """
 
 from __future__ import annotations
@@ -17,8 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
-from lethe.vault.errors import InvalidRetention, PolicyRefused
-from lethe.vault.model import Authority, Kind, Role, SourceType, Status, Trust
+from lethe.vault.errors import InvalidRetention, PolicyRefused, SourceTypeRefused
+from lethe.vault.model import Authority, Caller, Kind, Role, SourceType, Status, Trust
 
 
 @dataclass(frozen=True)
@@ -48,8 +55,39 @@ def standing_for(policy: Policy, role: Role, source_type: SourceType) -> Standin
     """The standing a write gets from the table; ``PolicyRefused`` when it has no rule for the pair."""
     standing = policy.get((role, source_type))
     if standing is None:
-        raise PolicyRefused(f"role {role.value} may not write {source_type.value} memories")
+        raise PolicyRefused(
+            f"role {role.value} may not write {source_type.value} memories; "
+            f"{_may_assert(role_source_types(policy, role))}"
+        )
     return standing
+
+
+def role_source_types(policy: Policy, role: Role) -> tuple[SourceType, ...]:
+    """What a role may write at all (the table's rows for it): a token's default and its bound."""
+    return tuple(s for s in SourceType if (role, s) in policy)
+
+
+def allowed_source_types(policy: Policy, caller: Caller) -> tuple[SourceType, ...]:
+    """What this caller may assert: its credential's list, or its role's default without one."""
+    if caller.source_types is None:
+        return role_source_types(policy, caller.role)
+    return tuple(s for s in SourceType if s in caller.source_types)
+
+
+def admit_source(policy: Policy, caller: Caller, source_type: SourceType) -> Standing:
+    """The standing of a write of ``source_type`` by ``caller``: ``SourceTypeRefused`` unless its
+    credential may assert it, then the table (``standing_for``). A set-membership test: the
+    credential's list rides in the ``Caller``, read with the token, so no statement is added."""
+    if caller.source_types is not None and source_type not in caller.source_types:
+        raise SourceTypeRefused(
+            f"this token may not assert source type {source_type.value}; "
+            f"{_may_assert(allowed_source_types(policy, caller))}"
+        )
+    return standing_for(policy, caller.role, source_type)
+
+
+def _may_assert(types: tuple[SourceType, ...]) -> str:
+    return f"it may assert: {', '.join(types)}" if types else "it may assert none"
 
 
 DAY = timedelta(days=1)

@@ -9,9 +9,9 @@ SQL lives in ``memory.repository``; this module keeps the rules. Review (the que
 promotion, rejection) is ``memory.review``; retraction is ``memory.retraction``.
 
 Exceptions: ``InvalidCommand`` (422) and its subclasses, ``ContentTooLarge`` (413),
-``PolicyRefused`` and ``OutOfScope`` (403), ``NotFound`` (404), ``VersionConflict``,
-``IdempotencyConflict`` and ``SubjectForgotten`` (409), ``StoreUnavailable`` (503); each
-is explained in ``MemoryService``'s docstring.
+``PolicyRefused`` (``SourceTypeRefused`` among them) and ``OutOfScope`` (403), ``NotFound``
+(404), ``VersionConflict``, ``IdempotencyConflict`` and ``SubjectForgotten`` (409),
+``StoreUnavailable`` (503); each is explained in ``MemoryService``'s docstring.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from lethe.vault.errors import (
     VersionConflict,
 )
 from lethe.vault.memory import repository as repo
-from lethe.vault.memory.policy import DEFAULT_POLICY, Limits, Policy, Standing, standing_for
+from lethe.vault.memory.policy import DEFAULT_POLICY, Limits, Policy, Standing, admit_source
 from lethe.vault.memory.retention import kept_until
 from lethe.vault.memory.validation import ValidWrite, normal_subject_id, validate_write
 from lethe.vault.memory.vectors import VectorIndex
@@ -127,7 +127,8 @@ class MemoryService:
     Exceptions:
     - ``InvalidCommand`` (422) and its subclasses, ``ContentTooLarge`` (413): the write
       is malformed (validation), or a bulk import holds an update; nothing was written.
-    - ``PolicyRefused`` (403): the policy table has no rule for the role and source type.
+    - ``PolicyRefused`` (403): the policy table has no rule for the role and source type;
+      ``SourceTypeRefused`` (403, a subclass): the credential may not assert the source type.
     - ``OutOfScope`` (403): the credential lacks the purpose.
     - ``NotFound`` (404): unknown id, another tenant's or agent's, or not visible to the caller.
     - ``VersionConflict`` (409): expected version is stale, the id is taken, or the memory
@@ -169,9 +170,10 @@ class MemoryService:
     # -- writes -----------------------------------------------------------------------
 
     def _admit(self, caller: Caller, cmd: WriteCommand, now: datetime) -> tuple[ValidWrite, Standing]:
-        """Validation and the policy table: everything decided before a key is touched."""
+        """Validation, the credential's source types and the policy table: everything decided
+        before a key is touched (``write`` and ``import_batch`` both come through here)."""
         valid = validate_write(cmd, self.limits, now)
-        standing = standing_for(self.policy, caller.role, valid.source_type)
+        standing = admit_source(self.policy, caller, valid.source_type)
         if not caller.may_use(cmd.purpose):
             raise OutOfScope("the credential does not cover this purpose")
         return valid, standing

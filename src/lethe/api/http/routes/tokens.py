@@ -43,6 +43,7 @@ def create_token(body: TokenCreate, caller: CallerDep, tokens: TokensDep, respon
         display_name=body.display_name,
         email=body.email,
         created_by=caller.principal,
+        source_types=body.source_types,
     )
     response.headers["Cache-Control"] = "no-store"
     return TokenCreated.from_minted(token, info)

@@ -9,7 +9,13 @@ from pydantic import BaseModel, Field
 
 from lethe.api.http.schemas.common import Out, Strict
 from lethe.vault.access.tokens import MAX_DISPLAY_NAME, MAX_EMAIL, MAX_TOKEN_TTL, TokenInfo
-from lethe.vault.model import Role
+from lethe.vault.model import Role, SourceType
+
+_SOURCE_TYPES = (
+    "The source types the token may assert in a memory's provenance; a write asserting another "
+    "is a 403. Null: its role's default (an agent token every type but operator_config, an "
+    "operator token operator_config)."
+)
 
 
 class TokenCreate(Strict):
@@ -25,6 +31,9 @@ class TokenCreate(Strict):
         default=None, min_length=1, max_length=MAX_DISPLAY_NAME, description="Who the token stands for."
     )
     email: str | None = Field(default=None, min_length=3, max_length=MAX_EMAIL)
+    source_types: list[SourceType] | None = Field(
+        default=None, min_length=1, max_length=len(SourceType), description=_SOURCE_TYPES
+    )
 
 
 class TokenOut(Out):
@@ -38,6 +47,7 @@ class TokenOut(Out):
     description: str | None
     display_name: str | None
     email: str | None
+    source_types: list[SourceType] | None = Field(description=_SOURCE_TYPES)
     created_at: datetime
     expires_at: datetime | None
     revoked_at: datetime | None
