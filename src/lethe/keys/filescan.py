@@ -72,7 +72,8 @@ def find_in_files(
         raise FileScanFailed(f"the byte scan could not run ({type(exc).__name__})") from exc
     if proc.returncode != 0:
         raise FileScanFailed(f"the byte scan failed: {proc.stderr.strip()[-300:]}")
-    return json.loads(proc.stdout)
+    found: dict[str, list[int]] = json.loads(proc.stdout)  # what this module's own child printed
+    return found
 
 
 def greppable(needle: bytes) -> bool:
@@ -106,7 +107,7 @@ def _grep_file(grep: str, path: str, needles: list[bytes]) -> set[bytes]:
 def _hyperscan() -> Any:
     """The hyperscan module, or None where it cannot be imported or run on this CPU."""
     try:
-        import hyperscan  # type: ignore[import-untyped]
+        import hyperscan
 
         hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK).compile(expressions=[b"\\x70robe"])
     except Exception:  # not installed, no wheel for this platform, or a CPU it refuses
@@ -164,8 +165,8 @@ def _scan_file(path: str, needles: list[bytes], grep: str | None = None, hs: Any
         if grep is not None and greppable(n) and not any(n in other and n != other for other in needles)
     ]
     found: set[int] = set()
-    if fast:
-        hits = _grep_file(grep, path, [needles[i] for i in fast])  # type: ignore[arg-type]
+    if fast and grep is not None:  # ``fast`` is empty without grep
+        hits = _grep_file(grep, path, [needles[i] for i in fast])
         found = {i for i in fast if needles[i] in hits}
     slow = [i for i in range(len(needles)) if i not in set(fast)]
     if slow:

@@ -104,7 +104,13 @@ class VaultTransitKms:
         self.addr = addr
         self.mount = mount.strip("/")
         self.timeout = timeout
-        self._client = client or hvac.Client(url=addr, token=token, timeout=timeout, verify=verify)
+        # hvac's stubs say an int; hvac hands the timeout to requests, which takes seconds as a float.
+        self._client = client or hvac.Client(
+            url=addr,
+            token=token,
+            timeout=timeout,  # type: ignore[arg-type]
+            verify=verify,
+        )
         self._transit = self._client.secrets.transit
 
     def close(self) -> None:

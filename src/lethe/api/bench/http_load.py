@@ -64,7 +64,9 @@ def measure(ctx: RunContext) -> dict[str, Any]:
     port = free_port()
     server, log_path = _serve(ctx, port)
     runs: dict[str, Any] = {}
-    plan = {name: _requests(*load) for name, *load in _plan(ctx, rng)}
+    plan = {
+        name: _requests(method, path, body, status) for name, method, path, body, status in _plan(ctx, rng)
+    }
     try:
         _wait_ready(server, port, log_path)
         for name, requests in plan.items():
@@ -208,7 +210,8 @@ def _memories_of(c: Container, tenants: list[str]) -> int:
 def _schema_head(checkout: Path) -> str:
     """The newest migration of a checkout (the revision no other revision comes after)."""
     found = re.compile(r'^(down_)?revision = "([^"]+)"', re.M)
-    revisions, parents = set(), set()
+    revisions: set[str] = set()
+    parents: set[str] = set()
     for path in (checkout / "vault" / "store" / "migrations" / "versions").glob("*.py"):
         for down, rev in found.findall(path.read_text()):
             (parents if down else revisions).add(rev)
@@ -220,7 +223,7 @@ def _schema_head(checkout: Path) -> str:
 
 def meets(run: dict[str, Any], per_s: float, p99_ms: float) -> bool:
     """Whether a load was served at ``per_s`` requests/s or more, p99 within ``p99_ms``, no error."""
-    return run["requests_per_s"] >= per_s and run["latency"]["p99_ms"] <= p99_ms and run["errors"] == 0
+    return bool(run["requests_per_s"] >= per_s and run["latency"]["p99_ms"] <= p99_ms and run["errors"] == 0)
 
 
 def _plan(ctx: RunContext, rng: random.Random) -> list[tuple[str, str, str | None, Body, int]]:
@@ -405,4 +408,5 @@ def _loadgen(
     )
     if out.returncode != 0:
         raise BenchError(f"the load generator failed: {out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    figures: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])  # the loadgen's last line
+    return figures

@@ -88,7 +88,11 @@ def _measure(ctx: RunContext, database_url: str) -> dict[str, Any]:
         "rate_limit": RATE_LIMIT,
         "rate_limit_storage": redis or "memory://",
     }
-    plan = {name: _requests(*load) for name, *load in _plan(ctx, rng) if name != "search_subject"}
+    plan = {
+        name: _requests(method, path, body, status)
+        for name, method, path, body, status in _plan(ctx, rng)
+        if name != "search_subject"
+    }
     nodes = [_start(ctx, env, i) for i in range(NODES)]
     runs: dict[str, Any] = {}
     try:

@@ -90,7 +90,8 @@ class OpenBaoDevServer:
 
     def client(self, token: str | None = None, timeout: float = 5.0) -> hvac.Client:
         """An hvac client on this server (root token unless another is given)."""
-        return hvac.Client(url=self.addr, token=token or self.token, timeout=timeout)
+        # hvac's stubs say an int; hvac hands the timeout to requests, which takes seconds as a float.
+        return hvac.Client(url=self.addr, token=token or self.token, timeout=timeout)  # type: ignore[arg-type]
 
     def start(self) -> OpenBaoDevServer:
         """Start (or restart, on the same port, with empty state) and enable Transit."""
@@ -147,7 +148,8 @@ class OpenBaoDevServer:
         while True:
             found = re.findall(r"Unseal Key: (\S+)", self.log_path.read_text(errors="replace"))
             if found:
-                return found[-1]
+                key: str = found[-1]  # re.findall with one group: the group's strings
+                return key
             if time.monotonic() > deadline:
                 raise RuntimeError("the dev server printed no unseal key")
             time.sleep(0.05)

@@ -91,4 +91,5 @@ def resident_share(data_dirs: list[Path]) -> float | None:
         return None
     if not counts or not counts["total"]:
         return None
-    return round(counts["resident"] / counts["total"], 4)
+    share: float = round(counts["resident"] / counts["total"], 4)  # the child's JSON numbers
+    return share

@@ -41,7 +41,10 @@ MARGIN = 0.05
 
 
 def golden_set() -> dict[str, Any]:
-    return json.loads(resources.files("lethe.api.bench").joinpath("golden/recall_v1.json").read_text())
+    golden: dict[str, Any] = json.loads(
+        resources.files("lethe.api.bench").joinpath("golden/recall_v1.json").read_text()
+    )
+    return golden
 
 
 def _caller() -> Caller:

@@ -416,9 +416,10 @@ def _search(figs: dict[str, Any], sp: dict[str, Any]) -> list[str]:
 def _resident(share: dict[str, float | None] | None) -> list[str]:
     """What the page cache held of the large store: a cold scope's pages come from there or the disk."""
     moments = ("after_warmup", "large_all_start", "large_all_end")
-    if not share or any(share.get(k) is None for k in moments):
+    known = {k: v for k in moments if share and (v := share.get(k)) is not None}
+    if len(known) < len(moments):
         return []
-    pct = {k: f"{share[k] * 100:.0f} %" for k in moments}
+    pct = {k: f"{v * 100:.0f} %" for k, v in known.items()}
     return [
         para(
             "The page cache under these figures (the share of the large store's file pages it",

@@ -55,12 +55,13 @@ class SameRows:
 
     def __init__(self, engine: sa.Engine, schema: str = SCHEMA) -> None:
         self.engine = engine
-        schema = None if engine.dialect.name == "sqlite" else schema
+        in_schema = None if engine.dialect.name == "sqlite" else schema
         md = sa.MetaData()
-        self.copies = {t.name: t.to_metadata(md, schema=schema) for t in WRITTEN}
-        if schema:
+        # None is documented (the target MetaData's schema) but missing from SQLAlchemy's annotation.
+        self.copies = {t.name: t.to_metadata(md, schema=in_schema) for t in WRITTEN}  # type: ignore[arg-type]
+        if in_schema:
             with engine.begin() as conn:
-                conn.execute(sa.schema.CreateSchema(schema, if_not_exists=True))
+                conn.execute(sa.schema.CreateSchema(in_schema, if_not_exists=True))
         md.create_all(engine)
         scopes = self.copies[scope_changes.name]
         insert = upsert_insert(scopes, engine.dialect.name)
@@ -90,6 +91,7 @@ class SameRows:
         names = tuple(upsert.positiontup) if upsert.positional else tuple(upsert.params)
         pooled = self.engine.raw_connection()
         driver = pooled.driver_connection
+        assert driver is not None, "a connection just checked out has its driver connection"
         together = driver.pipeline if pipelined(dialect) else contextlib.nullcontext
         seconds = []
         cursor = driver.cursor()

@@ -25,7 +25,8 @@ def free_port() -> int:
     """A loopback port nobody listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]  # (host, port) for AF_INET
+        return port
 
 
 def terminate(proc: subprocess.Popen[bytes], timeout: float) -> None:

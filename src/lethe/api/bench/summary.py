@@ -27,7 +27,8 @@ def verdict(fig: dict[str, Any]) -> str:
     if "error" in fig:
         return "error"
     if "skipped" in fig:
-        return fig["skipped"]
+        reason: str = fig["skipped"]
+        return reason
     met = fig.get("met")
     return "met" if met else ("missed" if met is False else "")
 

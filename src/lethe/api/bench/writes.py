@@ -241,7 +241,9 @@ def _sqlite_pragma(engine: sa.Engine, sql: str) -> tuple[int, ...]:
     """A checkpoint pragma on a pooled connection outside any transaction (as ``reclaim_space``)."""
     raw = engine.raw_connection()
     try:
-        return tuple(raw.driver_connection.execute(sql).fetchone())
+        driver = raw.driver_connection
+        assert driver is not None, "a connection just checked out has its driver connection"
+        return tuple(driver.execute(sql).fetchone())
     finally:
         raw.close()
 

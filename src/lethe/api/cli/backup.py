@@ -11,7 +11,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from lethe.api.cli.common import ExitCode, console, container, err, fail, print_json
 from lethe.api.store_lease import exclusive_lease
-from lethe.vault.erasure.backup import BackupError, create_backup, restore_backup
+from lethe.vault.erasure.backup import create_backup, restore_backup
+from lethe.vault.errors import BackupError
 
 app = typer.Typer()
 backup_app = typer.Typer(help="Back up and restore the data store (never the keys).", no_args_is_help=True)

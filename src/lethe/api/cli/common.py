@@ -51,11 +51,14 @@ def fail(message: str, code: ExitCode) -> NoReturn:
 
 def print_json(data: BaseModel | Sequence[BaseModel] | dict[str, Any]) -> None:
     """Print ``--json`` output: a response model (or a list of them) as the HTTP API would."""
+    out: dict[str, Any] | list[dict[str, Any]]
     if isinstance(data, BaseModel):
-        data = data.model_dump(mode="json")
-    elif not isinstance(data, dict):
-        data = [m.model_dump(mode="json") for m in data]
-    typer.echo(json.dumps(data, indent=2))
+        out = data.model_dump(mode="json")
+    elif isinstance(data, dict):
+        out = data
+    else:
+        out = [m.model_dump(mode="json") for m in data]
+    typer.echo(json.dumps(out, indent=2))
 
 
 def print_checks(result: VerificationResult, title: str, elapsed: float, as_json: bool) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Literal, TypedDict
 
 import typer
 from rich.markup import escape
@@ -115,6 +116,18 @@ def reindex(as_json: bool = typer.Option(False, "--json")) -> None:
     )
 
 
+class _ServeOptions(TypedDict):
+    """What ``serve`` gives uvicorn, in one process or per worker (checked against its signature)."""
+
+    host: str
+    port: int
+    access_log: bool
+    log_config: None
+    server_header: bool
+    loop: Literal["uvloop"]
+    http: Literal["httptools"]
+
+
 @app.command()
 def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on (loopback by default)."),
@@ -161,7 +174,7 @@ def serve(
             )
     typer.echo(f"OpenAPI docs: http://{shown}:{port}/docs")
     configure_logging(settings.log_level)
-    options = {
+    options: _ServeOptions = {
         "host": host,
         "port": port,
         "access_log": False,  # uvicorn's access line holds raw paths and query strings
@@ -176,7 +189,7 @@ def serve(
         from lethe.api.http import allocator
 
         allocator.tune()
-        uvicorn.run(create_app(settings), **options)  # type: ignore[arg-type]
+        uvicorn.run(create_app(settings), **options)
         return
     # Each worker process builds its own app from the environment (uvicorn imports the
     # factory by name); the public URL computed here travels with it.

@@ -246,19 +246,16 @@ def retractions(request: Request, user: Annotated[User, Depends(viewing("retract
 def retract(request: Request, act: Annotated[Act, Depends(acting("retract_memories"))]) -> Response:
     by = act.text("by") or "memory_id"
     target = _required(act, "target", "the memory id or source")
-    asked = {
-        "by": by,
-        "target": target,
-        "reason": _required(act, "reason", "the reason"),
-        "dry_run": act.text("dry_run") == "yes",
-    }
+    reason = _required(act, "reason", "the reason")
+    dry_run = act.text("dry_run") == "yes"
+    asked = {"by": by, "target": target, "reason": reason, "dry_run": dry_run}
     if by not in ("memory_id", "source_ref"):
         raise InvalidCommand("retract by memory id or by source")
     result = container(request).retractions.retract(
         act.user.caller,
         memory_id=target if by == "memory_id" else None,
         source_ref=target if by == "source_ref" else None,
-        reason=asked["reason"],
-        dry_run=asked["dry_run"],
+        reason=reason,
+        dry_run=dry_run,
     )
     return page(request, act.user, "retractions.html", title="Retractions", result=result, asked=asked)

@@ -24,10 +24,11 @@ def _when(value: datetime | str | None) -> str:
     if value is None:
         return "-"
     if isinstance(value, str):
+        written = value
         try:
-            value = datetime.fromisoformat(value)
+            value = datetime.fromisoformat(written)
         except ValueError:
-            return value
+            return written
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")

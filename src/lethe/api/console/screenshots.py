@@ -37,7 +37,8 @@ OUT = Path(__file__).resolve().parents[2] / "docs" / "console"
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]  # (host, port) for AF_INET
+        return port
 
 
 def _scene(c: Any) -> dict[str, Any]:

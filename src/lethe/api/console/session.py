@@ -62,11 +62,13 @@ class User:
 
 def api_state(request: Request) -> State:
     """The main app's state (the console is mounted as a sub-application)."""
-    return request.app.state.api.state
+    state: State = request.app.state.api.state
+    return state
 
 
 def container(request: Request) -> Container:
-    return api_state(request).container
+    c: Container = api_state(request).container
+    return c
 
 
 def current_user(request: Request) -> User:

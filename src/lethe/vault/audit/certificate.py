@@ -203,7 +203,8 @@ class ErasureReport:
     document: bytes
 
     def parsed(self) -> dict[str, Any]:
-        return json.loads(self.document)
+        doc: dict[str, Any] = json.loads(self.document)  # Lethe's own canonical JSON: an object
+        return doc
 
     @property
     def sha256(self) -> str:

@@ -26,10 +26,12 @@ import json
 import secrets
 import unicodedata
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from lethe.vault.audit.checkpoint import Checkpoint
 from lethe.vault.canonical import canonical_json
+
+_T = TypeVar("_T")
 
 FORMAT_V1 = "lethe-erasure-certificate/v1"
 FORMAT_V2 = "lethe-erasure-certificate/v2"
@@ -103,7 +105,7 @@ def keyed_subject_commitment(code: str, tenant_id: str, subject_id: str) -> str:
 # -- typed accessors: every malformed field becomes a named failure -------------------------
 
 
-def field_of(obj: Any, key: str, kind: type | tuple[type, ...], where: str = "") -> Any:
+def field_of(obj: Any, key: str, kind: type[_T], where: str = "") -> _T:
     if not isinstance(obj, dict) or key not in obj:
         raise CheckFailed(f"missing field {where}{key}")
     value = obj[key]

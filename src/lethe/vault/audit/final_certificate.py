@@ -23,7 +23,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from lethe.keys.protocol import KeyManager, KmsError
-from lethe.vault.audit.certificate import KEY_IRRECOVERABLE, ErasureReports
+from lethe.vault.audit.certificate import ErasureReports
+from lethe.vault.audit.certificate_format import KEY_IRRECOVERABLE
 from lethe.vault.clock import iso, parse_iso, utcnow
 from lethe.vault.erasure import repository as erasure_repo
 from lethe.vault.erasure.model import KEY_DESTROYED, ErasureJob

@@ -14,6 +14,7 @@ Exceptions: ``OutOfScope`` (403): a role that may not read forks; ``StoreUnavail
 
 from __future__ import annotations
 
+import builtins
 import json
 import uuid
 from collections.abc import Sequence
@@ -105,7 +106,7 @@ class AuditForks:
             for f in self.all()
         ]
 
-    def all(self) -> list[AuditFork]:
+    def all(self) -> builtins.list[AuditFork]:  # ``list`` is the method above
         """Every fork, oldest first (for the operator's CLI)."""
         with self.uow.read() as conn:
             rows = conn.execute(sa.select(audit_forks).order_by(audit_forks.c.restored_at)).all()

@@ -31,6 +31,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Protocol
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -131,14 +132,27 @@ def _scoped(table: sa.Table, tenant_id: str | None) -> list[sa.ColumnElement[boo
     return [] if tenant_id is None else [table.c.tenant_id == tenant_id]
 
 
-def attributed(row: object) -> bool:
+class AttributionColumns(Protocol):
+    """The columns of a ``memories`` row that ``attributed`` reads (all NOT NULL)."""
+
+    @property
+    def agent_id(self) -> str: ...
+    @property
+    def authority(self) -> str: ...
+    @property
+    def trust(self) -> str: ...
+    @property
+    def provenance(self) -> str: ...
+
+
+def attributed(row: AttributionColumns) -> bool:
     """Whether a memory's attribution is complete (see the module docstring)."""
     try:
-        p = json.loads(row.provenance)  # type: ignore[attr-defined]
+        p = json.loads(row.provenance)
     except (TypeError, ValueError):
         return False
     source_type, ref = p.get("source_type"), p.get("source_ref")
-    if not row.agent_id or not row.authority or not row.trust:  # type: ignore[attr-defined]
+    if not row.agent_id or not row.authority or not row.trust:
         return False
     if source_type not in {s.value for s in SourceType} or not isinstance(ref, str) or not ref.strip():
         return False

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -61,6 +62,8 @@ __all__ = [
     "StoredCheckpoint",
     "public_key_info",
 ]
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -175,7 +178,7 @@ class AuditLog:
         """The RFC 9162 proof that the tree of ``second`` extends the tree of ``first``."""
         return self._call_tree(self._tree.consistency_proof, first, second)
 
-    def _call_tree(self, fn: Any, *args: int) -> Any:
+    def _call_tree(self, fn: Callable[..., _T], *args: int) -> _T:
         try:
             return fn(*args)
         except InvalidTreeRequest as exc:

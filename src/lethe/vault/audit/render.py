@@ -23,7 +23,7 @@ from typing import Any
 
 from fpdf.enums import XPos, YPos
 
-from lethe.vault.audit.render_kit import DocumentPdf, html_head
+from lethe.vault.audit.render_kit import DocumentPdf, as_list, as_object, html_head
 from lethe.vault.audit.render_kit import esc as _e
 from lethe.vault.audit.render_kit import latin1 as _latin1
 from lethe.vault.audit.render_kit import text as _text
@@ -90,7 +90,7 @@ def _facts(doc: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
 
 
 def _steps(doc: dict[str, Any]) -> list[dict[str, str]]:
-    steps = doc.get("steps") if isinstance(doc.get("steps"), list) else []
+    steps = as_list(doc.get("steps"))
     return [
         {
             "name": _text(s.get("name")),
@@ -105,13 +105,13 @@ def _steps(doc: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def _remains(doc: dict[str, Any]) -> list[tuple[str, str]]:
-    items = doc.get("what_remains") if isinstance(doc.get("what_remains"), list) else []
+    items = as_list(doc.get("what_remains"))
     return [(_text(i.get("item")), _text(i.get("why"))) for i in items if isinstance(i, dict)]
 
 
 def _backups(doc: dict[str, Any]) -> tuple[str, list[str]]:
-    cov = doc.get("backup_coverage") if isinstance(doc.get("backup_coverage"), dict) else {}
-    listed = cov.get("backups_before_forget") if isinstance(cov.get("backups_before_forget"), list) else []
+    cov = as_object(doc.get("backup_coverage"))
+    listed = as_list(cov.get("backups_before_forget"))
     lines = [
         f"{_text(b.get('id'))}  created {_text(b.get('created_at'))}  log size {_text(b.get('tree_size'))}: "
         f"{_text(b.get('subject_content'))}"
@@ -187,7 +187,7 @@ def render_html(
         else "<p>No recorded backup predates the forget event.</p>"
     )
     checkpoint = (doc.get("checkpoint") or {}).get("note")
-    proofs = doc.get("consistency_proofs") if isinstance(doc.get("consistency_proofs"), list) else []
+    proofs = as_list(doc.get("consistency_proofs"))
     parts.append(f"<h2>Signed checkpoint of the audit log</h2><pre>{_e(checkpoint)}</pre>")
     parts.append(
         f"<p>Consistency proofs from {len(proofs)} earlier checkpoint(s) are embedded in the JSON.</p>"

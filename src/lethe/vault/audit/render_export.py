@@ -17,7 +17,7 @@ from typing import Any
 
 from fpdf.enums import XPos, YPos
 
-from lethe.vault.audit.render_kit import DocumentPdf, esc, html_head, text
+from lethe.vault.audit.render_kit import DocumentPdf, as_object, esc, html_head, text
 from lethe.vault.audit.verify import VerificationResult
 
 __all__ = ["render_export_html", "render_export_pdf", "verify_export_command"]
@@ -63,8 +63,8 @@ def _load(document: bytes | dict[str, Any]) -> dict[str, Any]:
 
 
 def _parts(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
-    manifest = doc.get("manifest") if isinstance(doc.get("manifest"), dict) else {}
-    counts = manifest.get("counts") if isinstance(manifest.get("counts"), dict) else {}
+    manifest = as_object(doc.get("manifest"))
+    counts = as_object(manifest.get("counts"))
     items = [i for i in doc.get("items") or [] if isinstance(i, dict)]
     return manifest, counts, items
 
@@ -95,9 +95,9 @@ def _summary(manifest: dict[str, Any], counts: dict[str, Any]) -> list[str]:
 
 
 def _tables(counts: dict[str, Any]) -> list[tuple[str, list[tuple[str, str]]]]:
-    kinds = counts.get("by_kind") if isinstance(counts.get("by_kind"), dict) else {}
-    states = counts.get("by_status") if isinstance(counts.get("by_status"), dict) else {}
-    agents = counts.get("by_agent") if isinstance(counts.get("by_agent"), dict) else {}
+    kinds = as_object(counts.get("by_kind"))
+    states = as_object(counts.get("by_status"))
+    agents = as_object(counts.get("by_agent"))
     named = [(s, *STATES.get(s, (s, ""))) for s, n in states.items() if n]
     return [
         ("What we hold, by category", [(KINDS.get(k, k), text(n)) for k, n in kinds.items()]),
@@ -110,7 +110,7 @@ def _tables(counts: dict[str, Any]) -> list[tuple[str, list[tuple[str, str]]]]:
 
 
 def _item_rows(item: dict[str, Any]) -> list[tuple[str, str]]:
-    prov = item.get("provenance") if isinstance(item.get("provenance"), dict) else {}
+    prov = as_object(item.get("provenance"))
     source = SOURCES.get(str(prov.get("source_type")), text(prov.get("source_type")))
     rows = [
         ("What it says", text(item.get("content"))),
@@ -139,7 +139,7 @@ def _title(item: dict[str, Any]) -> str:
 
 
 def _facts(manifest: dict[str, Any]) -> list[tuple[str, str]]:
-    issuer = manifest.get("issuer") if isinstance(manifest.get("issuer"), dict) else {}
+    issuer = as_object(manifest.get("issuer"))
     return [
         ("Export id", text(manifest.get("export_id"))),
         ("Generated at", text(manifest.get("generated_at"))),

@@ -19,7 +19,17 @@ from typing import Any
 from fpdf import FPDF
 from fpdf.enums import MethodReturnValue, WrapMode, XPos, YPos
 
-__all__ = ["CSS", "DocumentPdf", "esc", "html_head", "latin1", "text"]
+__all__ = ["CSS", "DocumentPdf", "as_list", "as_object", "esc", "html_head", "latin1", "text"]
+
+
+def as_object(value: Any) -> dict[str, Any]:
+    """A JSON object field as read for people: anything else (missing, null, malformed) is empty."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    """A JSON array field as read for people: anything else (missing, null, malformed) is empty."""
+    return value if isinstance(value, list) else []
 
 
 def text(value: Any) -> str:
@@ -108,6 +118,9 @@ class DocumentPdf(FPDF):
         """A label and its value side by side; the row ends below the taller of the two."""
         self.set_font("Helvetica", "B", size)
         tall = self.multi_cell(45, 4.5, latin1(label), dry_run=True, output=MethodReturnValue.HEIGHT)
+        # fpdf types the answer as the union of every ``output``; HEIGHT alone is a number.
+        if not isinstance(tall, int | float):
+            raise TypeError(f"multi_cell answered {type(tall).__name__} for a height")
         if self.will_page_break(tall):
             self.add_page()
         x, y = self.get_x(), self.get_y()

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from lethe.vault.audit.render_kit import as_list, as_object
 from lethe.vault.audit.verify import VerificationResult
 
 LEGAL_BASES = {
@@ -66,12 +67,8 @@ class Summary:
 
 
 def _evidence(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    steps = doc.get("steps") if isinstance(doc.get("steps"), list) else []
-    return {
-        str(s.get("name")): (s.get("evidence") if isinstance(s.get("evidence"), dict) else {})
-        for s in steps
-        if isinstance(s, dict)
-    }
+    steps = as_list(doc.get("steps"))
+    return {str(s.get("name")): (as_object(s.get("evidence"))) for s in steps if isinstance(s, dict)}
 
 
 def _int(value: Any) -> int:
@@ -134,7 +131,7 @@ def summarise(
     doc: dict[str, Any], result: VerificationResult, requested_by_name: str | None = None
 ) -> Summary:
     verdict, exceptions = outcome(doc, result)
-    request = doc.get("request") if isinstance(doc.get("request"), dict) else {}
+    request = as_object(doc.get("request"))
     ev = _evidence(doc)
     tenant = str(doc.get("tenant_id") or "-")
     officer = requested_by_name or str(request.get("requested_by") or "-")
@@ -164,7 +161,7 @@ def summarise(
     vectors = _int(tombstoned.get("sealed_vectors_before")) - _int(tombstoned.get("sealed_vectors_after"))
     if vectors > 0:
         erased.insert(2, ("Sealed embeddings", str(vectors)))
-    window = doc.get("key_destruction") if isinstance(doc.get("key_destruction"), dict) else {}
+    window = as_object(doc.get("key_destruction"))
     pending = window.get("window_closed") is False
     kms = KMS_NAMES.get(str(keys.get("kms_backend")), str(keys.get("kms_backend") or "the key manager"))
     destroyed = (
@@ -182,18 +179,18 @@ def summarise(
         "and its backups, is unreadable. Lethe then removed the leftover ciphertext from the database "
         "files and checked them byte by byte."
     )
-    steps = doc.get("steps") if isinstance(doc.get("steps"), list) else []
+    steps = as_list(doc.get("steps"))
     timeline = [
         (_when(s.get("completed_at")), STEP_NAMES.get(str(s.get("name")), str(s.get("name"))))
         for s in steps
         if isinstance(s, dict)
     ]
     timeline.append((_when(doc.get("issued_at")), STEP_NAMES["reported"]))
-    remains_raw = doc.get("what_remains") if isinstance(doc.get("what_remains"), list) else []
+    remains_raw = as_list(doc.get("what_remains"))
     remains = [
         (str(i.get("item") or "-"), _first_sentence(i.get("why"))) for i in remains_raw if isinstance(i, dict)
     ]
-    coverage = doc.get("backup_coverage") if isinstance(doc.get("backup_coverage"), dict) else {}
+    coverage = as_object(doc.get("backup_coverage"))
     before = coverage.get("backups_before_forget") or []
     backups = (
         f"{len(before)} backup(s) predate the erasure; "

@@ -56,6 +56,7 @@ exception: a verifier must fail closed, not crash.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -613,8 +614,8 @@ def verify_certificate(
     if isinstance(steps, list) and steps:
         for i, step in enumerate(steps):
             name = step_name(step, i)
-            v.run(f"inclusion:{name}", lambda i=i: v.inclusion(i))
-            v.run(f"event:{name}", lambda i=i: v.event(i))
+            v.run(f"inclusion:{name}", functools.partial(v.inclusion, i))
+            v.run(f"event:{name}", functools.partial(v.event, i))
     v.run("step_order", v.step_order)
     v.run("evidence", v.evidence)
     if "supersedes" in v.doc or previous is not None:

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -38,7 +38,9 @@ ACTIVE = "active"
 DESTROYED = "destroyed"
 WRITABLE, FORGOTTEN, STALE = "writable", "forgotten", "stale"  # ``SubjectKeyring.writable``
 
-_p = {n: sa.bindparam(n) for n in ("tenant_id", "subject_ref", "generation")}
+_p: dict[str, sa.BindParameter[Any]] = {
+    n: sa.bindparam(n) for n in ("tenant_id", "subject_ref", "generation")
+}
 _of_subject = (subject_keys.c.tenant_id == _p["tenant_id"], subject_keys.c.subject_ref == _p["subject_ref"])
 # Built once: the fence, this generation's state and the newest generation, in one statement.
 WRITABLE_COLUMNS = (
@@ -161,9 +163,13 @@ class DekCache:
         return self._ttl
 
 
-def _kms_call(fn, *args):  # type: ignore[no-untyped-def]
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def _kms_call(fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
     try:
-        return fn(*args)
+        return fn(*args, **kwargs)
     except KmsUnavailable as exc:
         raise StoreUnavailable("key management service unavailable") from exc
     except (KeyDestroyed, UnwrapFailed) as exc:
@@ -193,7 +199,7 @@ class SubjectKeyring:
         # Vectors opened with these keys, dropped and refused with them (``custody.opened_vectors``).
         self.opened = opened if opened is not None else OpenedVectors(ttl_seconds=self.cache.ttl_seconds)
 
-    def current(self, conn: Connection, tenant_id: str, subject_ref: str):  # type: ignore[no-untyped-def]
+    def current(self, conn: Connection, tenant_id: str, subject_ref: str) -> sa.Row[Any] | None:
         """The newest key row of the subject (any state), or None."""
         return conn.execute(
             sa.select(subject_keys)

@@ -167,7 +167,7 @@ class Compactor:
 
     # -- selection --------------------------------------------------------------------
 
-    def _dead_events(self, only_forgotten: bool, scope: ErasedScope | None = None) -> sa.Select:
+    def _dead_events(self, only_forgotten: bool, scope: ErasedScope | None = None) -> sa.Select[int]:
         """Events whose ciphertext is dead: forgotten memories, or dead past the retention window."""
         cutoff = self.clock() - self.retention
         m, later = memories, events.alias("later")
@@ -203,7 +203,7 @@ class Compactor:
         every memory: no index leads with the status."""
         cutoff = to_db(self.clock() - self.retention)
         m = memories
-        dead = m.c.status.in_(_GONE)
+        dead: sa.ColumnElement[bool] = m.c.status.in_(_GONE)
         if scope is not None:
             dead = sa.and_(dead, scope.of_memories())
         elif not only_forgotten:
@@ -330,10 +330,12 @@ def reclaim_space(engine: Engine, vacuum: bool = True) -> dict[str, Any]:
     if is_sqlite(engine):
         raw = engine.raw_connection()  # outside any transaction: VACUUM refuses to run inside one
         try:
+            driver = raw.driver_connection
+            assert driver is not None, "a connection just checked out has its driver connection"
             if vacuum:  # the checkpoint after VACUUM is the one that must get through
-                raw.driver_connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                raw.driver_connection.execute("VACUUM")
-            truncated = _truncate_wal(raw.driver_connection)
+                driver.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                driver.execute("VACUUM")
+            truncated = _truncate_wal(driver)
         finally:
             raw.close()
         return {

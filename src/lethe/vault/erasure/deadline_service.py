@@ -21,6 +21,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy.engine import Connection
 
@@ -165,7 +166,9 @@ class ErasureDeadlines:
             raise DeadlineRefused("this request is completed; its deadline no longer runs")
         return row
 
-    def _event(self, conn: Connection, row: repo.Row, type_: str, payload: dict, now: datetime) -> Event:
+    def _event(
+        self, conn: Connection, row: repo.Row, type_: str, payload: dict[str, Any], now: datetime
+    ) -> Event:
         event = Event(type_, row.tenant_id, payload, subject_ref=row.subject_ref, occurred_at=iso(now))
         return self.log.append(conn, event)
 

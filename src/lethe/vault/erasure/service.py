@@ -23,6 +23,7 @@ explained in ``ErasureService``'s docstring.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import threading
 import unicodedata
@@ -231,7 +232,7 @@ class ErasureService:
 
     # -- legal holds and reinstatement ------------------------------------------------
 
-    def holds(self, caller: Caller, active: bool | None = None) -> list[LegalHold]:
+    def holds(self, caller: Caller, active: bool | None = None) -> builtins.list[LegalHold]:
         """The tenant's legal holds (all, only those in force, or only lifted ones), oldest first."""
         _require(caller, Role.PRIVACY_OFFICER)
         with self.uow.read() as conn:
