@@ -123,8 +123,9 @@ child.wait()
 """
 
 
-def test_the_previous_releases_schema_is_the_revision_nothing_follows(tmp_path: Path) -> None:
-    versions = tmp_path / "vault" / "store" / "migrations" / "versions"
+@pytest.mark.parametrize("layout", ["", "src/lethe"])
+def test_the_previous_releases_schema_is_the_revision_nothing_follows(tmp_path: Path, layout: str) -> None:
+    versions = tmp_path / layout / "vault" / "store" / "migrations" / "versions"
     versions.mkdir(parents=True)
     for rev, down in (("0001", None), ("0002", "0001"), ("0003", "0002")):
         parent = "None" if down is None else f'"{down}"'

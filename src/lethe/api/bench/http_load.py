@@ -212,7 +212,8 @@ def _schema_head(checkout: Path) -> str:
     found = re.compile(r'^(down_)?revision = "([^"]+)"', re.M)
     revisions: set[str] = set()
     parents: set[str] = set()
-    for path in (checkout / "vault" / "store" / "migrations" / "versions").glob("*.py"):
+    source = checkout / "src" / "lethe" if (checkout / "src" / "lethe").is_dir() else checkout
+    for path in (source / "vault" / "store" / "migrations" / "versions").glob("*.py"):
         for down, rev in found.findall(path.read_text()):
             (parents if down else revisions).add(rev)
     heads = revisions - parents

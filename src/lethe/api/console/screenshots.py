@@ -31,7 +31,7 @@ ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-OUT = Path(__file__).resolve().parents[2] / "docs" / "console"
+OUT = Path(__file__).resolve().parents[4] / "docs" / "console"  # src/lethe/api/console -> the checkout
 
 
 def _free_port() -> int:
