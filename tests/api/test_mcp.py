@@ -72,7 +72,11 @@ def test_the_seed_scenario_over_mcp(served: Served, connect) -> None:  # type: i
             assert (await agent.list_resources()).resources == []  # agents read no certificates
             assert (await agent.list_resource_templates()).resource_templates == []
             user = {"source_type": "user_statement", "source_ref": "session-1/turn-1"}
-            web = {"source_type": "web_page", "source_ref": "https://example.org/team"}
+            web = {
+                "source_type": "web_page",
+                "source_ref": "https://example.org/team",
+                "url": "https://example.org/team",
+            }
             trusted = await call(
                 agent, "remember", subject_id=subject, kind="preference", content=content, provenance=user
             )

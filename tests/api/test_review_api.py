@@ -32,6 +32,8 @@ def quarantined(api: Api, headers: dict[str, str], content: str = "works at Exam
         "source_type": kw.pop("source_type", "web_page"),
         "source_ref": kw.pop("source_ref", POISONED),
     }
+    if provenance["source_type"] == "web_page":
+        provenance["url"] = "https://example.org/page"
     r = api.client.post(
         "/v1/memories", json=memory_body(content, provenance=provenance, **kw), headers=headers
     )
@@ -113,7 +115,15 @@ def test_the_review_queue_filters_and_pages_over_http(api: Api, tokens) -> None:
     assert seen == [*mine, theirs]
     [first] = api.client.get("/v1/review-queue", params={"limit": 1}, headers=headers).json()["items"]
     assert first["content"] == "page 0" and first["subject_id"] == "alice@example.com"
-    assert first["provenance"] == {"source_type": "web_page", "source_ref": POISONED, "sources": []}
+    assert first["provenance"] == {
+        "source_type": "web_page",
+        "source_ref": POISONED,
+        "sources": [],
+        "turn": None,
+        "tool": None,
+        "url": "https://example.org/page",
+        "document_ref": None,
+    }
 
     def ids(**params: Any) -> list[str]:
         r = api.client.get("/v1/review-queue", params=params, headers=headers)

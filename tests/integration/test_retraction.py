@@ -18,14 +18,16 @@ from lethe.vault.erasure.backup import create_backup, restore_backup
 from lethe.vault.model import Caller, Provenance, Role, SearchQuery, SourceType
 from lethe.vault.store import replay
 from lethe.vault.store.tables import events, memories, retractions, search_index
-from tests.conftest import agent, event_count, officer, reviewer, write_cmd
+from tests.conftest import agent, event_count, officer, page_url, reviewer, write_cmd
 
 ALICE, BOB = "alice@example.com", "bob@example.com"
 POISONED = "https://evil.example/page"
 
 
 def write(c, content, ref="session-1/turn-1", source=SourceType.USER_STATEMENT, who=None, **kw):  # type: ignore[no-untyped-def]
-    return c.memories.write(who or agent(), write_cmd(content, provenance=Provenance(source, ref), **kw)).item
+    return c.memories.write(
+        who or agent(), write_cmd(content, provenance=Provenance(source, ref, url=page_url(source)), **kw)
+    ).item
 
 
 def summarise(c, content, *cited, who=None, subject=BOB):  # type: ignore[no-untyped-def]

@@ -53,6 +53,9 @@ class ProvenanceArg(BaseModel):
     )
     source_ref: str = Field(min_length=1, max_length=512, description="Session/turn, tool, document or URL.")
     sources: list[str] = Field(default_factory=list, max_length=1000, description="Summaries: their inputs.")
+    url: str | None = Field(
+        default=None, max_length=2048, description="The page read (required for web_page)."
+    )
 
 
 class Tools:
@@ -101,7 +104,12 @@ class Tools:
         ) -> Memory:
             """Store a memory about a person. Untrusted sources are kept in quarantine (never
             recalled) until a reviewer promotes them; ``supersedes_id`` corrects an earlier memory."""
-            p = Provenance(provenance.source_type.value, provenance.source_ref, tuple(provenance.sources))
+            p = Provenance(
+                provenance.source_type.value,
+                provenance.source_ref,
+                tuple(provenance.sources),
+                url=provenance.url,
+            )
             return await self.call(
                 lambda c: c.write_memory(
                     subject_id,

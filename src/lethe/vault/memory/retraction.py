@@ -34,6 +34,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from lethe.vault.clock import iso, utcnow
+from lethe.vault.custody.pseudonyms import Pseudonymizer
 from lethe.vault.errors import InvalidCommand, NotFound, OutOfScope, VersionConflict
 from lethe.vault.memory import repository as repo
 from lethe.vault.memory.derived import derived_from
@@ -92,9 +93,14 @@ def plan_for_memory(conn: Connection, tenant_id: str, memory_id: str) -> Plan:
     return Plan([row], derived_from(conn, tenant_id, {row.id}, skip=GONE))
 
 
-def plan_for_source(conn: Connection, tenant_id: str, source_ref: str) -> Plan:
-    """Every live memory of the tenant written from the source, and what cites it or the source."""
-    rows = repo.from_source(conn, tenant_id, source_ref)
+def plan_for_source(conn: Connection, tenant_id: str, source_ref: str, source_hash: str) -> Plan:
+    """Every live memory of the tenant written from the source, and what cites it or the source.
+
+    Memories are found by the source's keyed hash in the search index (``source_hash``:
+    ``Pseudonymizer.source_hash``), never by the value, which is sealed with their content:
+    so a memory that has already left retrieval (superseded, expired) is no longer found by
+    its source, nor are the summaries that cite only it."""
+    rows = repo.from_source(conn, tenant_id, source_ref, source_hash)
     roots = {source_ref, *(r.id for r in rows)}  # dead ones too: a live summary may cite them
     return Plan([r for r in rows if r.status not in GONE], derived_from(conn, tenant_id, roots, skip=GONE))
 
@@ -181,8 +187,16 @@ class RetractionService:
     A source that matches nothing is not an error: the retraction is recorded, empty.
     """
 
-    def __init__(self, uow: UnitOfWork, clock: Callable[[], datetime] = utcnow, *, log: EventLog) -> None:
+    def __init__(
+        self,
+        uow: UnitOfWork,
+        clock: Callable[[], datetime] = utcnow,
+        *,
+        log: EventLog,
+        pseudonyms: Pseudonymizer,
+    ) -> None:
         self.uow = uow
+        self.pseudonyms = pseudonyms
         self.clock = clock
         self.log = log
 
@@ -209,7 +223,8 @@ class RetractionService:
                 plan = plan_for_memory(conn, tenant_id, memory_id)
             else:
                 assert source_ref is not None
-                plan = plan_for_source(conn, tenant_id, source_ref)
+                source_hash = self.pseudonyms.source_hash(tenant_id, source_ref)
+                plan = plan_for_source(conn, tenant_id, source_ref, source_hash)
             if dry_run:
                 return _outcome(None, tenant_id, plan)
             entry = new_entry(tenant_id, plan, caller, reason, now, memory_id, source_ref)
