@@ -87,6 +87,11 @@ def reviewer(tenant: str = "t1") -> Caller:
     return Caller(tenant, Role.REVIEWER, None, frozenset(), principal="reviewer-1")
 
 
+def page_url(source: SourceType | str) -> str | None:
+    """The URL a ``web_page`` write must give (``provenance.url``); None for other sources."""
+    return "https://example.org/page" if source == SourceType.WEB_PAGE else None
+
+
 def write_cmd(
     content: str = "Alice prefers tea over coffee",
     subject: str = "alice@example.com",
@@ -99,7 +104,7 @@ def write_cmd(
     return WriteCommand(
         subject_id=subject,
         content=content,
-        provenance=provenance or Provenance(source, "session-1/turn-1"),
+        provenance=provenance or Provenance(source, "session-1/turn-1", url=page_url(source)),
         idempotency_key=key or uuid.uuid4().hex,
         **fields,
     )

@@ -17,7 +17,7 @@ from lethe.api.cli import app as cli
 from lethe.api.settings import Settings
 from lethe.vault.model import Provenance, SourceType
 from tests.api.conftest import Api, bearer
-from tests.conftest import agent, officer, write_cmd
+from tests.conftest import agent, officer, page_url, write_cmd
 
 CliJson = Callable[..., Any]
 
@@ -107,7 +107,8 @@ def test_review_promote_json_is_the_http_body_of_its_retry(api: Api, cli_json: C
 def test_retract_dry_run_json_equals_the_http_body(api: Api, cli_json: CliJson) -> None:
     ref = "https://evil.example/page"
     item = api.container.memories.write(
-        agent(), write_cmd("tea", provenance=Provenance(SourceType.WEB_PAGE, ref))
+        agent(),
+        write_cmd("tea", provenance=Provenance(SourceType.WEB_PAGE, ref, url=page_url(SourceType.WEB_PAGE))),
     ).item
     body = {"source_ref": ref, "reason": "compromised", "dry_run": True}
     http = api.client.post("/v1/retractions", json=body, headers=bearer(api.mint("privacy_officer")))

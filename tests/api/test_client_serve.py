@@ -38,7 +38,7 @@ from tests.api.conftest import Served, serve_with_tokens
 pytestmark = pytest.mark.slow
 
 USER = Provenance("user_statement", "session-1/turn-1")
-WEB = Provenance("web_page", "https://example.org/team")
+WEB = Provenance("web_page", "https://example.org/team", url="https://example.org/team")
 PREF = "preference"
 
 

@@ -60,7 +60,12 @@ def test_seed_scenario_quarantine_search_promote(api: Api) -> None:
     agent, reviewer = bearer(api.mint()), bearer(api.mint("reviewer"))
     trusted = api.client.post("/v1/memories", json=memory_body("Alice likes green tea"), headers=agent).json()
     web = memory_body(
-        "Alice drinks tea daily", provenance={"source_type": "web_page", "source_ref": "https://example.com"}
+        "Alice drinks tea daily",
+        provenance={
+            "source_type": "web_page",
+            "source_ref": "https://example.com",
+            "url": "https://example.com",
+        },
     )
     untrusted = api.client.post("/v1/memories", json=web, headers=agent).json()
     assert trusted["status"] == "active" and untrusted["status"] == "quarantined"

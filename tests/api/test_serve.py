@@ -135,7 +135,11 @@ def memory(
         "purpose": "support",
         "kind": "preference",
         "content": content,
-        "provenance": {"source_type": source, "source_ref": "session-1/turn-1"},
+        "provenance": {
+            "source_type": source,
+            "source_ref": "session-1/turn-1",
+            **({"url": "https://example.org/page"} if source == "web_page" else {}),
+        },
         "confidence": 0.9,
         "idempotency_key": uuid.uuid4().hex,
     }

@@ -300,7 +300,9 @@ def test_lethe_an_untrusted_put_reads_as_absent_until_promoted(served: Served) -
     agent_id = f"conf-{uuid.uuid4().hex[:10]}"
     store = lethe_store(served, agent_id, mint_agent(served, agent_id))
     where = ns("fact")
-    web = store.with_provenance(Provenance("web_page", "https://example.org/a"), confidence=0.4)
+    web = store.with_provenance(
+        Provenance("web_page", "https://example.org/a", url="https://example.org/a"), confidence=0.4
+    )
     web.put(where, "employer", {"text": "Works at Example Corp"})
     assert store.get(where, "employer") is None and store.search(where) == []
     with pytest.raises(KeyUnavailable):

@@ -44,12 +44,17 @@ def follow_until_reported(v: Visit, seconds: float = 40) -> None:
 def write_memory(
     console: Console, content: str, source: str = "web_page", subject: str = "alice@example.com"
 ) -> str:
+    ref = f"https://example.com/{uuid.uuid4().hex[:6]}"
     body = {
         "subject_id": subject,
         "purpose": "support",
         "kind": "fact",
         "content": content,
-        "provenance": {"source_type": source, "source_ref": f"https://example.com/{uuid.uuid4().hex[:6]}"},
+        "provenance": {
+            "source_type": source,
+            "source_ref": ref,
+            **({"url": ref} if source == "web_page" else {}),
+        },
         "confidence": 0.7,
         "idempotency_key": uuid.uuid4().hex,
     }

@@ -48,7 +48,7 @@ def test_a_write_changes_its_own_scopes_token_and_no_other(lethe):
 
 def test_a_promoted_memory_is_found_by_the_next_search_of_a_kept_scope(lethe):
     lethe.memories.write(agent(), write_cmd(TEA))
-    web = Provenance(SourceType.WEB_PAGE, "https://example.org/alice")
+    web = Provenance(SourceType.WEB_PAGE, "https://example.org/alice", url="https://example.org/alice")
     held = lethe.memories.write(agent(), write_cmd(VIOLIN, provenance=web)).item
     assert VIOLIN not in found(lethe, "violin band")  # quarantined
     lethe.review.promote(reviewer(), held.id, held.version)

@@ -22,7 +22,7 @@ from lethe.vault import errors
 from lethe.vault.clock import utcnow
 from lethe.vault.model import Caller, Provenance, Role, SourceType
 from lethe.vault.store import replay
-from tests.conftest import agent, reviewer, write_cmd
+from tests.conftest import agent, page_url, reviewer, write_cmd
 
 DAY = timedelta(days=1)
 
@@ -34,7 +34,7 @@ def operator() -> Caller:
 def fact_from(c, source: SourceType, **kw):  # type: ignore[no-untyped-def]
     who = operator() if source is SourceType.OPERATOR_CONFIG else agent()
     sources = ("m-1",) if source is SourceType.SUMMARY else ()
-    prov = Provenance(source, "ref-1", sources)
+    prov = Provenance(source, "ref-1", sources, url=page_url(source))
     return c.memories.write(who, write_cmd("the shop opens at nine", provenance=prov, kind="fact", **kw)).item
 
 

@@ -18,14 +18,16 @@ from lethe.vault.erasure.backup import create_backup, restore_backup
 from lethe.vault.model import Caller, Provenance, Role, SearchQuery, SourceType
 from lethe.vault.store import replay
 from lethe.vault.store.tables import events, memories, retractions, search_index
-from tests.conftest import agent, event_count, officer, reviewer, write_cmd
+from tests.conftest import agent, event_count, officer, page_url, reviewer, write_cmd
 
 ALICE, BOB = "alice@example.com", "bob@example.com"
 POISONED = "https://evil.example/page"
 
 
 def write(c, content, ref="session-1/turn-1", source=SourceType.USER_STATEMENT, who=None, **kw):  # type: ignore[no-untyped-def]
-    return c.memories.write(who or agent(), write_cmd(content, provenance=Provenance(source, ref), **kw)).item
+    return c.memories.write(
+        who or agent(), write_cmd(content, provenance=Provenance(source, ref, url=page_url(source)), **kw)
+    ).item
 
 
 def summarise(c, content, *cited, who=None, subject=BOB):  # type: ignore[no-untyped-def]
@@ -220,9 +222,17 @@ def test_retractions_are_audit_events_with_ids_and_counts_never_content(lethe):
     assert recorded["retraction_id"] == result.id and recorded["requested_by"] == "officer-1"
     assert recorded["memory_ids"] == [page.id] and recorded["derived_ids"] == [summary.id]
     assert recorded["memories_retracted"] == 1 and recorded["derived_retracted"] == 1
-    assert recorded["index_entries_removed"] == 2 and recorded["source_ref"] == POISONED
+    assert recorded["index_entries_removed"] == 2
+    # The source is named by its keyed hash only: a profile URL names a person, and the
+    # ledger outlives every forget.
+    assert (
+        recorded["source_hash"] == c.pseudonyms.source_hash("t1", POISONED) and "source_ref" not in recorded
+    )
+    with c.uow.read() as conn:
+        [ledger] = conn.execute(sa.select(retractions)).all()
+    assert ledger.source_hash == recorded["source_hash"] and ledger.source_ref is None
     for r in rows:
-        assert r.ciphertext is None
+        assert r.ciphertext is None and POISONED not in r.payload
         assert "poisonous" not in r.payload and "summary" not in r.payload and ALICE not in r.payload
 
 

@@ -27,7 +27,7 @@ from lethe.vault import errors
 from lethe.vault.memory.review import QueueQuery
 from lethe.vault.model import Provenance, SearchQuery, SourceType
 from lethe.vault.store.tables import memories, search_index
-from tests.conftest import agent, reviewer, write_cmd
+from tests.conftest import agent, page_url, reviewer, write_cmd
 
 EXAMPLES = int(os.environ.get("LETHE_PROPERTY_EXAMPLES", "50"))
 AGENTS, PURPOSES, SUBJECTS = ("a1", "a2"), ("p1", "p2"), ("alice", "bob")
@@ -106,7 +106,7 @@ def build(c, tenants, written, summaries) -> tuple[list[Item], list[str]]:  # ty
         cmd = write_cmd(
             f"tea note {len(items)}",
             subject=w["subject"],
-            provenance=Provenance(kind, source),
+            provenance=Provenance(kind, source, url=page_url(kind)),
             purpose=w["purpose"],
             id=chosen,
         )

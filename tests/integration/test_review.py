@@ -19,14 +19,14 @@ from lethe.vault.memory.review import QueueQuery
 from lethe.vault.memory.service import MemoryService
 from lethe.vault.model import Authority, Caller, Provenance, Role, SearchQuery, SourceType, Status, Trust
 from lethe.vault.store import replay
-from tests.conftest import agent, event_count, reviewer, write_cmd
+from tests.conftest import agent, event_count, page_url, reviewer, write_cmd
 
 WEB, TOOL = SourceType.WEB_PAGE, SourceType.TOOL_RESULT
 
 
 def quarantine(c, content="tea from the web", who=None, source=WEB, ref="https://example.org/a", **kw):  # type: ignore[no-untyped-def]
     """A quarantined memory written by ``who`` (agent a1 by default)."""
-    cmd = write_cmd(content, provenance=Provenance(source, ref), **kw)
+    cmd = write_cmd(content, provenance=Provenance(source, ref, url=page_url(source)), **kw)
     item = c.memories.write(who or agent(), cmd).item
     assert item.status is Status.QUARANTINED
     return item
@@ -43,7 +43,7 @@ def test_the_queue_lists_the_tenants_quarantine_decrypted_with_provenance(lethe)
     [item] = lethe.review.queue(reviewer(), QueueQuery()).items
     assert item.id == q.id and item.content == "Alice works at Example Corp"
     assert item.subject_id == "alice@example.com" and item.status is Status.QUARANTINED
-    assert item.provenance == Provenance(WEB, "https://example.org/a")
+    assert item.provenance == Provenance(WEB, "https://example.org/a", url=page_url(WEB))
     assert item.agent_id == "a1" and item.authority is Authority.EXTERNAL
     assert lethe.review.get(reviewer(), q.id).content == "Alice works at Example Corp"
     assert queue_ids(lethe, reviewer("t2")) != [q.id]
@@ -275,7 +275,9 @@ def test_a_reviewer_cannot_review_what_it_wrote_even_if_a_policy_let_it_write(le
     }
     lax = MemoryService(lethe.uow, lethe.keyring, lethe.pseudonyms, policy=policy, log=lethe.log)
     me = Caller("t1", Role.REVIEWER, None, frozenset(), principal="reviewer-1")
-    mine = lax.write(me, write_cmd("my own find", provenance=Provenance(WEB, "https://example.org"))).item
+    mine = lax.write(
+        me, write_cmd("my own find", provenance=Provenance(WEB, "https://example.org", url=page_url(WEB)))
+    ).item
     assert mine.agent_id == "reviewer:reviewer-1"
     with pytest.raises(errors.OutOfScope):
         lethe.review.promote(me, mine.id, mine.version)

@@ -31,8 +31,12 @@ def lexical(c, query: str) -> dict[str, float]:  # type: ignore[no-untyped-def]
     return {i.id: i.score["lexical"] for i in found.items}
 
 
-def postings(c, memory_id: str | None = None) -> int:  # type: ignore[no-untyped-def]
+def postings(c, memory_id: str | None = None, words: bool = True) -> int:  # type: ignore[no-untyped-def]
+    """Postings of one memory or of all; ``words``: of words only, not the posting of each
+    memory's source ref (``Pseudonymizer.source_hash``: "s" and 32 hex digits)."""
     q = sa.select(sa.func.count()).select_from(search_postings)
+    if words:
+        q = q.where(sa.func.length(search_postings.c.term_hash) == 16)
     if memory_id is not None:
         q = q.where(search_postings.c.memory_id == memory_id)
     with c.uow.read() as conn:
@@ -56,6 +60,13 @@ def statements_of(c, fn) -> list[str]:  # type: ignore[no-untyped-def]
 def test_a_memory_has_one_posting_per_distinct_term(lethe):
     item = lethe.memories.write(agent(), write_cmd("tea tea green tea, Green TEA")).item
     assert postings(lethe, item.id) == 2  # "tea", "green"
+    with lethe.uow.read() as conn:  # and one of its source ref, keyed, for retraction by source
+        rest = conn.execute(
+            sa.select(search_postings.c.term_hash).where(
+                search_postings.c.memory_id == item.id, sa.func.length(search_postings.c.term_hash) != 16
+            )
+        ).scalars()
+        assert list(rest) == [lethe.pseudonyms.source_hash("t1", "session-1/turn-1")]
 
 
 def test_search_ranks_by_the_share_of_query_terms_with_a_posting(lethe):
@@ -107,10 +118,10 @@ def test_retraction_and_erasure_take_the_postings_with_the_memory(lethe):
     tea = lethe.memories.write(agent(), write_cmd("alice drinks green tea")).item
     bob = lethe.memories.write(agent(), write_cmd("bob likes coffee", subject="bob@example.com")).item
     lethe.retractions.retract(officer(), memory_id=bob.id, reason="wrong")
-    assert postings(lethe, bob.id) == 0 and postings(lethe, tea.id) == 4
+    assert postings(lethe, bob.id, words=False) == 0 and postings(lethe, tea.id) == 4
     lethe.erasure.request(officer(), "alice@example.com", "gdpr-art17-1a", "T-1")
     lethe.erasure.run_pending()
-    assert postings(lethe) == 0
+    assert postings(lethe, words=False) == 0
 
 
 def test_a_rebuild_writes_the_same_postings(lethe):
@@ -121,7 +132,7 @@ def test_a_rebuild_writes_the_same_postings(lethe):
     lethe.reindex.rebuild()
     with lethe.uow.read() as conn:
         after = set(conn.execute(sa.select(search_postings)).all())
-    assert before == after and len(after) == 10
+    assert before == after and len(after) == 10 + 3  # each memory's source ref too
 
 
 def test_migration_0011_writes_postings_for_a_store_indexed_before_it(lethe):
@@ -207,5 +218,5 @@ def test_migration_0018_keeps_every_posting_and_search_reads_them(lethe, backend
     with lethe.uow.read() as conn:
         after = set(conn.execute(sa.select(search_postings)).all())
         assert sa.inspect(conn).get_indexes("search_postings") == []
-    assert after == before and len(after) == 10
+    assert after == before and len(after) == 10 + 3  # each memory's source ref too
     assert sorted(lexical(lethe, "green tea").values()) == [0.0, 0.0, 1.0]

@@ -204,7 +204,7 @@ def build(
         memories=MemoryService(uow, keyring, pseudonyms, limits, log=log, vectors=vectors),
         search=SearchService(uow, keyring, pseudonyms, vectors=vectors),
         review=ReviewService(uow, keyring, log=log),
-        retractions=RetractionService(uow, log=log),
+        retractions=RetractionService(uow, log=log, pseudonyms=pseudonyms),
         retention=RetentionService(uow, keyring, limits, log=log),
         erasure=ErasureService(
             uow,

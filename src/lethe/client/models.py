@@ -27,14 +27,29 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Provenance:
-    """Where a memory came from: its source type, a reference to it, and (summaries) its inputs."""
+    """Where a memory came from: its source type, a reference to it, (summaries) its inputs, and
+    optionally the turn, tool, page ``url`` (required for ``web_page``) and document. The
+    server seals all but the type and the inputs under the subject's key; read back where the
+    key is gone, they are None."""
 
     source_type: str
-    source_ref: str
+    source_ref: str | None
     sources: tuple[str, ...] = ()
+    turn: str | None = None
+    tool: str | None = None
+    url: str | None = None
+    document_ref: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"source_type": self.source_type, "source_ref": self.source_ref, "sources": list(self.sources)}
+        out: dict[str, Any] = {
+            "source_type": self.source_type,
+            "source_ref": self.source_ref,
+            "sources": list(self.sources),
+        }
+        for name in ("turn", "tool", "url", "document_ref"):  # only those set: older servers refuse others
+            if (value := getattr(self, name)) is not None:
+                out[name] = value
+        return out
 
 
 @dataclass(frozen=True)

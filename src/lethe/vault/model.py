@@ -85,18 +85,44 @@ class Caller:
         return agent_id in (self.agent_id, f"{self.role.value}:{self.principal}")
 
 
+# The parts of a provenance that say where a memory came from and may name a person (a
+# profile URL, a document title, a tool call with an address in it): always sealed under the
+# subject's key with the content (``custody.sealing``), never stored or logged in clear.
+SEALED_ORIGIN = ("source_ref", "turn", "tool", "url", "document_ref")
+
+
 @dataclass(frozen=True)
 class Provenance:
+    """Where a memory came from. ``source_type`` and ``sources`` (memory ids) are stored in
+    clear; the fields of ``SEALED_ORIGIN`` travel only inside the sealed envelope, so a
+    memory whose key is gone has them as None."""
+
     source_type: SourceType
-    source_ref: str
+    source_ref: str | None
     sources: tuple[str, ...] = ()
+    turn: str | None = None
+    tool: str | None = None
+    url: str | None = None
+    document_ref: str | None = None
 
     def as_dict(self) -> dict:
         return {
             "source_type": str(self.source_type),
             "source_ref": self.source_ref,
             "sources": list(self.sources),
+            "turn": self.turn,
+            "tool": self.tool,
+            "url": self.url,
+            "document_ref": self.document_ref,
         }
+
+    def clear_part(self) -> dict:
+        """What the event payload and the ``memories`` row hold in clear."""
+        return {"source_type": str(self.source_type), "sources": list(self.sources)}
+
+    def origin(self) -> dict[str, str]:
+        """The sealed fields that are set (``SEALED_ORIGIN``): what the envelope carries."""
+        return {f: v for f in SEALED_ORIGIN if (v := getattr(self, f)) is not None}
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ def _scene(c: Any) -> dict[str, Any]:
         cmd = WriteCommand(
             subject_id=subject,
             content=content,
-            provenance=Provenance(source, ref),
+            provenance=Provenance(source, ref, url=ref if source is SourceType.WEB_PAGE else None),
             idempotency_key=uuid.uuid4().hex,
             purpose="support",
             kind="fact",

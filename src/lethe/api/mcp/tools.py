@@ -64,6 +64,9 @@ class ProvenanceArg(BaseModel):
 
     source_ref: str = Field(min_length=1, max_length=512, description="Session/turn, tool, document or URL.")
     sources: list[str] = Field(default_factory=list, max_length=1000, description="Summaries: their inputs.")
+    url: str | None = Field(
+        default=None, max_length=2048, description="The page read (required for web_page)."
+    )
 
 
 def recorded_as(channel: SourceType | None) -> SourceType:
@@ -139,7 +142,9 @@ class Tools:
             ttl_seconds: Annotated[int | None, Field(gt=0, le=10 * 365 * 86400)] = None,
             idempotency_key: Annotated[str | None, Field(min_length=1, max_length=128)] = None,
         ) -> Memory:
-            p = Provenance(recorded.value, provenance.source_ref, tuple(provenance.sources))
+            p = Provenance(
+                recorded.value, provenance.source_ref, tuple(provenance.sources), url=provenance.url
+            )
             return await self.call(
                 lambda c: c.write_memory(
                     subject_id,

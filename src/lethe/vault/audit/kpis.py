@@ -8,7 +8,9 @@ leaves this module, only counts, shares and durations. One tenant's figures answ
 - ``attribution_complete_share``: of the live memories (active or quarantined, not past
   their expiry), the share
   whose attribution is complete: a writer (agent id), a source type and a non-blank source
-  ref, an authority and a trust, and for a summary the memories it cites.
+  ref (sealed with the content since origins are: the row's ``origin_hmac`` commits to it;
+  validation refuses a blank one), an authority and a trust, and for a summary the memories
+  it cites.
 - ``median_age_seconds``: the median age of the live memories (now - created_at).
 - ``expired_on_time_share``: of the memories whose expiry has passed (superseded and
   retracted or forgotten ones apart), the share expired within ``EXPIRY_GRACE`` of it:
@@ -151,7 +153,9 @@ def attributed(row: AttributionColumns) -> bool:
         p = json.loads(row.provenance)
     except (TypeError, ValueError):
         return False
-    source_type, ref = p.get("source_type"), p.get("source_ref")
+    # The source ref is sealed with the content: the row commits to it by ``origin_hmac`` (a
+    # memory written before origins were sealed names it in clear).
+    source_type, ref = p.get("source_type"), p.get("source_ref", p.get("origin_hmac"))
     if not row.agent_id or not row.authority or not row.trust:
         return False
     if source_type not in {s.value for s in SourceType} or not isinstance(ref, str) or not ref.strip():

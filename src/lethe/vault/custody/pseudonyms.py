@@ -1,4 +1,4 @@
-"""Pseudonymous references: subject refs and search-term hashes.
+"""Pseudonymous references: subject refs, search-term hashes and source hashes.
 
 Both are keyed HMACs under a secret that lives with the keys, not in the database,
 so a stolen database cannot be dictionary-attacked for subject ids (emails, phone
@@ -21,6 +21,10 @@ TOKENISER = "nfc-lower-unicode-words-min2"
 TOKENISER_VERSION = 1
 TERM_HASH = "hmac-sha256-tenant-terms-hex16"
 TERM_HASH_VERSION = 1
+# A memory's ``source_ref`` is indexed as one more posting of its index row (so it is written,
+# dropped and rebuilt with the others): a keyed hash under its own tenant key, "s" and 32 hex
+# digits, which no query term (16 hex digits) can equal. A memory written before sources
+# were sealed has no such posting (``memory.repository.from_source`` finds it by its row).
 
 
 def create_pepper(path: Path) -> bool:
@@ -58,3 +62,8 @@ class Pseudonymizer:
         key = self._tenant_key(tenant_id, "terms")
         words = _WORD.findall(unicodedata.normalize("NFC", text).lower())
         return {keyed_digest(key, w.encode())[:16] for w in words if len(w) > 1}
+
+    def source_hash(self, tenant_id: str, source_ref: str) -> str:
+        """The blind-index entry of a provenance ``source_ref`` (exact bytes; retraction by
+        source looks memories up by it): the value itself is never stored in clear."""
+        return "s" + keyed_digest(self._tenant_key(tenant_id, "sources"), source_ref.encode())[:32]

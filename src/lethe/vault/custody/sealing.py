@@ -1,7 +1,11 @@
 """Sealing memory content and its embedding for one subject, and opening stored rows.
 
 The envelope plaintext carries the subject id next to the content, so the subject id
-exists in clear nowhere in the database. The AAD binds tenant, subject ref, memory id
+exists in clear nowhere in the database; it also carries the memory's origin (its
+provenance ``source_ref``, ``turn``, ``tool``, ``url`` and ``document_ref``: a profile URL
+names the person), so those die with the subject's key too. The event of the write carries
+the same ciphertext, so replay reproduces them; the event payload commits to them only by a
+keyed digest (``origin_commitment``). The AAD binds tenant, subject ref, memory id
 and version: ciphertext moved to another row, tenant or version does not open.
 
 A memory's embedding is personal data too (an embedding inverts back to most of a short
@@ -13,9 +17,10 @@ little-endian float32 bytes; the caller scores them in memory and never writes t
 
 from __future__ import annotations
 
+import hmac
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -24,6 +29,7 @@ from lethe.keys.envelope import (
     DecryptionFailed,
     decrypt_for_subject,
     decrypt_many_for_subject,
+    derive_key,
     encrypt_for_subject,
 )
 from lethe.vault.custody.keyring import SubjectKeyring
@@ -37,10 +43,37 @@ def aad(tenant_id: str, subject_ref: str, memory_id: str, version: int) -> bytes
 
 
 def seal(
-    dek: bytes, tenant_id: str, subject_ref: str, memory_id: str, version: int, subject_id: str, content: str
+    dek: bytes,
+    tenant_id: str,
+    subject_ref: str,
+    memory_id: str,
+    version: int,
+    subject_id: str,
+    content: str,
+    origin: dict[str, str] | None = None,
 ) -> bytes:
-    body = json.dumps({"s": subject_id, "c": content}, separators=(",", ":")).encode()
+    """AES-256-GCM of the subject id, the content and the origin (``Provenance.origin``)."""
+    doc: dict[str, Any] = {"s": subject_id, "c": content}
+    if origin:
+        doc["p"] = origin
+    body = json.dumps(doc, separators=(",", ":")).encode()
     return encrypt_for_subject(dek, body, aad(tenant_id, subject_ref, memory_id, version))
+
+
+def origin_commitment(dek: bytes, origin: dict[str, str]) -> str:
+    """The keyed digest an event commits to a memory's origin by: keyed by the subject's data
+    key like ``content_hmac``, so it dies with the key (an unkeyed hash of a URL is guessable)."""
+    body = json.dumps(origin, sort_keys=True, separators=(",", ":")).encode()
+    return hmac.digest(derive_key(dek, b"lethe origin-hmac v1"), body, "sha256").hex()
+
+
+class Opened(NamedTuple):
+    """A memories row opened: the subject id, the content and the sealed origin fields (empty
+    for a memory written before origins were sealed: its ``source_ref`` is in its row)."""
+
+    subject_id: str
+    content: str
+    origin: dict[str, str]
 
 
 def vector_aad(tenant_id: str, subject_ref: str, memory_id: str, version: int, model: str) -> bytes:
@@ -59,18 +92,18 @@ def seal_vector(
     return encrypt_for_subject(dek, vector, vector_aad(tenant_id, subject_ref, memory_id, version, model))
 
 
-def unseal(dek: bytes, row: Any) -> tuple[str, str]:
-    """(subject_id, content) of a memories row; ``DecryptionFailed`` if not authentic."""
+def unseal(dek: bytes, row: Any) -> Opened:
+    """The opened envelope of a memories row; ``DecryptionFailed`` if not authentic."""
     body = decrypt_for_subject(
         dek, row.ciphertext, aad(row.tenant_id, row.subject_ref, row.id, row.sealed_version)
     )
     doc = json.loads(body)
-    return doc["s"], doc["c"]
+    return Opened(doc["s"], doc["c"], doc.get("p") or {})
 
 
 def open_rows(
     conn: Connection, keyring: SubjectKeyring, rows: Sequence[Any]
-) -> dict[tuple[str, str], tuple[str, str]]:
+) -> dict[tuple[str, str], Opened]:
     """Decrypt many rows with one key lookup per (subject, generation), keyed by
     (tenant_id, id): a memory id alone does not name one memory.
 
@@ -81,9 +114,7 @@ def open_rows(
     return _open_with(subject_deks(conn, keyring, wanted), rows)
 
 
-def open_rows_with_keys(
-    keyring: SubjectKeyring, rows: Sequence[Any]
-) -> dict[tuple[str, str], tuple[str, str]]:
+def open_rows_with_keys(keyring: SubjectKeyring, rows: Sequence[Any]) -> dict[tuple[str, str], Opened]:
     """``open_rows`` for rows read together with their key row (``key_name``, ``wrapped_dek``,
     ``key_state``, None where it has none: ``memory.repository.by_ids_with_keys``): no key lookup
     of its own, and the key's state comes from the same statement, so the same snapshot,
@@ -98,8 +129,8 @@ def open_rows_with_keys(
 
 def _open_with(
     deks: dict[tuple[str, str, int], bytes | None], rows: Sequence[Any]
-) -> dict[tuple[str, str], tuple[str, str]]:
-    out: dict[tuple[str, str], tuple[str, str]] = {}
+) -> dict[tuple[str, str], Opened]:
+    out: dict[tuple[str, str], Opened] = {}
     for r in rows:
         dek = deks.get((r.tenant_id, r.subject_ref, r.key_generation))
         if r.ciphertext is None or dek is None:

@@ -19,13 +19,14 @@ not read again and their ciphertext is not opened again. What this relies on:
   ``custody.plaintext_expiry``), never written, logged or shared.
 Which and how many: an item is kept the second time a search of the scope opens it (the
 results searches return again and again, not every one returned once), within
-``KEPT_BYTES_PER_ROW`` times the scope's rows, counting each item's content and subject id
-and ``ITEM_OVERHEAD``; past it, results are read and opened by each search as before. A
-worker keeps at most ``max_vectors`` rows in its kept scopes (40,000 by default), so at
-most about 15 MB of kept results, however many scopes; a scope of a few rows keeps few or
-none (its second statement reads a few rows). On figure 6's queries (two random words of
-the bench vocabulary, limit 10) a 1,000-row scope keeps about 350 items (350 KB); in
-2,000 searches spread over four such scopes they served 71 % of the last 1,000's results.
+``KEPT_BYTES_PER_ROW`` times the scope's rows, counting each item's content, subject id and
+sealed origin (``Provenance.origin``) and ``ITEM_OVERHEAD``; past it, results are read and
+opened by each search as before. A worker keeps at most ``max_vectors`` rows in its kept
+scopes (40,000 by default), so at most about 15 MB of kept results, however many scopes; a
+scope of a few rows keeps few or none (its second statement reads a few rows). On figure 6's
+queries (two random words of the bench vocabulary, limit 10) a 1,000-row scope keeps about
+350 items (350 KB); in 2,000 searches spread over four such scopes they served 71 % of the
+last 1,000's results.
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ class KeptResults:
                 self._seen[row] = 1
                 continue
             size = ITEM_OVERHEAD + len(item.content or "") + len(item.subject_id or "")
+            size += sum(map(len, item.provenance.origin().values()))  # opened from the envelope too
             if self._size + size > self._bound:
                 return
             one = self._strings.setdefault

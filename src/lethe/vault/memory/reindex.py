@@ -40,7 +40,7 @@ from lethe.vault.custody.pseudonyms import (
     TOKENISER_VERSION,
     Pseudonymizer,
 )
-from lethe.vault.custody.sealing import open_rows, subject_deks
+from lethe.vault.custody.sealing import Opened, open_rows, subject_deks
 from lethe.vault.memory import repository as repo
 from lethe.vault.memory.vectors import VectorIndex
 from lethe.vault.model import Status
@@ -106,15 +106,23 @@ def expected_entries(
             return
         opened = open_rows(keys_from, keyring, page)
         rows = [
-            repo.index_row(r.tenant_id, r.subject_ref, r.id, pseudonyms.term_hashes(r.tenant_id, content))
+            repo.index_row(r.tenant_id, r.subject_ref, r.id, _terms(pseudonyms, r.tenant_id, o))
             for r in page
-            for _subject, content in [opened.get((r.tenant_id, r.id), (None, None))]
-            if content is not None
+            if (o := opened.get((r.tenant_id, r.id))) is not None
         ]
         if vectors is not None and vectors.model is not None and vector_rows is not None:
             vector_rows.extend(_sealed_vectors(keys_from, keyring, vectors, page, opened))
         yield rows, len(page) - len(rows)
         after = (page[-1].tenant_id, page[-1].id)
+
+
+def _terms(pseudonyms: Pseudonymizer, tenant_id: str, opened: Opened) -> set[str]:
+    """A memory's postings as its write made them: its words and its sealed ``source_ref``
+    (``MemoryService._index_row``; a memory written before origins were sealed has none)."""
+    terms = pseudonyms.term_hashes(tenant_id, opened.content)
+    if source_ref := opened.origin.get("source_ref"):
+        terms.add(pseudonyms.source_hash(tenant_id, source_ref))
+    return terms
 
 
 def _sealed_vectors(

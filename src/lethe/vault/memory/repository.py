@@ -59,15 +59,31 @@ def _member(enum: type[E], value: Any) -> E:
     return found if found is not None else enum(value)
 
 
-def provenance_of(text: str) -> Provenance:
+def provenance_of(text: str, origin: dict[str, str] | None = None) -> Provenance:
+    """The provenance of a row's clear part (``Provenance.clear_part``) and its opened origin
+    (``custody.sealing.Opened.origin``). A row written before origins were sealed still holds
+    its ``source_ref`` in clear; an unopened row's origin fields are None."""
     p = json.loads(text)
-    return Provenance(_member(SourceType, p["source_type"]), p["source_ref"], tuple(p.get("sources") or ()))
+    o = origin or {}
+    return Provenance(
+        _member(SourceType, p["source_type"]),
+        o.get("source_ref", p.get("source_ref")),
+        tuple(p.get("sources") or ()),
+        turn=o.get("turn"),
+        tool=o.get("tool"),
+        url=o.get("url"),
+        document_ref=o.get("document_ref"),
+    )
 
 
 def to_item(
-    row: Row, subject_id: str | None, content: str | None, score: dict[str, float] | None = None
+    row: Row,
+    subject_id: str | None,
+    content: str | None,
+    origin: dict[str, str] | None = None,
+    score: dict[str, float] | None = None,
 ) -> MemoryItem:
-    """The domain object of a ``memories`` row; subject id and content as opened (or None)."""
+    """The domain object of a ``memories`` row; subject id, content and origin as opened (or None)."""
     return MemoryItem(
         id=row.id,
         tenant_id=row.tenant_id,
@@ -78,7 +94,7 @@ def to_item(
         kind=_member(Kind, row.kind),
         content=content,
         content_hmac=row.content_hmac,
-        provenance=provenance_of(row.provenance),
+        provenance=provenance_of(row.provenance, origin),
         authority=_member(Authority, row.authority),
         trust=_member(Trust, row.trust),
         confidence=row.confidence,
@@ -92,10 +108,10 @@ def to_item(
     )
 
 
-def written_item(e: Event, subject_id: str, content: str) -> MemoryItem:
+def written_item(e: Event, subject_id: str, content: str, origin: dict[str, str]) -> MemoryItem:
     """The item a ``memory.written`` event just left, mapped from the event as ``to_item``
     maps the row (``projection.written_memory``): a write answers without reading it back."""
-    return to_item(SimpleNamespace(**projection.written_memory(e)), subject_id, content)
+    return to_item(SimpleNamespace(**projection.written_memory(e)), subject_id, content, origin)
 
 
 def open_item(conn: Connection, keyring: SubjectKeyring, row: Row) -> MemoryItem | None:
@@ -238,11 +254,20 @@ def summaries(conn: Connection, tenant_id: str) -> list[Row]:
     return list(conn.execute(q).all())
 
 
-def from_source(conn: Connection, tenant_id: str, source_ref: str) -> list[Row]:
-    """The tenant's memories written from ``source_ref``, in any status, by id."""
-    q = sa.select(*_BRIEF).where(memories.c.tenant_id == tenant_id, provenance_is("source_ref", source_ref))
+def from_source(conn: Connection, tenant_id: str, source_ref: str, source_hash: str) -> list[Row]:
+    """The tenant's memories written from ``source_ref``, by id: those whose index row holds
+    its keyed hash (``Pseudonymizer.source_hash``; the value itself is sealed), so live or
+    quarantined ones, and any memory written before sources were sealed, whose row still
+    names it in clear, in any status."""
+    indexed = sa.select(search_postings.c.memory_id).where(
+        search_postings.c.tenant_id == tenant_id, search_postings.c.term_hash == source_hash
+    )
+    q = sa.select(*_BRIEF).where(
+        memories.c.tenant_id == tenant_id,
+        sa.or_(memories.c.id.in_(indexed), provenance_is("source_ref", source_ref)),
+    )
     rows = conn.execute(q.order_by(memories.c.id)).all()
-    return [r for r in rows if json.loads(r.provenance)["source_ref"] == source_ref]
+    return [r for r in rows if json.loads(r.provenance).get("source_ref", source_ref) == source_ref]
 
 
 # -- counts by subject (erasure evidence) ---------------------------------------------------

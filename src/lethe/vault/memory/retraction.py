@@ -15,9 +15,10 @@ new writes about it stay as they were (an erasure fences and shreds the subject;
 it later turns its retracted memories into forgotten ones).
 
 Each memory removed is one ``memory.retracted`` event; the retraction itself is one
-``retraction.recorded`` event with ids and counts (plus the reason and the source ref,
-which are metadata, never content), projected into the ``retractions`` ledger that a
-backup restore re-applies (``memory.retraction_ledger``).
+``retraction.recorded`` event with ids and counts (plus the reason and the source's keyed
+hash, never the source ref itself: a profile URL names a person, and the ledger outlives
+every forget), projected into the ``retractions`` ledger that a backup restore re-applies
+(``memory.retraction_ledger``).
 
 Exceptions: ``OutOfScope`` (403), ``InvalidCommand`` (422), ``NotFound`` (404),
 ``VersionConflict`` (409); see ``RetractionService``.
@@ -34,6 +35,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from lethe.vault.clock import iso, utcnow
+from lethe.vault.custody.pseudonyms import Pseudonymizer
 from lethe.vault.errors import InvalidCommand, NotFound, OutOfScope, VersionConflict
 from lethe.vault.memory import repository as repo
 from lethe.vault.memory.derived import derived_from
@@ -68,10 +70,11 @@ class LedgerEntry:
     requested_by: str
     reason: str
     memory_id: str | None
-    source_ref: str | None
+    source_ref: str | None  # only in a ledger entry recorded before sources were hashed
     memory_ids: tuple[str, ...]
     derived_ids: tuple[str, ...]
     retracted_at: str
+    source_hash: str | None = None  # ``Pseudonymizer.source_hash`` of a retraction by source
 
 
 @dataclass(frozen=True)
@@ -92,9 +95,14 @@ def plan_for_memory(conn: Connection, tenant_id: str, memory_id: str) -> Plan:
     return Plan([row], derived_from(conn, tenant_id, {row.id}, skip=GONE))
 
 
-def plan_for_source(conn: Connection, tenant_id: str, source_ref: str) -> Plan:
-    """Every live memory of the tenant written from the source, and what cites it or the source."""
-    rows = repo.from_source(conn, tenant_id, source_ref)
+def plan_for_source(conn: Connection, tenant_id: str, source_ref: str, source_hash: str) -> Plan:
+    """Every live memory of the tenant written from the source, and what cites it or the source.
+
+    Memories are found by the source's keyed hash in the search index (``source_hash``:
+    ``Pseudonymizer.source_hash``), never by the value, which is sealed with their content:
+    so a memory that has already left retrieval (superseded, expired) is no longer found by
+    its source, nor are the summaries that cite only it."""
+    rows = repo.from_source(conn, tenant_id, source_ref, source_hash)
     roots = {source_ref, *(r.id for r in rows)}  # dead ones too: a live summary may cite them
     return Plan([r for r in rows if r.status not in GONE], derived_from(conn, tenant_id, roots, skip=GONE))
 
@@ -127,7 +135,8 @@ def record(
         "requested_by": entry.requested_by,
         "reason": entry.reason,
         "memory_id": entry.memory_id,
-        "source_ref": entry.source_ref,
+        **({"source_ref": entry.source_ref} if entry.source_ref else {}),  # a re-applied older entry
+        "source_hash": entry.source_hash,
         "memory_ids": list(entry.memory_ids),
         "derived_ids": list(entry.derived_ids),
         "retracted_at": entry.retracted_at,
@@ -151,19 +160,21 @@ def new_entry(
     reason: str,
     now: datetime,
     memory_id: str | None = None,
-    source_ref: str | None = None,
+    source_hash: str | None = None,
 ) -> LedgerEntry:
-    """The ledger entry of a retraction about to be recorded (a fresh id)."""
+    """The ledger entry of a retraction about to be recorded (a fresh id); a retraction by
+    source records the source's keyed hash, never the source."""
     return LedgerEntry(
         id=str(uuid.uuid4()),
         tenant_id=tenant_id,
         requested_by=caller.principal,
         reason=reason,
         memory_id=memory_id,
-        source_ref=source_ref,
+        source_ref=None,
         memory_ids=tuple(r.id for r in plan.targets),
         derived_ids=tuple(r.id for r in plan.derived),
         retracted_at=iso(now),
+        source_hash=source_hash,
     )
 
 
@@ -181,8 +192,16 @@ class RetractionService:
     A source that matches nothing is not an error: the retraction is recorded, empty.
     """
 
-    def __init__(self, uow: UnitOfWork, clock: Callable[[], datetime] = utcnow, *, log: EventLog) -> None:
+    def __init__(
+        self,
+        uow: UnitOfWork,
+        clock: Callable[[], datetime] = utcnow,
+        *,
+        log: EventLog,
+        pseudonyms: Pseudonymizer,
+    ) -> None:
         self.uow = uow
+        self.pseudonyms = pseudonyms
         self.clock = clock
         self.log = log
 
@@ -204,15 +223,17 @@ class RetractionService:
         require_text("memory_id", memory_id, 64, required=False)
         require_text("source_ref", source_ref, MAX_SOURCE_REF, required=False)
         tenant_id, now = caller.tenant_id, self.clock()
+        source_hash = None if source_ref is None else self.pseudonyms.source_hash(tenant_id, source_ref)
         with self.uow.read() if dry_run else self.uow.write() as conn:
-            if memory_id is not None:
+            if source_ref is None:
+                assert memory_id is not None
                 plan = plan_for_memory(conn, tenant_id, memory_id)
             else:
-                assert source_ref is not None
-                plan = plan_for_source(conn, tenant_id, source_ref)
+                assert source_hash is not None
+                plan = plan_for_source(conn, tenant_id, source_ref, source_hash)
             if dry_run:
                 return _outcome(None, tenant_id, plan)
-            entry = new_entry(tenant_id, plan, caller, reason, now, memory_id, source_ref)
+            entry = new_entry(tenant_id, plan, caller, reason, now, memory_id, source_hash)
             record(conn, self.log, entry, plan, now)
         return _outcome(entry.id, tenant_id, plan)
 

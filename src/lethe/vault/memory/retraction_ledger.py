@@ -7,6 +7,11 @@ snapshot does not know is applied again (``reapply``): by the ids it removed, pl
 summaries in the snapshot that cite them or the retracted source. It is recorded again
 under its own id, so a later restore of an even older backup re-applies it too.
 
+A retraction by source recorded since sources are hashed names its source by its keyed hash
+only: re-applied, it takes the ids it listed and the summaries citing them, not a summary
+that cites the source's ref directly and was not in the store when it was recorded (one
+recorded before names the source and takes those too).
+
 Limit: the ledger lives in the database. A restore onto a store that cannot be read (the
 database itself was lost) has no ledger to re-apply; the docs say so.
 
@@ -47,6 +52,7 @@ def read_ledger(uow: UnitOfWork) -> list[LedgerEntry]:
             reason=r.reason,
             memory_id=r.memory_id,
             source_ref=r.source_ref,
+            source_hash=r.source_hash,
             memory_ids=tuple(json.loads(r.memory_ids)),
             derived_ids=tuple(json.loads(r.derived_ids)),
             retracted_at=r.retracted_at,

@@ -42,7 +42,7 @@ from lethe.vault.custody.keyring import (
     write_verdict,
 )
 from lethe.vault.custody.pseudonyms import Pseudonymizer
-from lethe.vault.custody.sealing import seal
+from lethe.vault.custody.sealing import origin_commitment, seal
 from lethe.vault.errors import (
     IdempotencyConflict,
     InvalidCommand,
@@ -199,6 +199,9 @@ class MemoryService:
     def _written_event(self, w: _Prepared, at: _Target, now: datetime) -> Event:
         """The ``memory.written`` event of a prepared write at its target (sealed content)."""
         cmd, key = w.cmd, w.key
+        provenance = cmd.provenance
+        assert provenance is not None  # validation requires it
+        origin = provenance.origin()  # sealed with the content; the payload holds its digest only
         ciphertext = seal(
             key.data_key,
             w.caller.tenant_id,
@@ -207,6 +210,7 @@ class MemoryService:
             at.version,
             cmd.subject_id,
             cmd.content,
+            origin,
         )
         payload = {
             "agent_id": w.agent_id,
@@ -214,7 +218,7 @@ class MemoryService:
             "kind": w.valid.kind.value,
             "content_hmac": content_commitment(key.data_key, cmd.content.encode()),
             "token_estimate": self.count_tokens(cmd.content),
-            "provenance": cmd.provenance.as_dict(),  # type: ignore[union-attr]
+            "provenance": {**provenance.clear_part(), "origin_hmac": origin_commitment(key.data_key, origin)},
             "authority": w.standing.authority.value,
             "trust": w.standing.trust.value,
             "status": w.standing.status.value,
@@ -241,6 +245,9 @@ class MemoryService:
     def _index_row(self, w: _Prepared, memory_id: str) -> dict[str, str]:
         tenant_id = w.caller.tenant_id
         terms = self.pseudonyms.term_hashes(tenant_id, w.cmd.content)
+        source_ref = w.cmd.provenance.source_ref if w.cmd.provenance else None
+        if source_ref:  # retraction by source finds it by this posting (``memory.retraction``)
+            terms.add(self.pseudonyms.source_hash(tenant_id, source_ref))
         return repo.index_row(tenant_id, w.subject_ref, memory_id, terms)
 
     def _vector_row(self, w: _Prepared, at: _Target, vector: bytes) -> dict[str, object]:
@@ -351,7 +358,7 @@ class MemoryService:
             raise VersionConflict("a memory with this id already exists") from exc
         if isinstance(done, WriteOutcome):
             return done
-        return WriteOutcome(repo.written_item(done, cmd.subject_id, cmd.content), created=True)
+        return WriteOutcome(repo.written_item(done, cmd.subject_id, cmd.content, _origin(cmd)), created=True)
 
     def import_batch(self, caller: Caller, cmds: list[WriteCommand]) -> int:
         """Bulk import of new memories (migrations, benchmarks): same validation, policy,
@@ -515,6 +522,10 @@ class MemoryService:
             total += len(rows)
             if len(found) < batch:
                 return total
+
+
+def _origin(cmd: WriteCommand) -> dict[str, str]:
+    return cmd.provenance.origin() if cmd.provenance else {}
 
 
 def _check_id(memory_id: str) -> None:

@@ -13,6 +13,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from urllib.parse import urlsplit
 
 from lethe.vault.errors import (
     ContentTooLarge,
@@ -24,7 +25,7 @@ from lethe.vault.errors import (
     UnknownKind,
 )
 from lethe.vault.memory.policy import Limits
-from lethe.vault.model import Kind, SourceType, WriteCommand
+from lethe.vault.model import Kind, Provenance, SourceType, WriteCommand
 
 _PURPOSE = re.compile(r"^[a-z0-9][a-z0-9_.:-]*$")
 MAX_VERSION = 2**31 - 1  # versions are 32-bit integers in the store
@@ -95,6 +96,7 @@ def validate_write(cmd: WriteCommand, limits: Limits, now: datetime) -> ValidWri
             f"unknown provenance source_type; expected one of {[s.value for s in SourceType]}"
         ) from None
     require_text("provenance.source_ref", prov.source_ref, limits.max_ref_len)
+    _check_origin(prov, source_type, limits)
     for source in prov.sources:
         require_text("provenance.sources[]", source, limits.max_ref_len)
     if source_type is SourceType.SUMMARY and not prov.sources:
@@ -142,6 +144,36 @@ def validate_write(cmd: WriteCommand, limits: Limits, now: datetime) -> ValidWri
     if ttl > max_ttl:
         raise InvalidTtl(_too_long(kind, source_type, max_ttl))
     return ValidWrite(kind, source_type, now + ttl)
+
+
+MAX_URL = 2048  # what browsers and proxies reliably carry
+
+
+def _check_origin(prov: Provenance, source_type: SourceType, limits: Limits) -> None:
+    """The structured origin fields: bounded strings; a ``web_page`` must name its page by an
+    absolute http(s) URL. Messages name the field and the rule, never the value (it is sealed)."""
+    for field in ("turn", "tool", "document_ref"):
+        require_text(f"provenance.{field}", getattr(prov, field), limits.max_ref_len, required=False)
+    url = prov.url
+    if url is None:
+        if source_type is SourceType.WEB_PAGE:
+            raise MissingProvenance("a web_page memory must give its page as provenance.url")
+        return
+    require_text("provenance.url", url, MAX_URL)
+    assert isinstance(url, str)
+    if not _is_web_url(url):
+        raise InvalidCommand("provenance.url must be an absolute http or https URL with a host")
+
+
+def _is_web_url(url: str) -> bool:
+    if any(c.isspace() or unicodedata.category(c) == "Cc" for c in url):
+        return False
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range or not a number
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
 def _too_long(kind: Kind, source_type: SourceType, max_ttl: timedelta) -> str:

@@ -309,7 +309,8 @@ def _retraction_recorded(conn: Connection, e: Event) -> None:
             requested_by=p["requested_by"],
             reason=p["reason"],
             memory_id=p.get("memory_id"),
-            source_ref=p.get("source_ref"),
+            source_ref=p.get("source_ref"),  # events recorded before sources were hashed
+            source_hash=p.get("source_hash"),
             memory_ids=json.dumps(p["memory_ids"]),
             derived_ids=json.dumps(p["derived_ids"]),
             retracted_at=p["retracted_at"],

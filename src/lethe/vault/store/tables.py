@@ -191,7 +191,7 @@ review_decisions = sa.Table(
     sa.Column("decided_at", sa.String(32), nullable=False),
 )
 
-# The retraction ledger: what each retraction removed (ids and counts, never content).
+# The retraction ledger: what each retraction removed (ids and counts, never content or a source ref).
 retractions = sa.Table(
     "retractions",
     metadata,
@@ -200,11 +200,13 @@ retractions = sa.Table(
     sa.Column("requested_by", sa.String(200), nullable=False),
     sa.Column("reason", sa.String(500), nullable=False),
     sa.Column("memory_id", sa.String(36)),
-    sa.Column("source_ref", sa.String(512)),
+    sa.Column("source_ref", sa.String(512)),  # a retraction recorded before sources were hashed
     sa.Column("memory_ids", sa.Text, nullable=False),
     sa.Column("derived_ids", sa.Text, nullable=False),
     sa.Column("retracted_at", sa.String(32), nullable=False),
     sa.Column("event_seq", sa.BigInteger, nullable=False),
+    # A retraction by source: the source's keyed hash (``Pseudonymizer.source_hash``), never the ref.
+    sa.Column("source_hash", sa.String(64)),
     sa.Index("ix_retractions_tenant", "tenant_id"),
 )
 

@@ -26,7 +26,7 @@ from sqlalchemy.engine import Connection
 
 from lethe.vault.clock import from_db, iso
 from lethe.vault.custody.keyring import SubjectKeyring
-from lethe.vault.custody.sealing import open_rows
+from lethe.vault.custody.sealing import Opened, open_rows
 from lethe.vault.memory import repository as memory_repo
 from lethe.vault.model import GONE, SourceType, Status
 from lethe.vault.store.tables import memories
@@ -55,7 +55,7 @@ def collect(conn: Connection, keyring: SubjectKeyring, tenant_id: str, refs: Ite
     citing = _citations(conn, tenant_id)
     own = {r.id for r in live}
     items = [
-        _item(r, opened[(r.tenant_id, r.id)][1], sorted(citing.get(r.id, ())))
+        _item(r, opened[(r.tenant_id, r.id)], sorted(citing.get(r.id, ())))
         for r in live
         if (r.tenant_id, r.id) in opened
     ]
@@ -68,8 +68,10 @@ def collect(conn: Connection, keyring: SubjectKeyring, tenant_id: str, refs: Ite
     )
 
 
-def _item(row: Any, content: str, cited_by: list[str]) -> dict[str, Any]:
-    provenance = memory_repo.provenance_of(row.provenance)
+def _item(row: Any, opened: Opened, cited_by: list[str]) -> dict[str, Any]:
+    """One memory as the export shows it: content and provenance (its sealed origin too) opened."""
+    content = opened.content
+    provenance = memory_repo.provenance_of(row.provenance, opened.origin)
     return {
         "id": row.id,
         "agent_id": row.agent_id,

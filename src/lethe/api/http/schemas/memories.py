@@ -9,7 +9,7 @@ from pydantic import AwareDatetime, BaseModel, Field
 
 from lethe.api.http.schemas.common import IdempotencyKeyField, Out, Strict, SubjectId, one_idempotency_key
 from lethe.vault.memory.search import MAX_LIMIT, MAX_QUERY_CHARS
-from lethe.vault.memory.validation import MAX_VERSION
+from lethe.vault.memory.validation import MAX_URL, MAX_VERSION
 from lethe.vault.model import (
     Authority,
     Kind,
@@ -26,9 +26,33 @@ MAX_TOKEN_BUDGET = 1_000_000
 
 
 class ProvenanceIn(Strict):
+    """Where a memory came from. Every field but ``source_type`` and ``sources`` is sealed
+    under the subject's key with the content: never stored or logged in clear."""
+
     source_type: SourceType
     source_ref: str = Field(min_length=1, max_length=512, description="Session/turn, tool, document or URL.")
     sources: list[str] = Field(default_factory=list, max_length=1000)
+    turn: str | None = Field(default=None, max_length=512, description="The conversation turn.")
+    tool: str | None = Field(default=None, max_length=512, description="The tool whose result this is.")
+    url: str | None = Field(
+        default=None,
+        max_length=MAX_URL,
+        description="The page (absolute http(s) URL); required for web_page.",
+    )
+    document_ref: str | None = Field(
+        default=None, max_length=512, description="The document it was read from."
+    )
+
+    def to_provenance(self) -> Provenance:
+        return Provenance(
+            self.source_type,
+            self.source_ref,
+            tuple(self.sources),
+            turn=self.turn,
+            tool=self.tool,
+            url=self.url,
+            document_ref=self.document_ref,
+        )
 
 
 class MemoryWrite(Strict):
@@ -54,9 +78,7 @@ class MemoryWrite(Strict):
             purpose=self.purpose,
             kind=self.kind.value,
             content=self.content,
-            provenance=Provenance(
-                self.provenance.source_type, self.provenance.source_ref, tuple(self.provenance.sources)
-            ),
+            provenance=self.provenance.to_provenance(),
             idempotency_key=one_idempotency_key(self.idempotency_key, idempotency_key) or "",
             confidence=self.confidence,
             expires_at=self.expires_at,
@@ -68,9 +90,15 @@ class MemoryWrite(Strict):
 
 
 class ProvenanceOut(Out):
+    """As written; the sealed fields are None where the memory's key is gone."""
+
     source_type: SourceType
-    source_ref: str
+    source_ref: str | None
     sources: list[str]
+    turn: str | None = None
+    tool: str | None = None
+    url: str | None = None
+    document_ref: str | None = None
 
 
 class MemoryOut(Out):
