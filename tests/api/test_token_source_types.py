@@ -22,7 +22,7 @@ from lethe.vault.errors import InvalidCommand, SourceTypeRefused
 from lethe.vault.model import Role, SourceType
 from lethe.vault.store.schema import HEAD, downgrade, schema_state, upgrade
 from tests.api.conftest import Api, assert_problem, bearer, memory_body
-from tests.conftest import event_count, write_cmd
+from tests.conftest import event_count, page_url, write_cmd
 
 
 def mint(api: Api, admin: str, **body: Any) -> dict[str, Any]:
@@ -33,7 +33,7 @@ def mint(api: Api, admin: str, **body: Any) -> dict[str, Any]:
 
 
 def write(api: Api, token: str, source: str) -> Any:
-    provenance = {"source_type": source, "source_ref": "session-1/turn-1"}
+    provenance = {"source_type": source, "source_ref": "session-1/turn-1", "url": page_url(source)}
     return api.client.post("/v1/memories", json=memory_body(provenance=provenance), headers=bearer(token))
 
 

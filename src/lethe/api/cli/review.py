@@ -40,7 +40,7 @@ def _show(item: MemoryItem) -> None:
         f"purpose {escape(item.purpose)}  kind {item.kind.value}  created {item.created_at:%Y-%m-%d %H:%M}"
     )
     console.print(
-        f"  source: {p.source_type.value} {escape(p.source_ref)}"
+        f"  source: {p.source_type.value} {escape(p.source_ref or '(gone with the content)')}"
         + (f"  cites {', '.join(p.sources)}" if p.sources else "")
     )
     console.print(
