@@ -8,7 +8,8 @@ an id another tenant uses reads, and can be written, exactly like an unknown one
 SQL lives in ``memory.repository``; this module keeps the rules. Review (the queue,
 promotion, rejection) is ``memory.review``; retraction is ``memory.retraction``.
 
-Exceptions: ``InvalidCommand`` (422) and its subclasses, ``ContentTooLarge`` (413),
+Exceptions: ``InvalidCommand`` (422) and its subclasses (``ForbiddenContent``: the data
+policy), ``ContentTooLarge`` (413),
 ``PolicyRefused`` and ``OutOfScope`` (403), ``NotFound`` (404), ``VersionConflict``,
 ``IdempotencyConflict`` and ``SubjectForgotten`` (409), ``StoreUnavailable`` (503); each
 is explained in ``MemoryService``'s docstring.
@@ -52,6 +53,7 @@ from lethe.vault.errors import (
     VersionConflict,
 )
 from lethe.vault.memory import repository as repo
+from lethe.vault.memory.data_policy import DataPolicy, default_policy
 from lethe.vault.memory.policy import DEFAULT_POLICY, Limits, Policy, Standing, standing_for
 from lethe.vault.memory.retention import kept_until
 from lethe.vault.memory.validation import ValidWrite, normal_subject_id, validate_write
@@ -127,6 +129,8 @@ class MemoryService:
     Exceptions:
     - ``InvalidCommand`` (422) and its subclasses, ``ContentTooLarge`` (413): the write
       is malformed (validation), or a bulk import holds an update; nothing was written.
+    - ``ForbiddenContent`` (422): the content or a provenance reference holds a class the
+      deployment's data policy forbids (``memory.data_policy``); nothing was written.
     - ``PolicyRefused`` (403): the policy table has no rule for the role and source type.
     - ``OutOfScope`` (403): the credential lacks the purpose.
     - ``NotFound`` (404): unknown id, another tenant's or agent's, or not visible to the caller.
@@ -150,8 +154,11 @@ class MemoryService:
         *,
         log: EventLog,
         vectors: VectorIndex | None = None,
+        data_policy: DataPolicy | None = None,
     ) -> None:
         self.vectors = vectors or VectorIndex(None)
+        # What content the deployment never stores (``memory.data_policy``): built-in classes by default.
+        self.data_policy = data_policy or default_policy()
         self.uow = uow
         self.keyring = keyring
         self.pseudonyms = pseudonyms
@@ -171,6 +178,7 @@ class MemoryService:
     def _admit(self, caller: Caller, cmd: WriteCommand, now: datetime) -> tuple[ValidWrite, Standing]:
         """Validation and the policy table: everything decided before a key is touched."""
         valid = validate_write(cmd, self.limits, now)
+        self.data_policy.check(cmd)  # ForbiddenContent: refused before a key is touched
         standing = standing_for(self.policy, caller.role, valid.source_type)
         if not caller.may_use(cmd.purpose):
             raise OutOfScope("the credential does not cover this purpose")
