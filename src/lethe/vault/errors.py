@@ -115,16 +115,25 @@ class InvalidPurpose(InvalidCommand):
 
 
 class ForbiddenContent(InvalidCommand):
-    """A write's text falls in a class the deployment's data policy forbids; nothing was stored."""
+    """A write's text falls in a class the deployment's data policy forbids; nothing was stored.
+
+    Built with ``of``; the plain constructor keeps every error's one-argument shape.
+    """
 
     title = "Forbidden content"
 
-    def __init__(self, forbidden_class: str, field: str = "content") -> None:
-        super().__init__(
-            f"the {field} holds what this deployment's data policy forbids ({forbidden_class}); "
-            "nothing was stored"
-        )
+    def __init__(self, detail: str, forbidden_class: str = "unclassified") -> None:
+        super().__init__(detail)
         self.forbidden_class = forbidden_class
+
+    @classmethod
+    def of(cls, forbidden_class: str, field: str = "content") -> ForbiddenContent:
+        """The refusal of ``field``'s text for ``forbidden_class``: names the class, never the text."""
+        return cls(
+            f"the {field} holds what this deployment's data policy forbids ({forbidden_class}); "
+            "nothing was stored",
+            forbidden_class,
+        )
 
     def extensions(self) -> dict[str, str]:
         return {"forbidden_class": self.forbidden_class}

@@ -417,7 +417,7 @@ class DataPolicy:
             texts += [v for f in _PROVENANCE_TEXT if isinstance(v := getattr(prov, f, None), str)]
         for field, text in zip(("content", *(["provenance"] * (len(texts) - 1))), texts, strict=True):
             if (name := self.forbidden_class(text)) is not None:
-                raise ForbiddenContent(name, field)
+                raise ForbiddenContent.of(name, field)
 
 
 @lru_cache(maxsize=1)
