@@ -75,10 +75,12 @@ BUILT_IN = (PRIVATE_KEY, API_KEY, PASSWORD, PAYMENT_CARD)
 _CLASS_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 _PROVENANCE_TEXT = ("source_ref", "url", "document_ref", "tool", "turn")
 
-Confirm = Callable[["re.Match[str]"], bool]
+# What must hold of a match (found in the text as searched: lowercased for a ``folded`` rule)
+# for it to count; the second argument is the text as written.
+Confirm = Callable[["re.Match[str]", str], bool]
 
 
-def _always(_: re.Match[str]) -> bool:
+def _always(_: re.Match[str], __: str) -> bool:
     return True
 
 
@@ -88,22 +90,42 @@ class Rule:
 
     ``trigger``: what the Hyperscan prefilter looks for instead of ``regex``, where that is
     much cheaper to compile; it must match wherever ``regex`` does (a superset).
+    ``folded``: ``regex`` is written in lower case and searched in the lowercased text,
+    which CPython searches about 40 times faster than with ``re.IGNORECASE`` (3.4 ms against
+    88 us on 16 KiB); a text whose length lowercasing changes is searched as it is, with
+    ``re.IGNORECASE``.
     """
 
     forbidden_class: str
     regex: re.Pattern[str]
     confirm: Confirm = _always
     trigger: re.Pattern[str] | None = None
+    folded: bool = False
 
     def found_in(self, text: str) -> bool:
-        return any(self.confirm(m) for m in self.regex.finditer(text))
+        searched, regex = text, self.regex
+        if self.folded:
+            lower = text.lower()
+            if len(lower) == len(text):
+                searched = lower
+            else:
+                regex = re.compile(regex.pattern, regex.flags | re.IGNORECASE)
+        return any(self.confirm(m, text) for m in regex.finditer(searched))
 
 
 # -- payment cards ----------------------------------------------------------------------
 
-# A candidate: 13-19 digits, optionally separated by single spaces or dashes, not part of a
-# longer number, a decimal, a dash-joined id (a UUID's groups) or a "+" phone number.
-_CARD = re.compile(r"(?<![\w+-])(?<!\d\.)\d(?:[ -]?\d){12,18}(?![\w-])(?!\.\d)", re.ASCII)
+# A candidate: 13-19 digits, contiguous or in the groups cards are printed in (4-4-4-4[-3],
+# 4-6-5, 4-6-4) joined by one kind of separator, not part of a longer number, a decimal, a
+# dash-joined id (a UUID's groups) or a "+" phone number. Spelled out group by group rather
+# than as "digits with optional separators", which backtracks: 3.4 ms against ~0.3 ms on
+# 16 KiB of space-separated numbers.
+_CARD = re.compile(  # the first digit comes first, so the search skips to digits
+    r"\d(?<![\w+-]\d)(?<!\d\.\d)"
+    r"(?:\d{12,18}|\d{3}([ -])\d{4}\1\d{4}\1\d{1,4}(?:\1\d{1,3})?|\d{3}([ -])\d{6}\2\d{4,5})"
+    r"(?![\w-])(?!\.\d)",
+    re.ASCII,
+)
 _CARD_TRIGGER = re.compile(r"\d(?:[ -]?\d){12}", re.ASCII)
 # Issuer prefixes of the networks that use 13-19 digit numbers: Visa 4; Mastercard 51-55 and
 # 2221-2720; Amex 34, 37; Diners 300-305, 36, 38-39; Discover 6011, 644-649, 65; JCB 3528-3589;
@@ -124,7 +146,7 @@ def luhn_valid(digits: str) -> bool:
     return total % 10 == 0
 
 
-def _is_card(match: re.Match[str]) -> bool:
+def _is_card(match: re.Match[str], _: str) -> bool:
     text = match.group()
     seps = {c for c in text if c in " -"}
     if len(seps) > 1:
@@ -143,7 +165,7 @@ def _is_card(match: re.Match[str]) -> bool:
 
 _ASSIGN = r"""["']?\]?\s*(?::=|=>|[:=])\s*"""
 _VALUE = r"""(?:"(?P<dq>[^"\n]{1,256})"|'(?P<sq>[^'\n]{1,256})'|(?P<bare>[^\s"',;&]{1,256}))"""
-_PASSWORD = re.compile(r"(?i)(?:password|passwd|passphrase|contrase(?:ñ|n)a)" + _ASSIGN + _VALUE)
+_PASSWORD = re.compile(r"(?:password|passwd|passphrase|contrase(?:ñ|n)a)" + _ASSIGN + _VALUE)  # folded
 _PASSWORD_TRIGGER = re.compile(r"(?i)pass(?:word|wd|phrase)|contrase", re.ASCII)
 _PLACEHOLDER = re.compile(
     r"^(?:[$<{%*\[]|\.\.\.|…|(?:x+|none|null|nil|redacted|n/?a|true|false|yes|no|on|off|required)$)",
@@ -152,7 +174,7 @@ _PLACEHOLDER = re.compile(
 _CLAUSE_END = re.compile(r"[ \t]*(?:$|[\n\r,;&)}\]])")
 
 
-def _is_password(match: re.Match[str]) -> bool:
+def _is_password(match: re.Match[str], _: str) -> bool:
     quoted = match.group("dq") or match.group("sq")
     if quoted is not None:
         value = quoted.strip()
@@ -170,7 +192,7 @@ _KEY_NAMES = (
     r"refresh[_-]?token|client[_-]?secret|private[_-]?token|app[_-]?secret"
 )
 _KEY_ASSIGN = re.compile(
-    r"(?i)(?:(?:" + _KEY_NAMES + ")" + _ASSIGN + r"""["']?|bearer\s+)(?P<key>[A-Za-z0-9_\-+/=.~]{16,512})"""
+    r"(?:(?:" + _KEY_NAMES + ")" + _ASSIGN + r"""["']?|bearer\s+)(?P<key>[A-Za-z0-9_\-+/=.~]{16,512})"""
 )
 _KEY_TRIGGER = re.compile(r"(?i)" + _KEY_NAMES + "|bearer", re.ASCII)
 
@@ -181,8 +203,8 @@ def shannon_entropy(text: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(text).values())
 
 
-def _is_generic_key(match: re.Match[str]) -> bool:
-    key = match.group("key")
+def _is_generic_key(match: re.Match[str], text: str) -> bool:
+    key = text[match.start("key") : match.end("key")]  # as written: case adds entropy
     return any(c.isdigit() for c in key) and any(c.isalpha() for c in key) and shannon_entropy(key) >= 3.0
 
 
@@ -248,8 +270,8 @@ def _library_rules() -> list[Rule]:
 def _built_in_rules() -> list[Rule]:
     return [
         *_library_rules(),
-        Rule(API_KEY, _KEY_ASSIGN, _is_generic_key, _KEY_TRIGGER),
-        Rule(PASSWORD, _PASSWORD, _is_password, _PASSWORD_TRIGGER),
+        Rule(API_KEY, _KEY_ASSIGN, _is_generic_key, _KEY_TRIGGER, folded=True),
+        Rule(PASSWORD, _PASSWORD, _is_password, _PASSWORD_TRIGGER, folded=True),
         Rule(PAYMENT_CARD, _CARD, _is_card, _CARD_TRIGGER),
     ]
 
