@@ -198,3 +198,14 @@ def test_unusable_settings_stop_the_start(monkeypatch: pytest.MonkeyPatch, tmp_p
     monkeypatch.setenv("LETHE_DATA_POLICY", json.dumps({"patterns": {"broken": "("}}))
     with pytest.raises(ValueError, match="bad pattern"):
         Settings(data_dir=tmp_path)
+
+
+def test_the_client_reads_the_class_from_the_problem() -> None:
+    import httpx
+
+    from lethe.client.errors import InvalidRequest, problem_error
+
+    body = {"type": "urn:lethe:problem:forbidden-content", "title": "Forbidden content", "status": 422}
+    err = problem_error(httpx.Response(422, json={**body, "detail": "d", "forbidden_class": "payment_card"}))
+    assert isinstance(err, InvalidRequest) and err.forbidden_class == "payment_card"
+    assert problem_error(httpx.Response(422, json={**body, "detail": "d"})).forbidden_class is None
