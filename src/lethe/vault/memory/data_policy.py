@@ -211,6 +211,9 @@ def _is_generic_key(match: re.Match[str], text: str) -> bool:
 # -- the library's detectors ------------------------------------------------------------
 
 
+_LEADING_WORD = re.compile(r"^([A-Za-z]{3,})\.\{")
+
+
 def _library_rules() -> list[Rule]:
     """detect-secrets' denylists (imported here, at build time: it takes ~0.1 s to import).
 
@@ -259,12 +262,17 @@ def _library_rules() -> list[Rule]:
     }
     # Their tokens are ASCII: matched with ASCII semantics (``\d``, ``\w``, case), as Hyperscan
     # matches them without its Unicode mode, which compiles some of them 10 times slower.
-    return [
-        Rule(name, re.compile(regex.pattern, (regex.flags & ~re.UNICODE) | re.ASCII))
-        for name, plugins in by_class.items()
-        for plugin in plugins
-        for regex in plugin.denylist
-    ]
+    rules = []
+    for name, plugins in by_class.items():
+        for plugin in plugins:
+            for regex in plugin.denylist:
+                flags = (regex.flags & ~re.UNICODE) | re.ASCII
+                # A pattern that opens with a word and then a wildcard (AWS's "aws.{0,20}?...")
+                # is looked for by that word: the whole pattern takes Hyperscan 0.16 s to compile.
+                lead = _LEADING_WORD.match(regex.pattern)
+                trigger = re.compile(re.escape(lead.group(1)), flags) if lead else None
+                rules.append(Rule(name, re.compile(regex.pattern, flags), trigger=trigger))
+    return rules
 
 
 def _built_in_rules() -> list[Rule]:
@@ -379,13 +387,42 @@ def _hyperscan() -> Any:
 
 
 class DataPolicy:
-    """The classes a deployment forbids, built once (composition root) and shared by writes."""
+    """The classes a deployment forbids, built once (composition root) and shared by writes.
 
-    def __init__(self, rules: Sequence[Rule], *, use_hyperscan: bool = True) -> None:
-        self.rules = list(rules)
-        self.classes = tuple(dict.fromkeys(r.forbidden_class for r in self.rules))
-        hs = _hyperscan() if use_hyperscan and self.rules else None
-        self._prefilter = _Prefilter(hs, self.rules) if hs is not None else None
+    ``build`` checks a declaration at once; the built-in rules (detect-secrets' import, about
+    0.1 s) and the Hyperscan database (about 0.2 s) are made on first use, or by ``warm``
+    (the server warms it at start), so a command that never writes never pays for them.
+    """
+
+    def __init__(
+        self, rules: Sequence[Rule] | Callable[[], Sequence[Rule]], *, use_hyperscan: bool = True
+    ) -> None:
+        self._source = rules
+        self._use_hyperscan = use_hyperscan
+        self._made: tuple[list[Rule], _Prefilter | None] | None = None
+        self._lock = threading.Lock()
+
+    def _compiled(self) -> tuple[list[Rule], _Prefilter | None]:
+        if self._made is None:
+            with self._lock:
+                if self._made is None:
+                    rules = list(self._source() if callable(self._source) else self._source)
+                    hs = _hyperscan() if self._use_hyperscan and rules else None
+                    self._made = (rules, _Prefilter(hs, rules) if hs is not None else None)
+        return self._made
+
+    def warm(self) -> DataPolicy:
+        """Make the rules and the prefilter now, not on the first write."""
+        self._compiled()
+        return self
+
+    @property
+    def rules(self) -> list[Rule]:
+        return self._compiled()[0]
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(r.forbidden_class for r in self.rules))
 
     @classmethod
     def build(
@@ -400,30 +437,38 @@ class DataPolicy:
         off = set(disabled)
         if unknown := off - set(BUILT_IN):
             raise ValueError(f"data policy: cannot disable {sorted(unknown)}; built-in: {list(BUILT_IN)}")
-        rules = [r for r in _built_in_rules() if r.forbidden_class not in off]
+        configured = []
         for name, pattern in (patterns or {}).items():
             _check_name(name)
             try:
-                rules.append(Rule(name, re.compile(pattern)))
+                configured.append(Rule(name, re.compile(pattern)))
             except re.error as exc:
                 raise ValueError(f"data policy: class {name!r}: bad pattern: {exc}") from None
         for name, literals in (identifiers or {}).items():
             _check_name(name)
             if isinstance(literals, str):
                 raise ValueError(f"data policy: identifiers of class {name!r} must be a list of strings")
-            rules.append(_identifier_rule(name, literals))
+            configured.append(_identifier_rule(name, literals))
+
+        def rules() -> list[Rule]:
+            built_in = (
+                [r for r in _built_in_rules() if r.forbidden_class not in off] if off != set(BUILT_IN) else []
+            )
+            return built_in + configured
+
         return cls(rules, use_hyperscan=use_hyperscan)
 
     def forbidden_class(self, text: str) -> str | None:
         """The first class ``text`` falls in, or None."""
         if not text:
             return None
+        rules, prefilter = self._compiled()
         if not unicodedata.is_normalized("NFC", text):
             text = unicodedata.normalize("NFC", text)
-        if self._prefilter is None:
-            candidates: Iterable[Rule] = self.rules
+        if prefilter is None:
+            candidates: Iterable[Rule] = rules
         else:
-            candidates = (self.rules[i] for i in self._prefilter.candidates(text.encode()))
+            candidates = (rules[i] for i in prefilter.candidates(text.encode()))
         for rule in candidates:
             if rule.found_in(text):
                 return rule.forbidden_class
@@ -431,7 +476,7 @@ class DataPolicy:
 
     def check(self, cmd: WriteCommand) -> None:
         """Refuse a write whose content or provenance text holds a forbidden class (``ForbiddenContent``)."""
-        if not self.rules:
+        if not self._compiled()[0]:
             return
         texts = [cmd.content]
         prov = cmd.provenance
