@@ -29,7 +29,15 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from limits import parse
-from pydantic import BaseModel, BeforeValidator, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from lethe.vault.memory.data_policy import DataPolicy
@@ -54,7 +62,7 @@ Ttl = Annotated[timedelta | None, BeforeValidator(_duration)]
 class DataPolicyConfig(BaseModel):
     """The shape of ``LETHE_DATA_POLICY`` (see the module docstring)."""
 
-    model_config = {"extra": "forbid"}
+    model_config = ConfigDict(extra="forbid")
 
     disabled: list[str] = []
     patterns: dict[str, str] = {}
