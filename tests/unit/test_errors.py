@@ -27,6 +27,7 @@ STATUSES = {
     "UnknownKind": 422,
     "InvalidConfidence": 422,
     "InvalidPurpose": 422,
+    "ForbiddenContent": 422,
     "Unauthenticated": 401,
     "ContentTooLarge": 413,
     "PolicyRefused": 403,

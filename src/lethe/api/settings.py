@@ -6,6 +6,17 @@ a duration: ``90d``, ``12h``, ``30m``, ``45s``, a number of seconds, or ISO 8601
 (``P90D``). Unset ones keep the core's defaults (``vault.memory.policy``). The core
 checks the whole set when the settings load (``Limits.check``), so a contradictory one
 (a default above its maximum, a TTL over ten years) stops every command at start.
+
+The data policy (``vault.memory.data_policy``) is ``LETHE_DATA_POLICY``, a JSON object, or
+``LETHE_DATA_POLICY_FILE``, a JSON file of the same shape (long identifier lists)::
+
+    {"disabled": ["password"],                              # built-in classes turned off
+     "patterns": {"national_id": "\\b\\d{3}-\\d{2}-\\d{4}\\b"},  # class -> regex
+     "identifiers": {"named_account": ["ACME-0001", "Jane Roe"]}}  # class -> literal strings
+
+Unset, every built-in class is on (secrets and card numbers are refused out of the box). A
+policy the core cannot use (an unknown class, a regex that does not compile) stops every
+command at start, as retention does.
 """
 
 from __future__ import annotations
@@ -13,13 +24,23 @@ from __future__ import annotations
 import importlib.util
 import re
 from datetime import timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
 from limits import parse
-from pydantic import BeforeValidator, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from lethe.vault.memory.data_policy import DataPolicy
 from lethe.vault.memory.embedding import DEFAULT_MODEL, MODELS, NONE
 from lethe.vault.memory.policy import Limits
 from lethe.vault.model import Kind, SourceType
@@ -36,6 +57,16 @@ def _duration(value: object) -> object:
 
 
 Ttl = Annotated[timedelta | None, BeforeValidator(_duration)]
+
+
+class DataPolicyConfig(BaseModel):
+    """The shape of ``LETHE_DATA_POLICY`` (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    disabled: list[str] = []
+    patterns: dict[str, str] = {}
+    identifiers: dict[str, list[str]] = {}
 
 
 class Settings(BaseSettings):
@@ -88,6 +119,10 @@ class Settings(BaseSettings):
     log_origin: str | None = None
     signing_key_passphrase: SecretStr | None = None
 
+    # What content is never stored (see the module docstring): the built-in classes by default.
+    data_policy: DataPolicyConfig = DataPolicyConfig()
+    data_policy_file: Path | None = None
+
     # Retention (see the module docstring); None keeps the core's default.
     ttl_preference: Ttl = None
     ttl_preference_max: Ttl = None
@@ -111,6 +146,33 @@ class Settings(BaseSettings):
         """Refused at start, with every contradiction named: never discovered by a write."""
         self.limits()
         return self
+
+    @model_validator(mode="after")
+    def _data_policy_is_usable(self) -> Settings:
+        """A policy that cannot be built stops the start, with the reason named."""
+        self.built_data_policy()
+        return self
+
+    def data_policy_config(self) -> DataPolicyConfig:
+        """``LETHE_DATA_POLICY``, or the file ``LETHE_DATA_POLICY_FILE`` names (not both)."""
+        if self.data_policy_file is None:
+            return self.data_policy
+        if self.data_policy != DataPolicyConfig():
+            raise ValueError("set LETHE_DATA_POLICY or LETHE_DATA_POLICY_FILE, not both")
+        try:
+            text = self.data_policy_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"data_policy_file cannot be read: {exc.strerror}") from None
+        return DataPolicyConfig.model_validate_json(text)
+
+    def built_data_policy(self) -> DataPolicy:
+        """The data policy these settings declare, built (``ValueError`` if unusable)."""
+        c = self.data_policy_config()
+        return _built_policy(
+            tuple(c.disabled),
+            tuple(c.patterns.items()),
+            tuple((name, tuple(values)) for name, values in c.identifiers.items()),
+        )
 
     def limits(self) -> Limits:
         """The write pipeline's limits these settings give, checked (``InvalidRetention``)."""
@@ -177,3 +239,13 @@ class Settings(BaseSettings):
         if self.search_concurrency is not None:
             return self.search_concurrency
         return 1 if self.db_url.startswith("sqlite") else 2
+
+
+@lru_cache(maxsize=8)
+def _built_policy(
+    disabled: tuple[str, ...],
+    patterns: tuple[tuple[str, str], ...],
+    identifiers: tuple[tuple[str, tuple[str, ...]], ...],
+) -> DataPolicy:
+    """Built once per declaration: validating the settings and the composition root share it."""
+    return DataPolicy.build(disabled=disabled, patterns=dict(patterns), identifiers=dict(identifiers))

@@ -9,7 +9,8 @@ tree (status in brackets)::
     ├── TransportError          no answer: the connection failed or timed out (after retries)
     ├── UnexpectedResponse      an answer the client cannot read (not the Lethe API?)
     └── ProblemError            the server answered with a problem: status, title, detail, type
-        ├── InvalidRequest      [400, 422] the request is malformed; ``errors`` lists the fields
+        ├── InvalidRequest      [400, 422] the request is malformed; ``errors`` lists the fields,
+        │                       ``forbidden_class`` the data policy's class a write fell in
         ├── Unauthenticated     [401] no token, or one unknown, expired or revoked
         ├── OutOfScope          [403] the token's role or scope does not allow this
         ├── NotFound            [404] unknown, or outside the token's scope (indistinguishable)
@@ -54,6 +55,7 @@ class ProblemError(LetheError):
         type: str = "about:blank",
         instance: str | None = None,
         errors: list[dict[str, Any]] | None = None,
+        forbidden_class: str | None = None,
     ) -> None:
         super().__init__(f"{status} {title}: {detail}")
         self.status = status
@@ -62,6 +64,8 @@ class ProblemError(LetheError):
         self.type = type
         self.instance = instance
         self.errors = errors or []
+        # A 422 "Forbidden content": the class of the server's data policy the write fell in.
+        self.forbidden_class = forbidden_class
 
 
 class InvalidRequest(ProblemError):
@@ -148,5 +152,6 @@ def problem_error(response: httpx.Response) -> ProblemError:
         type=str(body.get("type") or "about:blank"),
         instance=body.get("instance"),
         errors=errors,
+        forbidden_class=body.get("forbidden_class") if isinstance(body.get("forbidden_class"), str) else None,
         **extra,
     )

@@ -11,7 +11,10 @@ contain memory content, subject ids or key material. The tree (status in bracket
     │   ├── MissingProvenance        no or unknown source type, no source ref, a summary without sources
     │   ├── UnknownKind              kind outside preference, fact, skill, task_summary, working_note
     │   ├── InvalidConfidence        confidence not a number between 0 and 1
-    │   └── InvalidPurpose           purpose not 1-64 characters of a-z 0-9 _ . : -
+    │   ├── InvalidPurpose           purpose not 1-64 characters of a-z 0-9 _ . : -
+    │   └── ForbiddenContent         the text holds a class the data policy forbids (a secret,
+    │                                a card number, a configured pattern or identifier); its
+    │                                problem's ``forbidden_class`` names the class, never the text
     ├── Unauthenticated [401]        no credential, or one unknown, expired or revoked (one error for all)
     ├── ContentTooLarge [413]        content exceeds the configured limit
     ├── PolicyRefused [403]          the policy table has no rule for this role and source type
@@ -83,6 +86,10 @@ class VaultError(Exception):
         super().__init__(detail)
         self.detail = detail
 
+    def extensions(self) -> dict[str, str]:
+        """Extension members of this error's problem (RFC 9457 §3.2); none unless a leaf adds some."""
+        return {}
+
 
 class InvalidCommand(VaultError):
     status = 422
@@ -107,6 +114,31 @@ class InvalidConfidence(InvalidCommand):
 
 class InvalidPurpose(InvalidCommand):
     title = "Invalid purpose"
+
+
+class ForbiddenContent(InvalidCommand):
+    """A write's text falls in a class the deployment's data policy forbids; nothing was stored.
+
+    Built with ``of``; the plain constructor keeps every error's one-argument shape.
+    """
+
+    title = "Forbidden content"
+
+    def __init__(self, detail: str, forbidden_class: str = "unclassified") -> None:
+        super().__init__(detail)
+        self.forbidden_class = forbidden_class
+
+    @classmethod
+    def of(cls, forbidden_class: str, field: str = "content") -> ForbiddenContent:
+        """The refusal of ``field``'s text for ``forbidden_class``: names the class, never the text."""
+        return cls(
+            f"the {field} holds what this deployment's data policy forbids ({forbidden_class}); "
+            "nothing was stored",
+            forbidden_class,
+        )
+
+    def extensions(self) -> dict[str, str]:
+        return {"forbidden_class": self.forbidden_class}
 
 
 class Unauthenticated(VaultError):

@@ -60,6 +60,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         container = build(settings, wrap_kms=lambda kms: InstrumentedKms(kms, metrics))
         lease = serve_lease(settings.data_dir, container.uow.engine)  # restore/migrate wait for us
         app.state.container = container
+        container.memories.data_policy.warm()  # not on the first write
         app.state.tokens = container.tokens
         app.state.store_lease = lease
         metrics.kpis.source = container.kpis.store_wide

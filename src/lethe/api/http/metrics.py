@@ -26,7 +26,7 @@ from prometheus_client.registry import Collector
 from lethe.keys.protocol import DataKey, DestructionReceipt, KeyInfo, KeyManager, ProbeResult
 from lethe.vault.audit.kpis import Kpis
 from lethe.vault.custody.keyring import SubjectKeyring
-from lethe.vault.errors import VaultError
+from lethe.vault.errors import ForbiddenContent, VaultError
 
 KPI_MAX_AGE_SECONDS = 30.0
 
@@ -49,6 +49,11 @@ class Metrics:
         self.quarantined = counter("lethe_quarantined_total", "Writes stored in quarantine.")
         self.promotions = counter("lethe_promotions_total", "Quarantined memories promoted by a reviewer.")
         self.conflicts = counter("lethe_conflicts_total", "Requests refused with 409 Conflict.", ("reason",))
+        self.forbidden_content = counter(
+            "lethe_forbidden_content_total",
+            "Writes refused by the data policy, by the class their text fell in (never the text).",
+            ("forbidden_class",),
+        )
         self.expirations = counter("lethe_expirations_total", "Memories expired by the sweep.")
         self.supersessions = counter("lethe_supersessions_total", "Memories superseded by a correction.")
         self.forget_requests = counter("lethe_forget_requests_total", "Erasure requests accepted.")
@@ -79,6 +84,8 @@ class Metrics:
     def count_problem(self, exc: VaultError) -> None:
         if exc.status == 409:
             self.conflicts.labels(reason=type(exc).__name__).inc()
+        elif isinstance(exc, ForbiddenContent):
+            self.forbidden_content.labels(forbidden_class=exc.forbidden_class).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

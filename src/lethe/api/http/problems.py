@@ -46,6 +46,10 @@ class Problem(BaseModel):
     detail: str
     instance: str = Field(description="The path of the request that failed.")
     errors: list[FieldError] | None = Field(default=None, description="Field errors, for status 422.")
+    forbidden_class: str | None = Field(
+        default=None,
+        description="The data policy's class the write's text falls in (422); never the text.",
+    )
 
 
 class ApiProblem(Exception):
@@ -73,6 +77,7 @@ def problem_response(
     *,
     errors: Sequence[dict[str, Any]] | None = None,
     headers: Mapping[str, str] | None = None,
+    extensions: Mapping[str, Any] | None = None,
 ) -> JSONResponse:
     body: dict[str, Any] = {
         "type": f"urn:lethe:problem:{_slug(title)}",
@@ -80,6 +85,7 @@ def problem_response(
         "status": status,
         "detail": detail,
         "instance": instance,
+        **(extensions or {}),
     }
     if errors is not None:
         body["errors"] = list(errors)
@@ -109,7 +115,12 @@ def install(app: FastAPI, metrics: Metrics) -> None:
         metrics.count_problem(exc)
         invalid = request.headers.get("authorization") is not None
         return problem_response(
-            exc.status, exc.title, exc.detail, request.url.path, headers=_auth_headers(exc.status, invalid)
+            exc.status,
+            exc.title,
+            exc.detail,
+            request.url.path,
+            headers=_auth_headers(exc.status, invalid),
+            extensions=exc.extensions(),
         )
 
     @app.exception_handler(ApiProblem)

@@ -8,10 +8,11 @@ an id another tenant uses reads, and can be written, exactly like an unknown one
 SQL lives in ``memory.repository``; this module keeps the rules. Review (the queue,
 promotion, rejection) is ``memory.review``; retraction is ``memory.retraction``.
 
-Exceptions: ``InvalidCommand`` (422) and its subclasses, ``ContentTooLarge`` (413),
-``PolicyRefused`` (``SourceTypeRefused`` among them) and ``OutOfScope`` (403), ``NotFound``
-(404), ``VersionConflict``, ``IdempotencyConflict`` and ``SubjectForgotten`` (409),
-``StoreUnavailable`` (503); each is explained in ``MemoryService``'s docstring.
+Exceptions: ``InvalidCommand`` (422) and its subclasses (``ForbiddenContent``: the data
+policy), ``ContentTooLarge`` (413), ``PolicyRefused`` (``SourceTypeRefused`` among them) and
+``OutOfScope`` (403), ``NotFound`` (404), ``VersionConflict``, ``IdempotencyConflict`` and
+``SubjectForgotten`` (409), ``StoreUnavailable`` (503); each is explained in
+``MemoryService``'s docstring.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from lethe.vault.errors import (
     VersionConflict,
 )
 from lethe.vault.memory import repository as repo
+from lethe.vault.memory.data_policy import DataPolicy, default_policy
 from lethe.vault.memory.policy import DEFAULT_POLICY, Limits, Policy, Standing, admit_source
 from lethe.vault.memory.retention import kept_until
 from lethe.vault.memory.validation import ValidWrite, normal_subject_id, validate_write
@@ -127,6 +129,8 @@ class MemoryService:
     Exceptions:
     - ``InvalidCommand`` (422) and its subclasses, ``ContentTooLarge`` (413): the write
       is malformed (validation), or a bulk import holds an update; nothing was written.
+    - ``ForbiddenContent`` (422): the content or a provenance reference holds a class the
+      deployment's data policy forbids (``memory.data_policy``); nothing was written.
     - ``PolicyRefused`` (403): the policy table has no rule for the role and source type;
       ``SourceTypeRefused`` (403, a subclass): the credential may not assert the source type.
     - ``OutOfScope`` (403): the credential lacks the purpose.
@@ -151,8 +155,11 @@ class MemoryService:
         *,
         log: EventLog,
         vectors: VectorIndex | None = None,
+        data_policy: DataPolicy | None = None,
     ) -> None:
         self.vectors = vectors or VectorIndex(None)
+        # What content the deployment never stores (``memory.data_policy``): built-in classes by default.
+        self.data_policy = data_policy or default_policy()
         self.uow = uow
         self.keyring = keyring
         self.pseudonyms = pseudonyms
@@ -173,6 +180,7 @@ class MemoryService:
         """Validation, the credential's source types and the policy table: everything decided
         before a key is touched (``write`` and ``import_batch`` both come through here)."""
         valid = validate_write(cmd, self.limits, now)
+        self.data_policy.check(cmd)  # ForbiddenContent: refused before a key is touched
         standing = admit_source(self.policy, caller, valid.source_type)
         if not caller.may_use(cmd.purpose):
             raise OutOfScope("the credential does not cover this purpose")
