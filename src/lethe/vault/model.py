@@ -50,6 +50,16 @@ class Trust(StrEnum):
     UNTRUSTED = "untrusted"
 
 
+# The one trust order: verified > trusted > untrusted. What is built from memories is never
+# trusted more than the least trusted of them (``memory.summaries``).
+TRUST_RANK: dict[Trust, int] = {Trust.UNTRUSTED: 0, Trust.TRUSTED: 1, Trust.VERIFIED: 2}
+
+
+def lowest_trust(first: Trust, *others: Trust) -> Trust:
+    """The least trusted of the given levels."""
+    return min((first, *others), key=TRUST_RANK.__getitem__)
+
+
 class Role(StrEnum):
     AGENT = "agent"
     OPERATOR = "operator"
@@ -83,17 +93,43 @@ class Caller:
 
 
 @dataclass(frozen=True)
+class Origins:
+    """What a summary was built from, all the way down, as the vault recorded it at the write
+    (``memory.summaries``): the memory ids it cites and those they cite in turn, their source
+    types, and the lowest trust among them. Never a ``source_ref``: those identify people."""
+
+    memory_ids: tuple[str, ...]
+    source_types: tuple[str, ...]
+    trust: Trust
+
+    def as_dict(self) -> dict:
+        return {
+            "memory_ids": list(self.memory_ids),
+            "source_types": list(self.source_types),
+            "trust": self.trust.value,
+        }
+
+    @staticmethod
+    def from_dict(d: dict) -> Origins:
+        return Origins(tuple(d["memory_ids"]), tuple(d["source_types"]), Trust(d["trust"]))
+
+
+@dataclass(frozen=True)
 class Provenance:
     source_type: SourceType
     source_ref: str
     sources: tuple[str, ...] = ()
+    origins: Origins | None = None  # a summary's, recorded by the vault; a writer never gives it
 
     def as_dict(self) -> dict:
-        return {
+        d = {
             "source_type": str(self.source_type),
             "source_ref": self.source_ref,
             "sources": list(self.sources),
         }
+        if self.origins is not None:
+            d["origins"] = self.origins.as_dict()
+        return d
 
 
 @dataclass(frozen=True)

@@ -20,16 +20,29 @@ from lethe.vault.memory import repository as repo
 
 
 def derived_from(
-    conn: Connection, tenant_id: str, roots: Iterable[str], *, skip: Collection[str]
+    conn: Connection,
+    tenant_id: str,
+    roots: Iterable[str],
+    *,
+    skip: Collection[str],
+    purpose: str | None = None,
+    agent_id: str | None = None,
 ) -> list[repo.Row]:
     """The tenant's summaries citing any of ``roots``, directly or through other summaries.
 
     Sorted by id; the roots themselves are never in it. A summary in a ``skip`` status is
     walked through (what cites it is still derived) but not returned: it is already gone.
-    Rows carry id, provenance, version, subject_ref and status.
+    Rows carry id, provenance, version, subject_ref and status. ``purpose`` and
+    ``agent_id`` narrow the walk to one scope: a summary checked at its write
+    (``memory.summaries``) cites only memories its writer reads in its own purpose, so what
+    cites an agent's memory is that agent's, in that purpose (what cites an operator
+    memory, any agent's in that purpose: give no ``agent_id``).
     """
     gone = set(roots)
-    cites = [(s, set(json.loads(s.provenance).get("sources") or ())) for s in repo.summaries(conn, tenant_id)]
+    cites = [
+        (s, set(json.loads(s.provenance).get("sources") or ()))
+        for s in repo.summaries(conn, tenant_id, purpose, agent_id)
+    ]
     found: list[repo.Row] = []
     changed = True
     while changed:

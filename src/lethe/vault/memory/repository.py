@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection
 from lethe.vault.clock import from_db, to_db
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.sealing import open_rows, open_rows_with_keys
-from lethe.vault.model import Authority, Kind, MemoryItem, Provenance, SourceType, Status, Trust
+from lethe.vault.model import Authority, Kind, MemoryItem, Origins, Provenance, SourceType, Status, Trust
 from lethe.vault.store import driver_reads, projection
 from lethe.vault.store.driver_rows import insert_rows
 from lethe.vault.store.events import Event
@@ -61,7 +61,10 @@ def _member(enum: type[E], value: Any) -> E:
 
 def provenance_of(text: str) -> Provenance:
     p = json.loads(text)
-    return Provenance(_member(SourceType, p["source_type"]), p["source_ref"], tuple(p.get("sources") or ()))
+    origins = Origins.from_dict(p["origins"]) if "origins" in p else None
+    return Provenance(
+        _member(SourceType, p["source_type"]), p["source_ref"], tuple(p.get("sources") or ()), origins
+    )
 
 
 def to_item(
@@ -194,12 +197,20 @@ def prior_write(conn: Connection, tenant_id: str, agent_id: str, idempotency_key
 def live_past_expiry(
     conn: Connection, now: datetime, limit: int, among: Sequence[tuple[str, str]] | None = None
 ) -> list[Row]:
-    """Up to ``limit`` active or quarantined memories whose expiry has passed (any tenant);
-    ``among``: only these (tenant id, memory id) keys, read by primary key.
+    """Up to ``limit`` active or quarantined memories whose expiry has passed (any tenant), with
+    their scope; ``among``: only these (tenant id, memory id) keys, read by primary key.
 
     Without ``among`` it scans every memory (no index leads with the expiry: one would cost
     every write), about 60 ms per 100,000 memories on SQLite."""
-    q = sa.select(memories.c.id, memories.c.tenant_id, memories.c.subject_ref, memories.c.version).where(
+    q = sa.select(
+        memories.c.id,
+        memories.c.tenant_id,
+        memories.c.subject_ref,
+        memories.c.version,
+        memories.c.agent_id,
+        memories.c.purpose,
+        memories.c.authority,
+    ).where(
         memories.c.status.in_((Status.ACTIVE.value, Status.QUARANTINED.value)),
         memories.c.expires_at <= to_db(now),
     )
@@ -230,11 +241,18 @@ def provenance_is(field: str, value: str) -> sa.ColumnElement[bool]:
     return memories.c.provenance.contains(f'"{field}": {json.dumps(value)}', autoescape=True)
 
 
-def summaries(conn: Connection, tenant_id: str) -> list[Row]:
-    """The tenant's summaries in any status (id, provenance, version, subject_ref, status)."""
+def summaries(
+    conn: Connection, tenant_id: str, purpose: str | None = None, agent_id: str | None = None
+) -> list[Row]:
+    """The tenant's summaries in any status (id, provenance, version, subject_ref, status);
+    ``purpose`` and ``agent_id``, if given, narrow them to that scope (an index range)."""
     q = sa.select(*_BRIEF).where(
         memories.c.tenant_id == tenant_id, provenance_is("source_type", SourceType.SUMMARY.value)
     )
+    if purpose is not None:
+        q = q.where(memories.c.purpose == purpose)
+    if agent_id is not None:
+        q = q.where(memories.c.agent_id == agent_id)
     return list(conn.execute(q).all())
 
 
