@@ -113,7 +113,12 @@ def test_the_review_queue_filters_and_pages_over_http(api: Api, tokens) -> None:
     assert seen == [*mine, theirs]
     [first] = api.client.get("/v1/review-queue", params={"limit": 1}, headers=headers).json()["items"]
     assert first["content"] == "page 0" and first["subject_id"] == "alice@example.com"
-    assert first["provenance"] == {"source_type": "web_page", "source_ref": POISONED, "sources": []}
+    assert first["provenance"] == {
+        "source_type": "web_page",
+        "source_ref": POISONED,
+        "sources": [],
+        "origins": None,
+    }
 
     def ids(**params: Any) -> list[str]:
         r = api.client.get("/v1/review-queue", params=params, headers=headers)

@@ -32,4 +32,11 @@ def test_a_summary_citing_another_tenants_memory_is_a_422_problem_naming_the_pos
         headers=token,
     )
     assert written.status_code == 201, written.text
-    assert written.json()["provenance"]["sources"] == [mine.json()["id"]]
+    provenance = written.json()["provenance"]
+    assert provenance["sources"] == [mine.json()["id"]]
+    assert provenance["origins"] == {
+        "memory_ids": [mine.json()["id"]],
+        "source_types": ["user_statement"],
+        "trust": "trusted",
+    }
+    assert mine.json()["provenance"]["origins"] is None  # only a summary's are recorded

@@ -26,12 +26,25 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
+class Origins:
+    """What a summary was built from, all the way down, as the vault recorded it: memory ids,
+    their source types, and the lowest trust among them (the summary's never exceeds it)."""
+
+    memory_ids: tuple[str, ...]
+    source_types: tuple[str, ...]
+    trust: str
+
+
+@dataclass(frozen=True)
 class Provenance:
-    """Where a memory came from: its source type, a reference to it, and (summaries) its inputs."""
+    """Where a memory came from: its source type, a reference to it, and (summaries) its inputs.
+
+    ``origins`` is a summary's, recorded by the vault; a write never sends it."""
 
     source_type: str
     source_ref: str
     sources: tuple[str, ...] = ()
+    origins: Origins | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"source_type": self.source_type, "source_ref": self.source_ref, "sources": list(self.sources)}

@@ -1,8 +1,9 @@
 """What was built from what: the summaries that cite a set of memories, transitively.
 
 A summary's ``provenance.sources`` names what it was built from: memory ids of its own
-tenant (another tenant's memory under the same id is a different memory), and possibly
-the ref of an outside source it cites directly. Removing a memory, by erasure or by
+tenant (another tenant's memory under the same id is a different memory), checked at the
+write (``memory.summaries``); one written before that check may also hold the ref of an
+outside source it cites directly. Removing a memory, by erasure or by
 retraction, must remove what was built from it and what was built from that, or the
 claim outlives its own source ("survival by summary"). ``derived_from`` walks the
 citations to a fixed point; erasure (``erasure.forgetting``) and retraction

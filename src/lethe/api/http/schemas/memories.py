@@ -67,10 +67,19 @@ class MemoryWrite(Strict):
         )
 
 
+class OriginsOut(Out):
+    """What a summary was built from, all the way down, as the vault recorded it."""
+
+    memory_ids: list[str]
+    source_types: list[SourceType]
+    trust: Trust = Field(description="The lowest trust among them: the summary's never exceeds it.")
+
+
 class ProvenanceOut(Out):
     source_type: SourceType
     source_ref: str
     sources: list[str]
+    origins: OriginsOut | None = Field(default=None, description="A summary's: recorded by the vault.")
 
 
 class MemoryOut(Out):
