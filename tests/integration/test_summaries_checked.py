@@ -313,3 +313,25 @@ def test_a_summary_records_its_inputs_origins_all_the_way_down_without_source_re
     )
     with pytest.raises(errors.InvalidCommand):
         c.memories.write(agent(), write_cmd("tea", provenance=forged))
+
+
+def test_an_input_retracted_after_the_write_was_admitted_still_refuses_it(lethe, monkeypatch):
+    """The check runs under the write lock: a retraction committing after the write was
+    validated and keyed, before its transaction, is seen."""
+    c = lethe
+    cited, other = note(c, "alice drinks tea"), note(c, "alice drinks it hot")
+    prepare = c.memories._prepare
+    retract = [cited.id]
+
+    def then_retract(*args, **kwargs):  # type: ignore[no-untyped-def]
+        prepared = prepare(*args, **kwargs)
+        while retract:
+            c.retractions.retract(reviewer(), memory_id=retract.pop(), reason="wrong")
+        return prepared
+
+    monkeypatch.setattr(c.memories, "_prepare", then_retract)
+    with pytest.raises(errors.UnknownSource):
+        summarise(c, "alice drinks tea", cited.id, promote=False)
+    assert status_of(c, cited.id) == "retracted"
+    # Positive control: the same path with nothing retracted on the way writes the summary.
+    assert summarise(c, "alice drinks hot tea", other.id, promote=False).status is Status.QUARANTINED
