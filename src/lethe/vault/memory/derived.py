@@ -28,6 +28,7 @@ def derived_from(
     skip: Collection[str],
     purpose: str | None = None,
     agent_id: str | None = None,
+    after_seq: int | None = None,
 ) -> list[repo.Row]:
     """The tenant's summaries citing any of ``roots``, directly or through other summaries.
 
@@ -37,12 +38,13 @@ def derived_from(
     ``agent_id`` narrow the walk to one scope: a summary checked at its write
     (``memory.summaries``) cites only memories its writer reads in its own purpose, so what
     cites an agent's memory is that agent's, in that purpose (what cites an operator
-    memory, any agent's in that purpose: give no ``agent_id``).
+    memory, any agent's in that purpose: give no ``agent_id``). ``after_seq``: the lowest
+    ``created_seq`` of the roots, if known; what cites a memory was written after it.
     """
     gone = set(roots)
     cites = [
         (s, set(json.loads(s.provenance).get("sources") or ()))
-        for s in repo.summaries(conn, tenant_id, purpose, agent_id)
+        for s in repo.summaries(conn, tenant_id, purpose, agent_id, after_seq)
     ]
     found: list[repo.Row] = []
     changed = True

@@ -241,11 +241,20 @@ def provenance_is(field: str, value: str) -> sa.ColumnElement[bool]:
     return memories.c.provenance.contains(f'"{field}": {json.dumps(value)}', autoescape=True)
 
 
+_ANY_STATUS = [s.value for s in Status]
+
+
 def summaries(
-    conn: Connection, tenant_id: str, purpose: str | None = None, agent_id: str | None = None
+    conn: Connection,
+    tenant_id: str,
+    purpose: str | None = None,
+    agent_id: str | None = None,
+    after_seq: int | None = None,
 ) -> list[Row]:
     """The tenant's summaries in any status (id, provenance, version, subject_ref, status);
-    ``purpose`` and ``agent_id``, if given, narrow them to that scope (an index range)."""
+    ``purpose`` and ``agent_id``, if given, narrow them to that scope (an index range);
+    ``after_seq``, to those created after that event (``ix_memories_review``: one range per
+    status), so the walk from a recent memory reads what was written since, not the tenant."""
     q = sa.select(*_BRIEF).where(
         memories.c.tenant_id == tenant_id, provenance_is("source_type", SourceType.SUMMARY.value)
     )
@@ -253,6 +262,8 @@ def summaries(
         q = q.where(memories.c.purpose == purpose)
     if agent_id is not None:
         q = q.where(memories.c.agent_id == agent_id)
+    if after_seq is not None:
+        q = q.where(memories.c.status.in_(_ANY_STATUS), memories.c.created_seq > after_seq)
     return list(conn.execute(q).all())
 
 

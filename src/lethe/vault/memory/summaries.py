@@ -172,7 +172,14 @@ def expiry_events(tenant_id: str, summaries: Iterable[Any], cause: str, now: dat
 def expire_derived(conn: Connection, log: EventLog, superseded: Any, now: datetime) -> int:
     """Inside a correction's transaction: expire the live summaries built on the memory it
     supersedes (a ``memories`` row), transitively; how many."""
-    derived = derived_live(conn, [superseded])
+    # What cites it was written after it: a correction of a recent memory reads what was
+    # written since (under the write lock), not its whole scope.
+    derived = {
+        s.id: s
+        for s in derived_from(
+            conn, superseded.tenant_id, {superseded.id}, skip=_NOT_LIVE, after_seq=superseded.created_seq
+        )
+    }
     batch = expiry_events(
         superseded.tenant_id, sorted(derived.values(), key=lambda s: s.id), INPUT_SUPERSEDED, now
     )
