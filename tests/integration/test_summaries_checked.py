@@ -35,6 +35,7 @@ from lethe.vault.model import (
     Status,
     Trust,
 )
+from lethe.vault.store import replay
 from lethe.vault.store.tables import events, memories
 from tests.conftest import agent, event_count, reviewer, write_cmd
 
@@ -214,6 +215,7 @@ def test_the_sweep_expires_a_summary_kept_past_its_input_by_a_reviewer(lethe):
             for r in conn.execute(sa.select(events).where(events.c.type == "memory.expired"))
         }
     assert causes == {short.id: None, s.id: "input_expired", meta.id: "input_expired"}
+    assert replay.check(c.uow.engine).identical
 
 
 def test_superseding_an_input_expires_the_summaries_built_on_it(lethe):
@@ -239,6 +241,7 @@ def test_superseding_an_input_expires_the_summaries_built_on_it(lethe):
             for r in conn.execute(sa.select(events).where(events.c.type == "memory.expired"))
         }
     assert causes == {s.id: "input_superseded", meta.id: "input_superseded"}
+    assert replay.check(c.uow.engine).identical  # the log alone rebuilds it
 
 
 def test_a_promoted_summary_is_never_trusted_above_its_least_trusted_input(lethe):
@@ -307,6 +310,7 @@ def test_a_summary_records_its_inputs_origins_all_the_way_down_without_source_re
         top.provenance.origins.memory_ids
     )
     assert "social.example" not in payload and "house-rules" not in payload  # the inputs' refs stay out
+    assert replay.check(c.uow.engine).identical
     # A writer never gives origins itself.
     forged = Provenance(
         SourceType.SUMMARY, "s", (said.id,), Origins((said.id,), ("operator_config",), Trust.VERIFIED)
