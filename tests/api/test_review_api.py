@@ -123,6 +123,7 @@ def test_the_review_queue_filters_and_pages_over_http(api: Api, tokens) -> None:
         "tool": None,
         "url": "https://example.org/page",
         "document_ref": None,
+        "origins": None,
     }
 
     def ids(**params: Any) -> list[str]:

@@ -17,7 +17,7 @@ from lethe.vault.erasure.leases import Claim
 from lethe.vault.erasure.model import KEY_PENDING
 from lethe.vault.model import Provenance, SearchQuery, SourceType
 from lethe.vault.store.tables import events, memories, subject_keys
-from tests.conftest import agent, event_count, officer, write_cmd
+from tests.conftest import agent, event_count, officer, reviewer, write_cmd
 
 ALICE, BOB = "alice@example.com", "bob@example.com"
 
@@ -166,6 +166,7 @@ def test_summaries_built_from_a_forgotten_memory_are_tombstoned_too(lethe):
         provenance=Provenance(SourceType.SUMMARY, "summariser", (a.id, b.id)),
     )
     summary = c.memories.write(agent(), summary_cmd).item
+    summary = c.review.promote(reviewer(), summary.id, summary.version).item  # live: citable
     meta = c.memories.write(
         agent(),
         write_cmd(

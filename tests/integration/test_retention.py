@@ -33,7 +33,9 @@ def operator() -> Caller:
 
 def fact_from(c, source: SourceType, **kw):  # type: ignore[no-untyped-def]
     who = operator() if source is SourceType.OPERATOR_CONFIG else agent()
-    sources = ("m-1",) if source is SourceType.SUMMARY else ()
+    sources = ()
+    if source is SourceType.SUMMARY:  # a summary cites a live memory (``memory.summaries``)
+        sources = (c.memories.write(agent(), write_cmd("the shop opens", kind="fact")).item.id,)
     prov = Provenance(source, "ref-1", sources, url=page_url(source))
     return c.memories.write(who, write_cmd("the shop opens at nine", provenance=prov, kind="fact", **kw)).item
 

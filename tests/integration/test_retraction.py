@@ -93,12 +93,12 @@ def test_retracting_by_source_takes_every_memory_from_it_whatever_agent_purpose_
     upper = write(c, "tea", POISONED.upper(), SourceType.WEB_PAGE)  # SQLite's LIKE ignores case; we must not
     trusted = write(c, "alice likes tea", subject=ALICE)
     cites_page = summarise(c, "tea summary", from_page[0].id, trusted.id)
-    cites_source = summarise(c, "what the page says", POISONED)  # a summary citing the source itself
+    cites_summary = summarise(c, "what the summary says", cites_page.id)  # through another summary
     other_tenant = write(c, "tea is poisonous", POISONED, SourceType.WEB_PAGE, who=agent("t2"))
     before = statuses(c)
     result = c.retractions.retract(reviewer(), source_ref=POISONED, reason="the site was compromised")
     assert result.memory_ids == sorted(m.id for m in from_page)
-    assert result.derived_ids == sorted([cites_page.id, cites_source.id])
+    assert result.derived_ids == sorted([cites_page.id, cites_summary.id])
     after = statuses(c)
     changed = {k for k in after if after[k] != before[k]}
     assert changed == {("t1", i) for i in [*result.memory_ids, *result.derived_ids]}
@@ -207,6 +207,7 @@ def test_the_next_compaction_purges_a_retracted_memorys_ciphertext(lethe):
 def test_retractions_are_audit_events_with_ids_and_counts_never_content(lethe):
     c = lethe
     page = write(c, "tea is poisonous", POISONED, SourceType.WEB_PAGE, subject=ALICE)
+    c.review.promote(reviewer(), page.id, page.version)  # a summary cites live memories only
     summary = summarise(c, "the tea summary", page.id)
     result = c.retractions.retract(officer(), source_ref=POISONED, reason="the site was compromised")
     with c.uow.read() as conn:

@@ -3,7 +3,8 @@
 Hypothesis draws small stores (several tenants, agents, purposes, sources and subjects;
 trusted and quarantined writes; memory ids shared between tenants; summaries citing
 random sets of memories, other summaries (written before or after them) and sources,
-some promoted), retracts one
+some promoted; the store must accept exactly those citing live memories of the writer's
+scope, ``memory.summaries``), retracts one
 source in one tenant, and checks the whole store against a plain model: the memories of
 that tenant written from that source, and the summaries citing them (or the source)
 directly or through other summaries, are retracted; no other row in any tenant changes;
@@ -72,7 +73,8 @@ def stores(draw):  # type: ignore[no-untyped-def]
     for k in range(count):
         # Any memory, any other summary (one written later too: ids are chosen up front), or a source.
         others = [i for i in range(len(written) + count) if i != len(written) + k]
-        cite = st.sampled_from(others) | st.sampled_from(SOURCES)
+        # Sources now and then: a summary citing one is refused (it is no memory id).
+        cite = st.sampled_from([*others, *others, *others, *SOURCES])
         summaries.append(
             draw(
                 st.tuples(
@@ -80,6 +82,7 @@ def stores(draw):  # type: ignore[no-untyped-def]
                     st.sampled_from((*SOURCES, "summariser")),
                     st.lists(cite, min_size=1, max_size=3),
                     st.booleans(),  # promoted, or left in quarantine
+                    st.booleans(),  # its cites narrowed to the live ones of its writer's scope (accepted)
                 )
             )
         )
@@ -113,21 +116,60 @@ def build(c, tenants, written, summaries) -> tuple[list[Item], list[str]]:  # ty
         m = c.memories.write(caller(w), cmd).item
         items.append(Item(tenant, m.id, w["agent"], w["purpose"], source, m.status.value))
     ids = [i.id for i in items] + [str(uuid.uuid4()) for _ in summaries]
-    for w, source, cites, promote in summaries:
+    for k, (w, source, cites, promote, narrow) in enumerate(summaries):
+        # Written in the scope of the first active memory it cites, if there is one (else as
+        # drawn): a summary is accepted only if every id it cites is a live memory of its
+        # writer's scope, and the store must agree with this model on each.
+        first = next(
+            (
+                x
+                for x in cites
+                if isinstance(x, int) and (o := _written(items, ids[x])) and o.status == "active"
+            ),
+            None,
+        )
+        if first is not None:
+            it = _written(items, ids[first])
+            w = {**w, "tenant": names.index(it.tenant), "agent": it.agent, "purpose": it.purpose}
+            if narrow:
+                scope = (it.tenant, it.agent, it.purpose)
+                cites = [
+                    x
+                    for x in cites
+                    if isinstance(x, int)
+                    and (o := _written(items, ids[x])) is not None
+                    and (o.tenant, o.agent, o.purpose, o.status) == (*scope, "active")
+                ]
         tenant = names[w["tenant"]]
         sources = tuple(dict.fromkeys(ids[x] if isinstance(x, int) else x for x in cites))
+        mine = {(i.tenant, i.id): i for i in items}
+        citable = all(
+            (t := mine.get((tenant, x))) is not None
+            and (t.agent, t.purpose, t.status) == (w["agent"], w["purpose"], "active")
+            for x in sources
+        )
         cmd = write_cmd(
             f"tea summary {len(items)}",
             subject=w["subject"],
             provenance=Provenance(SourceType.SUMMARY, source, sources),
             purpose=w["purpose"],
-            id=ids[len(items)],
+            id=ids[len(written) + k],
         )
-        s = c.memories.write(caller(w), cmd).item
+        try:
+            s = c.memories.write(caller(w), cmd).item
+        except errors.UnknownSource:
+            assert not citable, sources
+            continue
+        assert citable, sources
         if promote:
             s = c.review.promote(reviewer(tenant), s.id, s.version).item
         items.append(Item(tenant, s.id, w["agent"], w["purpose"], source, s.status.value, frozenset(sources)))
     return items, names
+
+
+def _written(items: list[Item], memory_id: str) -> Item | None:
+    """The first item written under this id (in any tenant), if any."""
+    return next((i for i in items if i.id == memory_id), None)
 
 
 def model_retraction(items: list[Item], tenant: str, source: str) -> tuple[set[str], set[str]]:

@@ -20,6 +20,7 @@ PAIRS: list[tuple[type, type[BaseModel]]] = [
     (models.Score, memories.Score),
     (models.SearchResult, memories.SearchOut),
     (models.Provenance, memories.ProvenanceOut),
+    (models.Origins, memories.OriginsOut),
     (models.ErasureAccepted, erasure.ErasureAccepted),
     (models.ErasureRequest, erasure.ErasureJobOut),
     (models.ErasureStep, erasure.ErasureStepOut),

@@ -24,6 +24,7 @@ STATUSES = {
     "InvalidCommand": 422,
     "InvalidTtl": 422,
     "MissingProvenance": 422,
+    "UnknownSource": 422,
     "UnknownKind": 422,
     "InvalidConfidence": 422,
     "InvalidPurpose": 422,

@@ -26,11 +26,22 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True)
+class Origins:
+    """What a summary was built from, all the way down, as the vault recorded it: memory ids,
+    their source types, and the lowest trust among them (the summary's never exceeds it)."""
+
+    memory_ids: tuple[str, ...]
+    source_types: tuple[str, ...]
+    trust: str
+
+
+@dataclass(frozen=True)
 class Provenance:
     """Where a memory came from: its source type, a reference to it, (summaries) its inputs, and
     optionally the turn, tool, page ``url`` (required for ``web_page``) and document. The
     server seals all but the type and the inputs under the subject's key; read back where the
-    key is gone, they are None."""
+    key is gone, they are None. ``origins`` is a summary's, recorded by the vault; a write
+    never sends it."""
 
     source_type: str
     source_ref: str | None
@@ -39,6 +50,7 @@ class Provenance:
     tool: str | None = None
     url: str | None = None
     document_ref: str | None = None
+    origins: Origins | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

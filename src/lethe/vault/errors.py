@@ -9,6 +9,8 @@ contain memory content, subject ids or key material. The tree (status in bracket
     ├── InvalidCommand [422]         the command is malformed; nothing was written
     │   ├── InvalidTtl               expiry in the past, above the kind's maximum, or both forms given
     │   ├── MissingProvenance        no or unknown source type, no source ref, a summary without sources
+    │   ├── UnknownSource            a summary cites what is no live memory in the writer's scope
+    │   │                            (unknown, another tenant's, agent's or purpose's: one answer)
     │   ├── UnknownKind              kind outside preference, fact, skill, task_summary, working_note
     │   ├── InvalidConfidence        confidence not a number between 0 and 1
     │   ├── InvalidPurpose           purpose not 1-64 characters of a-z 0-9 _ . : -
@@ -102,6 +104,10 @@ class InvalidTtl(InvalidCommand):
 
 class MissingProvenance(InvalidCommand):
     title = "Missing provenance"
+
+
+class UnknownSource(InvalidCommand):
+    title = "Unknown source"
 
 
 class UnknownKind(InvalidCommand):

@@ -50,6 +50,16 @@ class Trust(StrEnum):
     UNTRUSTED = "untrusted"
 
 
+# The one trust order: verified > trusted > untrusted. What is built from memories is never
+# trusted more than the least trusted of them (``memory.summaries``).
+TRUST_RANK: dict[Trust, int] = {Trust.UNTRUSTED: 0, Trust.TRUSTED: 1, Trust.VERIFIED: 2}
+
+
+def lowest_trust(first: Trust, *others: Trust) -> Trust:
+    """The least trusted of the given levels."""
+    return min((first, *others), key=TRUST_RANK.__getitem__)
+
+
 class Role(StrEnum):
     AGENT = "agent"
     OPERATOR = "operator"
@@ -92,6 +102,28 @@ SEALED_ORIGIN = ("source_ref", "turn", "tool", "url", "document_ref")
 
 
 @dataclass(frozen=True)
+class Origins:
+    """What a summary was built from, all the way down, as the vault recorded it at the write
+    (``memory.summaries``): the memory ids it cites and those they cite in turn, their source
+    types, and the lowest trust among them. Never a ``source_ref``: those identify people."""
+
+    memory_ids: tuple[str, ...]
+    source_types: tuple[str, ...]
+    trust: Trust
+
+    def as_dict(self) -> dict:
+        return {
+            "memory_ids": list(self.memory_ids),
+            "source_types": list(self.source_types),
+            "trust": self.trust.value,
+        }
+
+    @staticmethod
+    def from_dict(d: dict) -> Origins:
+        return Origins(tuple(d["memory_ids"]), tuple(d["source_types"]), Trust(d["trust"]))
+
+
+@dataclass(frozen=True)
 class Provenance:
     """Where a memory came from. ``source_type`` and ``sources`` (memory ids) are stored in
     clear; the fields of ``SEALED_ORIGIN`` travel only inside the sealed envelope, so a
@@ -104,9 +136,10 @@ class Provenance:
     tool: str | None = None
     url: str | None = None
     document_ref: str | None = None
+    origins: Origins | None = None  # a summary's, recorded by the vault; a writer never gives it
 
     def as_dict(self) -> dict:
-        return {
+        d = {
             "source_type": str(self.source_type),
             "source_ref": self.source_ref,
             "sources": list(self.sources),
@@ -115,10 +148,17 @@ class Provenance:
             "url": self.url,
             "document_ref": self.document_ref,
         }
+        if self.origins is not None:
+            d["origins"] = self.origins.as_dict()
+        return d
 
     def clear_part(self) -> dict:
-        """What the event payload and the ``memories`` row hold in clear."""
-        return {"source_type": str(self.source_type), "sources": list(self.sources)}
+        """What the event payload and the ``memories`` row hold in clear (a summary's origins
+        are memory ids and source types only: no reference to seal)."""
+        d = {"source_type": str(self.source_type), "sources": list(self.sources)}
+        if self.origins is not None:
+            d["origins"] = self.origins.as_dict()
+        return d
 
     def origin(self) -> dict[str, str]:
         """The sealed fields that are set (``SEALED_ORIGIN``): what the envelope carries."""

@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection
 from lethe.vault.clock import from_db, to_db
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.sealing import open_rows, open_rows_with_keys
-from lethe.vault.model import Authority, Kind, MemoryItem, Provenance, SourceType, Status, Trust
+from lethe.vault.model import Authority, Kind, MemoryItem, Origins, Provenance, SourceType, Status, Trust
 from lethe.vault.store import driver_reads, projection
 from lethe.vault.store.driver_rows import insert_rows
 from lethe.vault.store.events import Event
@@ -65,6 +65,7 @@ def provenance_of(text: str, origin: dict[str, str] | None = None) -> Provenance
     its ``source_ref`` in clear; an unopened row's origin fields are None."""
     p = json.loads(text)
     o = origin or {}
+    origins = Origins.from_dict(p["origins"]) if "origins" in p else None
     return Provenance(
         _member(SourceType, p["source_type"]),
         o.get("source_ref", p.get("source_ref")),
@@ -73,6 +74,7 @@ def provenance_of(text: str, origin: dict[str, str] | None = None) -> Provenance
         tool=o.get("tool"),
         url=o.get("url"),
         document_ref=o.get("document_ref"),
+        origins=origins,
     )
 
 
@@ -210,12 +212,20 @@ def prior_write(conn: Connection, tenant_id: str, agent_id: str, idempotency_key
 def live_past_expiry(
     conn: Connection, now: datetime, limit: int, among: Sequence[tuple[str, str]] | None = None
 ) -> list[Row]:
-    """Up to ``limit`` active or quarantined memories whose expiry has passed (any tenant);
-    ``among``: only these (tenant id, memory id) keys, read by primary key.
+    """Up to ``limit`` active or quarantined memories whose expiry has passed (any tenant), with
+    their scope; ``among``: only these (tenant id, memory id) keys, read by primary key.
 
     Without ``among`` it scans every memory (no index leads with the expiry: one would cost
     every write), about 60 ms per 100,000 memories on SQLite."""
-    q = sa.select(memories.c.id, memories.c.tenant_id, memories.c.subject_ref, memories.c.version).where(
+    q = sa.select(
+        memories.c.id,
+        memories.c.tenant_id,
+        memories.c.subject_ref,
+        memories.c.version,
+        memories.c.agent_id,
+        memories.c.purpose,
+        memories.c.authority,
+    ).where(
         memories.c.status.in_((Status.ACTIVE.value, Status.QUARANTINED.value)),
         memories.c.expires_at <= to_db(now),
     )
@@ -246,11 +256,29 @@ def provenance_is(field: str, value: str) -> sa.ColumnElement[bool]:
     return memories.c.provenance.contains(f'"{field}": {json.dumps(value)}', autoescape=True)
 
 
-def summaries(conn: Connection, tenant_id: str) -> list[Row]:
-    """The tenant's summaries in any status (id, provenance, version, subject_ref, status)."""
+_ANY_STATUS = [s.value for s in Status]
+
+
+def summaries(
+    conn: Connection,
+    tenant_id: str,
+    purpose: str | None = None,
+    agent_id: str | None = None,
+    after_seq: int | None = None,
+) -> list[Row]:
+    """The tenant's summaries in any status (id, provenance, version, subject_ref, status);
+    ``purpose`` and ``agent_id``, if given, narrow them to that scope (an index range);
+    ``after_seq``, to those created after that event (``ix_memories_review``: one range per
+    status), so the walk from a recent memory reads what was written since, not the tenant."""
     q = sa.select(*_BRIEF).where(
         memories.c.tenant_id == tenant_id, provenance_is("source_type", SourceType.SUMMARY.value)
     )
+    if purpose is not None:
+        q = q.where(memories.c.purpose == purpose)
+    if agent_id is not None:
+        q = q.where(memories.c.agent_id == agent_id)
+    if after_seq is not None:
+        q = q.where(memories.c.status.in_(_ANY_STATUS), memories.c.created_seq > after_seq)
     return list(conn.execute(q).all())
 
 

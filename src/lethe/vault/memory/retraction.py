@@ -5,7 +5,8 @@ poisoned": a fact read from a compromised web page, the output of a hijacked too
 quarantined item a reviewer rejects. By id it takes one memory; by ``source_ref`` every
 memory of the tenant whose provenance names that source, whatever its agent, purpose or
 subject. Either way it also takes the summaries that cite them, transitively
-(``memory.derived``); by source, also summaries that cite the source itself.
+(``memory.derived``); by source, also summaries that cite the source itself (written
+before summaries were checked, ``memory.summaries``: a summary cites memory ids only now).
 
 A retracted memory gets the status ``retracted``: in the same transaction it leaves every
 retrieval (search, reads, the review queue) in every agent's and purpose's view, loses its

@@ -44,8 +44,9 @@ from lethe.vault.errors import IdempotencyConflict, InvalidCommand, NotFound, Ou
 from lethe.vault.memory import repository as repo
 from lethe.vault.memory.derived import derived_from
 from lethe.vault.memory.retraction import MAX_REASON, Plan, new_entry, record
+from lethe.vault.memory.summaries import promoted_trust
 from lethe.vault.memory.validation import require_text, require_version
-from lethe.vault.model import GONE, Caller, MemoryItem, Role, SourceType, Status, Trust
+from lethe.vault.model import GONE, Caller, MemoryItem, Role, SourceType, Status
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.projection import MEMORY_PROMOTED, apply
@@ -154,12 +155,13 @@ class ReviewService:
     def promote(
         self, caller: Caller, memory_id: str, expected_version: int, idempotency_key: str | None = None
     ) -> Decision:
-        """Release a quarantined memory: active, trust ``verified``."""
+        """Release a quarantined memory: active, trust ``verified`` (a summary's capped at the
+        lowest of its inputs', ``memory.summaries``)."""
 
         def promote_it(conn: Connection, row: Any, decided: dict[str, Any], now: datetime) -> None:
             payload = {
                 "version": row.version + 1,
-                "trust": Trust.VERIFIED.value,
+                "trust": promoted_trust(row.provenance).value,  # a summary: never above its inputs
                 "promoted_by": caller.principal,
                 **decided,
             }

@@ -53,13 +53,14 @@ from lethe.vault.errors import (
     VersionConflict,
 )
 from lethe.vault.memory import repository as repo
+from lethe.vault.memory import summaries
 from lethe.vault.memory.data_policy import DataPolicy, default_policy
 from lethe.vault.memory.policy import DEFAULT_POLICY, Limits, Policy, Standing, admit_source
 from lethe.vault.memory.retention import kept_until
 from lethe.vault.memory.validation import ValidWrite, normal_subject_id, validate_write
 from lethe.vault.memory.vectors import VectorIndex
 from lethe.vault.memory.visibility import may_read
-from lethe.vault.model import GONE, Caller, MemoryItem, Status, WriteCommand
+from lethe.vault.model import GONE, Caller, MemoryItem, SourceType, Status, WriteCommand, lowest_trust
 from lethe.vault.store import driver_reads
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
@@ -204,6 +205,22 @@ class MemoryService:
             request_hash=_request_hash(key.data_key, cmd),
         )
 
+    def _summary_checked(self, conn: Connection, w: _Prepared, now: datetime) -> _Prepared:
+        """A summary's cited ids checked under the write lock, and what it inherits from them
+        (``memory.summaries``): its origins, the lowest trust, the earliest expiry. Any other
+        write is returned as it is."""
+        if w.valid.source_type is not SourceType.SUMMARY:
+            return w
+        prov = w.cmd.provenance
+        assert prov is not None  # validated
+        got = summaries.inherit(conn, w.caller, w.cmd.purpose, prov.sources, now)
+        return replace(
+            w,
+            cmd=replace(w.cmd, provenance=replace(prov, origins=got.origins)),
+            standing=replace(w.standing, trust=lowest_trust(w.standing.trust, got.origins.trust)),
+            valid=replace(w.valid, expires_at=min(w.valid.expires_at, got.expires_at)),
+        )
+
     def _written_event(self, w: _Prepared, at: _Target, now: datetime) -> Event:
         """The ``memory.written`` event of a prepared write at its target (sealed content)."""
         cmd, key = w.cmd, w.key
@@ -317,6 +334,7 @@ class MemoryService:
             params["token_id"] = caller.principal
 
         def work(conn: Connection) -> WriteOutcome | Event:
+            nonlocal w
             row = driver_reads.rows(conn, self._checks_confirming if unread else self._checks, params)[0]
             if unread:
                 confirm(row.token_live)  # before anything else: nothing is written, or replayed
@@ -327,6 +345,7 @@ class MemoryService:
                     self._replay(conn, tenant_id, prior_hash, prior_id, w.request_hash), False
                 )
             _check_verdict(write_verdict(w.key.generation, *key_state), cached_key)
+            w = self._summary_checked(conn, w, now)
             at = self._target(conn, caller, w.agent_id, w.subject_ref, cmd, now)
             old = self._supersedable(conn, caller, w.agent_id, cmd) if cmd.supersedes_id else None
             # A create only inserts: they are sent together (``store.pipeline``). An update or a
@@ -347,6 +366,7 @@ class MemoryService:
                         ),
                         written.seq,
                     )
+                    summaries.expire_derived(conn, self.log, old, now)  # what cites it goes too
                 if at.version > 1:
                     repo.drop_index_entry(conn, tenant_id, at.memory_id)
                 repo.add_index_rows(conn, [self._index_row(w, at.memory_id)])
@@ -384,6 +404,8 @@ class MemoryService:
         for cmd in (replace(c, subject_id=normal_subject_id(c.subject_id)) for c in cmds):
             if cmd.id is not None or cmd.supersedes_id is not None or cmd.expected_version:
                 raise InvalidCommand("a bulk import only creates new memories")
+            if cmd.provenance is not None and cmd.provenance.source_type == SourceType.SUMMARY:
+                raise InvalidCommand("a bulk import holds no summaries: their sources are checked one by one")
             w = self._prepare(caller, cmd, now, key_for)
             at = _Target(str(uuid.uuid4()), 1, now)
             batch.append(self._written_event(w, at, now))
@@ -500,7 +522,8 @@ class MemoryService:
     # -- lifecycle ----------------------------------------------------------------------
 
     def sweep_expired(self, batch: int = 500) -> int:
-        """Append an ``expired`` event for each live memory past its expiry.
+        """Append an ``expired`` event for each live memory past its expiry, and for each live
+        summary built on one (``memory.summaries``: a summary never outlives its inputs).
 
         The scan for them runs in a read, outside the write lock: a server sweeps every 30 s
         in every worker, and writers waited for the whole scan (about 60 ms per 100,000
@@ -511,6 +534,7 @@ class MemoryService:
             now = self.clock()
             with self.uow.read() as conn:
                 found = repo.live_past_expiry(conn, now, batch)
+                derived = summaries.derived_live(conn, found)  # what cites them goes too
             if not found:
                 return total
             with self.uow.write() as conn:
@@ -527,6 +551,7 @@ class MemoryService:
                             occurred_at=iso(now),
                         ),
                     )
+                total += summaries.expire_still_live(conn, self.log, derived, now)
             total += len(rows)
             if len(found) < batch:
                 return total

@@ -99,8 +99,12 @@ def validate_write(cmd: WriteCommand, limits: Limits, now: datetime) -> ValidWri
     _check_origin(prov, source_type, limits)
     for source in prov.sources:
         require_text("provenance.sources[]", source, limits.max_ref_len)
+    if prov.origins is not None:  # what a summary inherits is the vault's record (``memory.summaries``)
+        raise InvalidCommand("provenance.origins is recorded by the vault, never given by a writer")
     if source_type is SourceType.SUMMARY and not prov.sources:
         raise MissingProvenance("a summary must list the memory ids it was built from in provenance.sources")
+    # Whether those ids are live memories the writer may cite is checked under the write lock
+    # (``memory.summaries``); a source that is not a memory's id is refused there too.
     if not cmd.purpose or len(cmd.purpose) > limits.max_purpose_len or not _PURPOSE.match(cmd.purpose):
         raise InvalidPurpose("purpose must be 1-64 characters of a-z, 0-9, '_', '.', ':' or '-'")
     if not cmd.subject_id or len(cmd.subject_id) > 256:

@@ -89,6 +89,14 @@ class MemoryWrite(Strict):
         )
 
 
+class OriginsOut(Out):
+    """What a summary was built from, all the way down, as the vault recorded it."""
+
+    memory_ids: list[str]
+    source_types: list[SourceType]
+    trust: Trust = Field(description="The lowest trust among them: the summary's never exceeds it.")
+
+
 class ProvenanceOut(Out):
     """As written; the sealed fields are None where the memory's key is gone."""
 
@@ -99,6 +107,7 @@ class ProvenanceOut(Out):
     tool: str | None = None
     url: str | None = None
     document_ref: str | None = None
+    origins: OriginsOut | None = Field(default=None, description="A summary's: recorded by the vault.")
 
 
 class MemoryOut(Out):
