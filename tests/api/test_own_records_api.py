@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -20,6 +21,7 @@ import sqlalchemy as sa
 
 from lethe.client import AsyncLetheClient, LetheClient, NotFound
 from lethe.integrations.langgraph import LetheStore
+from lethe.vault.clock import utcnow
 from lethe.vault.memory.own_records import _cursor_after
 from lethe.vault.model import Role
 from lethe.vault.store.projection import MEMORY_RETRACTED, RETRACTION_RECORDED
@@ -103,14 +105,21 @@ def test_a_subject_filter_lists_that_subjects_memories_only(api: Api) -> None:
     assert [i["content"] for i in listed(api, a1, subject_id="Jose\u0301")] == ["josé"]
 
 
-def test_superseded_memories_are_not_listed_but_their_owner_may_delete_them(api: Api) -> None:
+def test_superseded_and_expired_memories_are_not_listed_but_their_owner_may_delete_them(api: Api) -> None:
     a1 = bearer(api.mint())
     old = write(api, a1, "likes tea")
     new = write(api, a1, "likes coffee now", supersedes_id=old["id"])
+    brief = write(api, a1, "in a meeting", kind="working_note", ttl_seconds=60)
+    assert ids(listed(api, a1)) == [brief["id"], new["id"]]
+    # Five minutes on, the working note has expired (the sweep has not run: the list checks the time).
+    later = utcnow() + timedelta(minutes=5)
+    api.container.own_records.clock = lambda: later
     assert ids(listed(api, a1)) == [new["id"]]
     assert api.client.get(f"/v1/memories/{old['id']}", headers=a1).json()["status"] == "superseded"
-    assert api.client.delete(f"/v1/memories/{old['id']}", headers=a1).status_code == 204
+    for gone in (old, brief):  # both still hold their content until compaction: the owner may retract it
+        assert api.client.delete(f"/v1/memories/{gone['id']}", headers=a1).status_code == 204
     assert_problem(api.client.get(f"/v1/memories/{old['id']}", headers=a1), 404)
+    assert len(events_of(api, RETRACTION_RECORDED)) == 2
     assert ids(listed(api, a1)) == [new["id"]]
 
 
