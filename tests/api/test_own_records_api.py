@@ -159,6 +159,15 @@ def test_a_second_delete_answers_204_and_records_nothing(api: Api) -> None:
     events = api.events()
     assert api.client.delete(f"/v1/memories/{item['id']}", headers=a1).status_code == 204
     assert api.events() == events and len(events_of(api, RETRACTION_RECORDED)) == 1
+    # So is a delete of its own memory a reviewer retracted first.
+    reviewed = write(api, a1, "a note a reviewer drops")
+    body = {"memory_id": reviewed["id"], "reason": "wrong"}
+    assert (
+        api.client.post("/v1/retractions", json=body, headers=bearer(api.mint("reviewer"))).status_code == 202
+    )
+    events = api.events()
+    assert api.client.delete(f"/v1/memories/{reviewed['id']}", headers=a1).status_code == 204
+    assert api.events() == events
 
 
 def test_anything_but_the_callers_own_memory_is_404_and_stays_intact(api: Api) -> None:
