@@ -18,9 +18,11 @@ whose erasure was accepted (the fence is up), from the 202 on. Operator memories
 agent reads are not its own and are not listed.
 
 Pages follow ``created_seq`` (the sequence number of the event that created the memory,
-assigned under the write lock: gap-free, never reused) downwards, by keyset: the opaque
-cursor names the last memory of a page, and the next page starts below its sequence
-number; nothing is skipped or repeated when memories are written or deleted meanwhile.
+assigned under the write lock: gap-free, never reused) downwards, by keyset over
+``ix_memories_owner`` (tenant, agent, created_seq): the opaque cursor names the last memory
+of a page, and the next page starts below its sequence number; nothing is skipped or
+repeated when memories are written or deleted meanwhile, and a page costs its own rows,
+not the agent's whole history.
 
 Exceptions: ``OutOfScope`` (403) for a caller that is not an agent; ``InvalidCommand``
 (422) for a limit, subject id or cursor out of bounds (a cursor naming no memory of this
@@ -34,6 +36,7 @@ import binascii
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -89,6 +92,23 @@ def owned(caller: Caller) -> list[sa.ColumnElement[bool]]:
     return clauses
 
 
+def page_statement(
+    caller: Caller, now: datetime, limit: int, subject_ref: str | None = None, before_seq: int | None = None
+) -> sa.Select[Any]:
+    """Up to ``limit`` listed memories of the caller created before ``before_seq``, newest first:
+    one backward range of ``ix_memories_owner`` that stops once the page is full."""
+    clauses = [
+        *owned(caller),
+        memories.c.status.in_(sorted(s.value for s in LISTED)),
+        memories.c.expires_at > to_db(now),
+    ]
+    if subject_ref is not None:
+        clauses.append(memories.c.subject_ref == subject_ref)
+    if before_seq is not None:
+        clauses.append(memories.c.created_seq < before_seq)
+    return sa.select(memories).where(*clauses).order_by(memories.c.created_seq.desc()).limit(limit)
+
+
 def require_agent(caller: Caller) -> None:
     if caller.role is not Role.AGENT or not caller.agent_id:
         raise OutOfScope("only an agent lists and deletes its own memories")
@@ -117,19 +137,12 @@ class OwnRecords:
         require_agent(caller)
         if not 1 <= q.limit <= MAX_PAGE:
             raise InvalidCommand(f"limit must be between 1 and {MAX_PAGE}")
-        clauses = [
-            *owned(caller),
-            memories.c.status.in_(sorted(s.value for s in LISTED)),
-            memories.c.expires_at > to_db(self.clock()),
-        ]
+        ref = None
         if q.subject_id is not None:
             ref = self.pseudonyms.subject_ref(caller.tenant_id, normal_subject_id(q.subject_id))
-            clauses.append(memories.c.subject_ref == ref)
         with self.uow.read() as conn:
-            if q.cursor is not None:
-                clauses.append(memories.c.created_seq < _position(conn, caller, q.cursor))
-            query = sa.select(memories).where(*clauses).order_by(memories.c.created_seq.desc())
-            rows = list(conn.execute(query.limit(q.limit + 1)).all())
+            before = None if q.cursor is None else _position(conn, caller, q.cursor)
+            rows = list(conn.execute(page_statement(caller, self.clock(), q.limit + 1, ref, before)).all())
             page = rows[: q.limit]
             opened = open_rows(conn, self.keyring, page)
         items = []
