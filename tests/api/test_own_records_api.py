@@ -312,7 +312,7 @@ def test_the_clients_list_and_delete(api: Api) -> None:
     asyncio.run(scenario())
 
 
-def test_letheStore_delete_retracts_the_keys_memory(api: Api) -> None:
+def test_lethe_store_delete_retracts_the_keys_memory(api: Api) -> None:
     token = api.mint()
     where = ("alice", "preference")
     store = LetheStore(sync_client(api, token), purpose="support", agent_id="a1", id_key="own-records-id-key")
