@@ -150,8 +150,8 @@ class OwnRecords:
             found = opened.get((r.tenant_id, r.id))
             if found is None:  # its key is gone (an erasure under way): absent, as everywhere
                 continue
-            subject_id, content = found
-            items.append(repo.to_item(r, subject_id, content if r.status == Status.ACTIVE else None))
+            shown = found[1] if r.status == Status.ACTIVE else None  # content
+            items.append(repo.to_item(r, found[0], shown, *found[2:]))  # [2:]: the sealed origin, if any
         more = len(rows) > q.limit
         return OwnPage(items, _cursor_after(page[-1].id) if more else None)
 
