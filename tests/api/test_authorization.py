@@ -37,6 +37,8 @@ TABLE: list[tuple[str, str, str, frozenset[Role] | None, int]] = [
     ("write_memory", "POST", "/v1/memories", frozenset({A, OP}), 201),
     ("get_memory", "GET", "/v1/memories/{memory}", frozenset({A}), 200),
     ("search_memories", "POST", "/v1/memories/search", frozenset({A}), 200),
+    ("list_memories", "POST", "/v1/memories/list", frozenset({A}), 200),
+    ("delete_memory", "DELETE", "/v1/memories/{own}", frozenset({A}), 204),
     ("list_review_queue", "GET", "/v1/review-queue", frozenset({R}), 200),
     ("get_review_item", "GET", "/v1/review-queue/{quarantined}", frozenset({R}), 200),
     ("promote_memory", "POST", "/v1/memories/{quarantined}/promote", frozenset({R}), 200),
@@ -107,6 +109,8 @@ class World:
         if name == "quarantined":
             cmd = write_cmd("tea from the web", source=SourceType.WEB_PAGE)
             return c.memories.write(self.agent, cmd).item.id
+        if name == "own":  # a memory of the agent token's own agent (a1), to delete
+            return c.memories.write(self.agent, write_cmd("tea to forget")).item.id
         if name == "confirmable":  # an active memory someone else wrote
             return c.memories.write(self.agent, write_cmd("tea every day")).item.id
         if name == "hold":
@@ -153,6 +157,7 @@ class World:
 BODIES: dict[str, Callable[[World, bool], dict[str, Any]]] = {
     "write_memory": lambda w, fresh: memory_body(),
     "search_memories": lambda w, fresh: {"query": "tea", "purpose": "support"},
+    "list_memories": lambda w, fresh: {},
     "promote_memory": lambda w, fresh: {"expected_version": 1},
     "reject_memory": lambda w, fresh: {"expected_version": 1, "reason": "unsupported claim"},
     "confirm_retention": lambda w, fresh: {"expected_version": 1, "ttl_seconds": 2 * 365 * 86400},
@@ -197,6 +202,7 @@ def test_authorisation_matrix(
     url = path
     for placeholder in (
         "memory",
+        "own",
         "quarantined",
         "confirmable",
         "job",

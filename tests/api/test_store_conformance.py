@@ -127,6 +127,10 @@ def test_a_deleted_key_can_be_put_again(store: BaseStore) -> None:
     where = ns()
     store.put(where, "k", {"v": 1})
     store.delete(where, "k")
+    if isinstance(store, LetheStore):
+        with pytest.raises(KeyUnavailable):
+            store.put(where, "k", {"v": 3})
+        pytest.xfail("a delete retracts the key's memory and Lethe never reuses its id: the key stays spent")
     store.put(where, "k", {"v": 3})
     assert store.get(where, "k").value == {"v": 3}  # type: ignore[union-attr]
 

@@ -19,6 +19,7 @@ PAIRS: list[tuple[type, type[BaseModel]]] = [
     (models.ScoredMemory, memories.ScoredMemoryOut),
     (models.Score, memories.Score),
     (models.SearchResult, memories.SearchOut),
+    (models.MemoryPage, memories.MemoryPageOut),
     (models.Provenance, memories.ProvenanceOut),
     (models.Origins, memories.OriginsOut),
     (models.ErasureAccepted, erasure.ErasureAccepted),

@@ -186,3 +186,10 @@ def test_an_operation_is_one_function_shared_by_both_clients() -> None:
     async_get = AsyncLetheClient("http://x", "t").get_memory
     assert sync_get.__wrapped__ is async_get.__wrapped__ is Operations.get_memory.build  # type: ignore[attr-defined]
     assert asyncio.iscoroutinefunction(async_get) and not asyncio.iscoroutinefunction(sync_get)
+
+
+def test_a_delete_of_an_own_memory_whose_answer_was_lost_is_resent() -> None:
+    # The server answers a repeated delete of a retracted memory as the first (204), so a resend is safe.
+    script = Script(httpx.ReadTimeout("lost"), (204, None, {}))
+    assert script.client().delete_memory("m1") is None
+    assert [(r.method, r.url.path) for r in script.requests] == [("DELETE", "/v1/memories/m1")] * 2

@@ -41,6 +41,7 @@ from lethe.vault.erasure.deadline_service import ErasureDeadlines
 from lethe.vault.erasure.service import ErasureService
 from lethe.vault.errors import StoreNotReady
 from lethe.vault.memory.embedding import load_embedder
+from lethe.vault.memory.own_records import OwnRecords
 from lethe.vault.memory.reindex import Reindexer
 from lethe.vault.memory.retention import RetentionService
 from lethe.vault.memory.retraction import RetractionService
@@ -78,6 +79,7 @@ class Container:
     reindex: Reindexer
     kpis: KpiService
     sessions: ConsoleSessions
+    own_records: OwnRecords
     semantic: str = ""  # one line: which embedder ranks searches, or why search is lexical only
     created: list[str] = field(default_factory=list)
 
@@ -238,5 +240,6 @@ def build(
             idle=timedelta(seconds=settings.console_session_idle_seconds),
             max_age=timedelta(seconds=settings.console_session_max_seconds),
         ),
+        own_records=OwnRecords(uow, keyring, pseudonyms),
         created=created,
     )

@@ -118,6 +118,14 @@ class SearchResult:
 
 
 @dataclass(frozen=True)
+class MemoryPage:
+    """One page of the agent's own memories, newest first; ``next_cursor`` is None on the last."""
+
+    items: list[Memory]
+    next_cursor: str | None = None
+
+
+@dataclass(frozen=True)
 class ErasureAccepted:
     """An erasure request just filed; the server's runner carries it out.
 

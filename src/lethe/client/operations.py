@@ -33,6 +33,7 @@ from lethe.client.models import (
     Kpis,
     LegalHold,
     Memory,
+    MemoryPage,
     Provenance,
     PublicKey,
     Reinstatement,
@@ -157,6 +158,21 @@ class Operations:
             }
         )
         return Call("POST", "/v1/memories/search", _model(SearchResult), json=body, retry=True)
+
+    @operation
+    def list_memories(
+        subject_id: str | None = None, cursor: str | None = None, *, limit: int | None = None
+    ) -> Call[MemoryPage]:
+        """One page of the token's agent's own active and quarantined memories, newest first
+        (quarantined ones without content); pass ``next_cursor`` back for the next page."""
+        body = _drop_none({"subject_id": subject_id, "cursor": cursor, "limit": limit})
+        return Call("POST", "/v1/memories/list", _model(MemoryPage), json=body, retry=True)
+
+    @operation
+    def delete_memory(memory_id: str) -> Call[None]:
+        """Retract one of the agent's own memories and the summaries citing it (``NotFound`` for
+        any other). Resent safely: deleting a memory already retracted answers as the first time."""
+        return Call("DELETE", f"/v1/memories/{_id(memory_id)}", _nothing, retry=True)
 
     # -- reviewers --------------------------------------------------------------------
 

@@ -11,9 +11,10 @@
   key: the same key finds the same memory, and ids left behind after an erasure cannot
   be linked back to a subject id by anyone without the key.
 - Value: the memory's content is the JSON envelope ``{"lethe_store": 1, "key", "value",
-  "updated_at"}``; deleting writes a tombstone version (``"deleted": true``) that reads as
-  absent. Memories the agent wrote by other means read as ``{"content": <text>}`` under
-  their memory id.
+  "updated_at"}``. Deleting retracts the memory (``LetheStore``); a tombstone version
+  (``"deleted": true``), which stores before that wrote on delete, still reads as absent.
+  Memories the agent wrote by other means read as ``{"content": <text>}`` under their
+  memory id.
 - TTL (minutes) becomes the memory's ``ttl_seconds`` (rounded up to a second); without
   one Lethe gives the kind's default. Lethe does not extend a TTL on reads.
 

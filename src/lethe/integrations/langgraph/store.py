@@ -11,15 +11,18 @@ declares comes from the store's configuration (``source_type``, required), never
 value, and the token must be allowed to assert it: a write from a quarantined source lands
 in quarantine and reads as absent until a reviewer promotes it; search is Lethe's scoped
 recall, within ``token_budget``.
+A delete (``PutOp(value=None)``) retracts the key's memory (``DELETE /v1/memories/{id}``):
+its content leaves the store with the summaries that cite it, and the key is spent.
 
 Exceptions: ``InvalidNamespaceError`` (a namespace the mapping cannot carry); the
 client's errors (``lethe.client.errors``) for refusals; ``KeyUnavailable`` for a put on a
-key whose memory is expired or in quarantine; ``TimeoutError`` from ``forget_subject``.
+key whose memory is expired, deleted or in quarantine; ``TimeoutError`` from ``forget_subject``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import Generator, Iterable
@@ -53,10 +56,10 @@ SOURCE_TYPES = ("user_statement", "operator_config", "tool_result", "web_page", 
 
 
 class KeyUnavailable(LetheError):
-    """The key's memory exists but cannot be read: expired, or in quarantine awaiting review.
+    """The key's memory exists but cannot be read: expired, deleted, or in quarantine awaiting review.
 
-    Lethe never reuses a memory's id, so an expired key stays spent: write under a new key.
-    A quarantined one becomes writable again once a reviewer promotes it.
+    Lethe never reuses a memory's id, so an expired or deleted key stays spent: write under a
+    new key. A quarantined one becomes writable again once a reviewer promotes it.
     """
 
 
@@ -168,13 +171,20 @@ class LetheStore(BaseStore):
         memory = yield from self._read(self._id(place, op.key))
         return _item(memory, Item) if memory is not None else None
 
+    def _delete(self, memory_id: str) -> Plan:
+        """Retract the key's memory (and the summaries citing it); a key never written, or
+        already deleted, is no error: deleting it is a no-op, as ``BaseStore`` documents."""
+        with contextlib.suppress(NotFound):
+            yield Operations.delete_memory.build(memory_id)
+        return None
+
     def _put(self, op: PutOp) -> Plan:
         place = m.place_of(op.namespace)
         memory_id = self._id(place, op.key)
+        if op.value is None:
+            return (yield from self._delete(memory_id))
         for attempt in range(1, PUT_ATTEMPTS + 1):
             current: Memory | None = yield from self._read(memory_id)
-            if op.value is None and (current is None or _tombstone(current)):
-                return None  # nothing to delete
             write = Operations.write_memory.build(
                 place.subject_id,
                 self.purpose,
@@ -191,7 +201,8 @@ class LetheStore(BaseStore):
             except Conflict:
                 if current is None and attempt == PUT_ATTEMPTS:
                     raise KeyUnavailable(
-                        "this key's memory is expired or in quarantine; Lethe never reuses a memory id"
+                        "this key's memory is expired, deleted or in quarantine; "
+                        "Lethe never reuses a memory id"
                     ) from None
                 if attempt == PUT_ATTEMPTS:
                     raise
@@ -250,10 +261,6 @@ class LetheStore(BaseStore):
                 raise TimeoutError(f"erasure request {accepted.id} not complete after {timeout:.0f}s")
             time.sleep(0.5)
         return job.report_id
-
-
-def _tombstone(memory: Memory) -> bool:
-    return m.open_content(memory.id, memory.content).value is None
 
 
 def _item(memory: Memory, cls: type[Item]) -> Any:

@@ -21,6 +21,11 @@ hash, never the source ref itself: a profile URL names a person, and the ledger 
 every forget), projected into the ``retractions`` ledger that a backup restore re-applies
 (``memory.retraction_ledger``).
 
+An agent retracts its own memories the same way (``retract_own``, ``DELETE
+/v1/memories/{id}``): one memory it owns (``memory.own_records``), with the same cascade,
+events and ledger entry, the reason ``deleted by its owner`` and the agent's token
+principal as ``requested_by``.
+
 Exceptions: ``OutOfScope`` (403), ``InvalidCommand`` (422), ``NotFound`` (404),
 ``VersionConflict`` (409); see ``RetractionService``.
 """
@@ -33,6 +38,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lethe.vault.clock import iso, utcnow
@@ -40,15 +46,19 @@ from lethe.vault.custody.pseudonyms import Pseudonymizer
 from lethe.vault.errors import InvalidCommand, NotFound, OutOfScope, VersionConflict
 from lethe.vault.memory import repository as repo
 from lethe.vault.memory.derived import derived_from
+from lethe.vault.memory.own_records import owned, require_agent
 from lethe.vault.memory.validation import require_text
 from lethe.vault.model import GONE, Caller, Role, Status
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.projection import MEMORY_RETRACTED, RETRACTION_RECORDED, apply_many
+from lethe.vault.store.tables import memories
 
 RETRACTORS = frozenset({Role.REVIEWER, Role.PRIVACY_OFFICER})
 MAX_REASON = 500
 MAX_SOURCE_REF = 512  # as a write's provenance.source_ref
+OWNER_DELETED = "deleted by its owner"  # the reason of an agent's retraction of its own memory
+_NOT_GONE = memories.c.status.not_in(sorted(s.value for s in GONE))
 
 
 @dataclass(frozen=True)
@@ -191,6 +201,8 @@ class RetractionService:
     - ``VersionConflict`` (409): the memory is already retracted.
     - ``StoreUnavailable`` (503): the database cannot be reached.
     A source that matches nothing is not an error: the retraction is recorded, empty.
+    ``retract_own`` (agents) raises ``OutOfScope`` for any other role and ``NotFound`` for
+    anything but a memory of the agent's own that it may still list.
     """
 
     def __init__(
@@ -237,6 +249,41 @@ class RetractionService:
             entry = new_entry(tenant_id, plan, caller, reason, now, memory_id, source_hash)
             record(conn, self.log, entry, plan, now)
         return _outcome(entry.id, tenant_id, plan)
+
+    def retract_own(self, caller: Caller, memory_id: str) -> Retraction | None:
+        """An agent retracts one of its own memories (``DELETE /v1/memories/{id}``).
+
+        It takes a memory the agent owns (``own_records.owned``: its agent id, a purpose of
+        its token, a subject with no erasure under way) that still holds content: active,
+        quarantined, superseded or expired. Anything else (unknown, another tenant's or
+        agent's, an operator's, forgotten) is ``NotFound``, one answer for all. A memory of
+        its own already retracted (by an earlier delete, a reviewer, a retraction by source)
+        returns None and records nothing: a repeated delete is answered as the first.
+        """
+        require_agent(caller)
+        require_text("memory_id", memory_id, 64)
+        tenant_id, now = caller.tenant_id, self.clock()
+        with self.uow.write() as conn:
+            row = conn.execute(
+                sa.select(memories).where(*owned(caller), memories.c.id == memory_id, _NOT_GONE)
+            ).first()
+            if row is None:
+                if _own_and_retracted(repo.by_id(conn, tenant_id, memory_id), caller):
+                    return None
+                raise NotFound("memory not found")
+            plan = Plan([row], derived_from(conn, tenant_id, {row.id}, skip=GONE))
+            entry = new_entry(tenant_id, plan, caller, OWNER_DELETED, now, memory_id=row.id)
+            record(conn, self.log, entry, plan, now)
+        return _outcome(entry.id, tenant_id, plan)
+
+
+def _own_and_retracted(row: repo.Row | None, caller: Caller) -> bool:
+    return (
+        row is not None
+        and row.status == Status.RETRACTED
+        and row.agent_id == caller.agent_id
+        and caller.may_use(row.purpose)
+    )
 
 
 def _outcome(retraction_id: str | None, tenant_id: str, plan: Plan) -> Retraction:

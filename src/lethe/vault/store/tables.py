@@ -75,6 +75,8 @@ memories = sa.Table(
     ),
     sa.Index("ix_memories_subject", "tenant_id", "subject_ref"),
     sa.Index("ix_memories_review", "tenant_id", "status", "created_seq"),
+    # An agent's own memories, newest first (``memory.own_records``: keyset pages).
+    sa.Index("ix_memories_owner", "tenant_id", "agent_id", "created_seq"),
     # Operator memories join every agent's search of their purpose (``memory.visibility``).
     sa.Index("ix_memories_authority", "tenant_id", "authority", "purpose", "status", "expires_at"),
 )

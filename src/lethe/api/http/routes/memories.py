@@ -1,4 +1,5 @@
-"""Memory endpoints for agents: write, read, search (review decisions are in ``routes.review``).
+"""Memory endpoints for agents: write, read, search, list and delete their own (review
+decisions are in ``routes.review``).
 
 Exceptions: core errors propagate to the problem handlers (see ``vault.errors``).
 """
@@ -12,7 +13,14 @@ from fastapi import APIRouter, Request, Response
 from lethe.api.http.auth import CredentialsDep, authorised_then, recalled_then
 from lethe.api.http.problems import problem_responses
 from lethe.api.http.routes.deps import ContainerDep, IdempotencyHeader, MetricsDep, ResourceId
-from lethe.api.http.schemas.memories import MemoryOut, MemoryWrite, SearchIn, SearchOut
+from lethe.api.http.schemas.memories import (
+    MemoryListIn,
+    MemoryOut,
+    MemoryPageOut,
+    MemoryWrite,
+    SearchIn,
+    SearchOut,
+)
 from lethe.vault.memory.service import WriteOutcome
 from lethe.vault.model import Caller, SearchResult, Status
 
@@ -99,3 +107,37 @@ async def search_memories(
     metrics.search_seconds.observe(seconds)
     metrics.search_items.observe(len(result.items))
     return SearchOut.from_domain(result)
+
+
+@router.post(
+    "/list",
+    name="list_memories",
+    response_model=MemoryPageOut,
+    responses=problem_responses(401, 403, 413, 422, 429, 503),
+)
+async def list_memories(
+    body: MemoryListIn, credentials: CredentialsDep, container: ContainerDep, request: Request
+) -> MemoryPageOut:
+    """The calling agent's own active and quarantined memories, newest first, a page at a time."""
+    page = await authorised_then(
+        request, credentials, lambda caller: container.own_records.page(caller, body.to_query())
+    )
+    return MemoryPageOut.from_domain(page)
+
+
+@router.delete(
+    "/{memory_id}",
+    name="delete_memory",
+    status_code=204,
+    response_class=Response,
+    responses=problem_responses(401, 403, 404, 422, 429, 503),
+)
+async def delete_memory(
+    memory_id: ResourceId, credentials: CredentialsDep, container: ContainerDep, request: Request
+) -> Response:
+    """Retract one of the agent's own memories, and the summaries citing it (204, again 204 once
+    retracted); anything that is not its own, listed memory is 404."""
+    await authorised_then(
+        request, credentials, lambda caller: container.retractions.retract_own(caller, memory_id)
+    )
+    return Response(status_code=204)

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import AwareDatetime, BaseModel, Field
 
 from lethe.api.http.schemas.common import IdempotencyKeyField, Out, Strict, SubjectId, one_idempotency_key
+from lethe.vault.memory.own_records import DEFAULT_PAGE, MAX_PAGE, OwnQuery
 from lethe.vault.memory.search import MAX_LIMIT, MAX_QUERY_CHARS
 from lethe.vault.memory.validation import MAX_URL, MAX_VERSION
 from lethe.vault.model import (
@@ -115,7 +116,9 @@ class MemoryOut(Out):
 
     id: str
     tenant_id: str
-    agent_id: str
+    agent_id: str = Field(
+        description="Its owner: the agent that wrote it, whose tokens may list and delete it."
+    )
     subject_ref: str
     subject_id: str | None
     purpose: str
@@ -178,3 +181,28 @@ class SearchOut(Out):
     used_tokens: int
     skipped_over_budget: int
     recall: Literal["hybrid", "lexical"] = "lexical"  # hybrid: sealed vectors ranked the scope too
+
+
+class MemoryListIn(Strict):
+    """A page of the calling agent's own memories (``POST``: a subject id never sits in a URL)."""
+
+    subject_id: SubjectId | None = None
+    cursor: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        pattern=r"^[A-Za-z0-9_-]+$",
+        description="The next_cursor of the previous page.",
+    )
+    limit: int = Field(default=DEFAULT_PAGE, ge=1, le=MAX_PAGE, strict=True)
+
+    def to_query(self) -> OwnQuery:
+        return OwnQuery(subject_id=self.subject_id, cursor=self.cursor, limit=self.limit)
+
+
+class MemoryPageOut(Out):
+    """One page of the agent's active and quarantined memories, newest first (quarantined
+    ones without their content until a reviewer promotes them)."""
+
+    items: list[MemoryOut]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last one.")
