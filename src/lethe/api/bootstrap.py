@@ -40,6 +40,7 @@ from lethe.vault.erasure.compaction import Compactor, compacted_step
 from lethe.vault.erasure.deadline_service import ErasureDeadlines
 from lethe.vault.erasure.service import ErasureService
 from lethe.vault.errors import StoreNotReady
+from lethe.vault.memory.agent_sessions import AgentSessions
 from lethe.vault.memory.embedding import load_embedder
 from lethe.vault.memory.reindex import Reindexer
 from lethe.vault.memory.retention import RetentionService
@@ -78,6 +79,7 @@ class Container:
     reindex: Reindexer
     kpis: KpiService
     sessions: ConsoleSessions
+    agent_sessions: AgentSessions  # agents' sessions and their taint (not the console's sign-ins)
     semantic: str = ""  # one line: which embedder ranks searches, or why search is lexical only
     created: list[str] = field(default_factory=list)
 
@@ -194,6 +196,7 @@ def build(
     reports = ErasureReports(audit, signer)
     semantic = load_embedder(settings.embedding_model)
     vectors = VectorIndex(semantic.embedder)
+    agent_sessions = AgentSessions(uow, pseudonyms, timedelta(seconds=settings.session_ttl_seconds))
     return Container(
         settings=settings,
         uow=uow,
@@ -201,8 +204,11 @@ def build(
         keyring=keyring,
         pseudonyms=pseudonyms,
         log=log,
-        memories=MemoryService(uow, keyring, pseudonyms, limits, log=log, vectors=vectors),
-        search=SearchService(uow, keyring, pseudonyms, vectors=vectors),
+        memories=MemoryService(
+            uow, keyring, pseudonyms, limits, log=log, vectors=vectors, session_ttl=agent_sessions.ttl
+        ),
+        search=SearchService(uow, keyring, pseudonyms, vectors=vectors, sessions=agent_sessions),
+        agent_sessions=agent_sessions,
         review=ReviewService(uow, keyring, log=log),
         retractions=RetractionService(uow, log=log),
         retention=RetentionService(uow, keyring, limits, log=log),
