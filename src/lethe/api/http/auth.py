@@ -56,6 +56,7 @@ ROUTE_ROLES: dict[str, frozenset[Role]] = {
     "write_memory": WRITERS,
     "get_memory": AGENT,
     "search_memories": AGENT,
+    "taint_session": AGENT,
     "list_review_queue": REVIEWER,
     "get_review_item": REVIEWER,
     "promote_memory": REVIEWER,
