@@ -63,7 +63,9 @@ class LetheStore(BaseStore):
     ``agent_id`` the token's agent (checked on the first write); ``id_key`` the secret that
     turns keys into memory ids (default ``LETHE_STORE_ID_KEY``; keep it like a password:
     another key finds none of the items by key). ``provenance`` is what writes declare
-    (default: the user said it, so they are active at once).
+    (default: the user said it, so they are active at once). ``session_id``: the agent's
+    session, sent with every write and search; once it is tainted (it wrote a web page or a
+    tool result, or was marked) its puts are quarantined and read as absent until promoted.
     """
 
     supports_ttl = True
@@ -79,6 +81,7 @@ class LetheStore(BaseStore):
         provenance: Provenance | None = None,
         token_budget: int = 8000,
         confidence: float = 1.0,
+        session_id: str | None = None,
     ) -> None:
         key = id_key if id_key is not None else os.environ.get("LETHE_STORE_ID_KEY", "")
         key = key.encode() if isinstance(key, str) else key
@@ -94,6 +97,7 @@ class LetheStore(BaseStore):
         self.token_budget = token_budget
         self.confidence = confidence
         self._id_key = key
+        self.session_id = session_id  # the agent's session (Lethe-Session) of every write and search
         self.ttl_config = TTLConfig(refresh_on_read=False)
 
     def with_provenance(self, provenance: Provenance, confidence: float | None = None) -> LetheStore:
@@ -163,6 +167,7 @@ class LetheStore(BaseStore):
                 ttl_seconds=m.ttl_seconds(op.ttl) if op.value is not None else None,
                 memory_id=memory_id,
                 expected_version=current.version if current is not None else 0,
+                session_id=self.session_id,
             )
             try:
                 written: Memory = yield write
@@ -190,6 +195,7 @@ class LetheStore(BaseStore):
             kinds=kinds,
             limit=limit,
             token_budget=self.token_budget,
+            session_id=self.session_id,
         )
         items = [_item(memory, SearchItem) for memory in found.items]
         kept = [i for i in items if i is not None and m.matches(i.value, op.filter)]
