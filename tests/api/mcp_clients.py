@@ -18,8 +18,8 @@ from tests.api.test_serve import lethe_command
 
 
 @asynccontextmanager
-async def over_http(url: str, token: str) -> AsyncIterator[Client]:
-    headers = {"Authorization": f"Bearer {token}"}
+async def over_http(url: str, token: str, extra: dict[str, str] | None = None) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {token}", **(extra or {})}
     http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=60.0))
     async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
         yield client

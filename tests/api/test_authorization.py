@@ -20,7 +20,16 @@ from fastapi.testclient import TestClient
 
 from lethe.api.http.app import create_app
 from lethe.api.http.auth import ROUTE_ROLES
-from lethe.api.http.routes import audit, erasure, health, memories, review, subject_access, tokens
+from lethe.api.http.routes import (
+    audit,
+    erasure,
+    health,
+    memories,
+    review,
+    sessions,
+    subject_access,
+    tokens,
+)
 from lethe.api.settings import Settings
 from lethe.vault.model import Caller, Role, SourceType
 from tests.api.conftest import Api, api_settings, bearer, memory_body
@@ -39,6 +48,7 @@ TABLE: list[tuple[str, str, str, frozenset[Role] | None, int]] = [
     ("search_memories", "POST", "/v1/memories/search", frozenset({A}), 200),
     ("list_memories", "POST", "/v1/memories/list", frozenset({A}), 200),
     ("delete_memory", "DELETE", "/v1/memories/{own}", frozenset({A}), 204),
+    ("taint_session", "POST", "/v1/sessions/conv-1/taint", frozenset({A}), 200),
     ("list_review_queue", "GET", "/v1/review-queue", frozenset({R}), 200),
     ("get_review_item", "GET", "/v1/review-queue/{quarantined}", frozenset({R}), 200),
     ("promote_memory", "POST", "/v1/memories/{quarantined}/promote", frozenset({R}), 200),
@@ -158,6 +168,7 @@ BODIES: dict[str, Callable[[World, bool], dict[str, Any]]] = {
     "write_memory": lambda w, fresh: memory_body(),
     "search_memories": lambda w, fresh: {"query": "tea", "purpose": "support"},
     "list_memories": lambda w, fresh: {},
+    "taint_session": lambda w, fresh: {"reason": "read an untrusted page"},
     "promote_memory": lambda w, fresh: {"expected_version": 1},
     "reject_memory": lambda w, fresh: {"expected_version": 1, "reason": "unsupported claim"},
     "confirm_retention": lambda w, fresh: {"expected_version": 1, "ttl_seconds": 2 * 365 * 86400},
@@ -230,7 +241,7 @@ def test_authorisation_matrix(
 def test_the_matrix_covers_every_route_and_agrees_with_the_policy_table() -> None:
     served = {
         r.name
-        for m in (health, memories, review, erasure, subject_access, tokens, audit)
+        for m in (health, memories, sessions, review, erasure, subject_access, tokens, audit)
         for r in m.router.routes
         if isinstance(r, APIRoute)
     }

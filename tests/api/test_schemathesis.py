@@ -75,11 +75,20 @@ def api_schema(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
 def _api_routes() -> list:  # type: ignore[type-arg]
     from fastapi.routing import APIRoute
 
-    from lethe.api.http.routes import audit, erasure, health, memories, review, subject_access, tokens
+    from lethe.api.http.routes import (
+        audit,
+        erasure,
+        health,
+        memories,
+        review,
+        sessions,
+        subject_access,
+        tokens,
+    )
 
     return [
         r
-        for m in (health, memories, review, erasure, subject_access, tokens, audit)
+        for m in (health, memories, sessions, review, erasure, subject_access, tokens, audit)
         for r in m.router.routes
         if isinstance(r, APIRoute)
     ]

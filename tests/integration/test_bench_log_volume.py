@@ -60,4 +60,3 @@ def test_postgres_wal_bytes_grow_with_the_commits_counted(postgres: PostgresData
         postgres.drop(url)
     assert ten >= 10 * 2 * ROW_BYTES  # every row's bytes pass through the WAL
     assert twenty > ten * 1.5
-

@@ -40,6 +40,7 @@ from lethe.vault.erasure.compaction import Compactor, compacted_step
 from lethe.vault.erasure.deadline_service import ErasureDeadlines
 from lethe.vault.erasure.service import ErasureService
 from lethe.vault.errors import StoreNotReady
+from lethe.vault.memory.agent_sessions import AgentSessions
 from lethe.vault.memory.embedding import load_embedder
 from lethe.vault.memory.own_records import OwnRecords
 from lethe.vault.memory.reindex import Reindexer
@@ -80,6 +81,7 @@ class Container:
     kpis: KpiService
     sessions: ConsoleSessions
     own_records: OwnRecords
+    agent_sessions: AgentSessions  # agents' sessions and their taint (not the console's sign-ins)
     semantic: str = ""  # one line: which embedder ranks searches, or why search is lexical only
     created: list[str] = field(default_factory=list)
 
@@ -196,6 +198,7 @@ def build(
     reports = ErasureReports(audit, signer)
     semantic = load_embedder(settings.embedding_model)
     vectors = VectorIndex(semantic.embedder)
+    agent_sessions = AgentSessions(uow, pseudonyms, timedelta(seconds=settings.session_ttl_seconds))
     return Container(
         settings=settings,
         uow=uow,
@@ -211,8 +214,10 @@ def build(
             log=log,
             vectors=vectors,
             data_policy=settings.built_data_policy(),
+            session_ttl=agent_sessions.ttl,
         ),
-        search=SearchService(uow, keyring, pseudonyms, vectors=vectors),
+        search=SearchService(uow, keyring, pseudonyms, vectors=vectors, sessions=agent_sessions),
+        agent_sessions=agent_sessions,
         review=ReviewService(uow, keyring, log=log),
         retractions=RetractionService(uow, log=log, pseudonyms=pseudonyms),
         retention=RetentionService(uow, keyring, limits, log=log),

@@ -112,6 +112,9 @@ class Settings(BaseSettings):
     # The web console (api/console): a signed-in session ends after this long idle, or this long at most.
     console_session_idle_seconds: float = Field(default=1800.0, gt=0)
     console_session_max_seconds: float = Field(default=12 * 3600.0, gt=0)
+    # An agent's tainted session (vault.memory.agent_sessions) stays tainted this long after its
+    # last write or taint; past it, the session id starts afresh, untainted.
+    session_ttl_seconds: float = Field(default=4 * 3600.0, gt=0, le=30 * 86400.0)
     bootstrap_tenant: str = "default"  # tenant of the admin token `lethe serve` mints on first run
     log_level: str = "INFO"
     # Audit log signing (api/signing_key.py): checkpoint origin line (default derived once

@@ -33,9 +33,10 @@ class AsyncLetheClient(AsyncRunner, Operations):
         timeout: float | httpx.Timeout = 10.0,
         retries: Retries | None = None,
         headers: Mapping[str, str] | None = None,
+        session_id: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self._settings = resolve(base_url, token, timeout, headers)
+        self._settings = resolve(base_url, token, timeout, headers, session_id)
         self._retries = retries or Retries()
         self._http = httpx.AsyncClient(
             base_url=self._settings.base_url,

@@ -40,12 +40,15 @@ def resolve(
     token: str | None,
     timeout: float | httpx.Timeout,
     headers: Mapping[str, str] | None,
+    session_id: str | None = None,
 ) -> Settings:
     url = base_url or os.environ.get("LETHE_URL") or DEFAULT_URL
     token = token if token is not None else os.environ.get("LETHE_TOKEN")
     sent = {"User-Agent": USER_AGENT, **(headers or {})}
     if token:
         sent["Authorization"] = f"Bearer {token}"
+    if session_id is not None:  # the agent's session on every request (only writes and searches read it)
+        sent["Lethe-Session"] = session_id
     limit = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
     return Settings(url.rstrip("/"), sent, limit)
 

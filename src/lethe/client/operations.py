@@ -107,6 +107,7 @@ class Operations:
         memory_id: str | None = None,
         supersedes_id: str | None = None,
         idempotency_key: str | None = None,
+        session_id: str | None = None,
     ) -> Call[Memory]:
         """Store a memory (or update ``memory_id`` at ``expected_version``, or supersede one).
 
@@ -127,6 +128,7 @@ class Operations:
                 "expected_version": expected_version,
                 "supersedes_id": supersedes_id,
                 "idempotency_key": idempotency_key or new_idempotency_key(),
+                "session_id": session_id,  # or the client's session (its Lethe-Session header)
             }
         )
         return Call("POST", "/v1/memories", _model(Memory), json=body, retry=True)
@@ -145,6 +147,7 @@ class Operations:
         kinds: Iterable[str] = (),
         limit: int = 10,
         token_budget: int = 2000,
+        session_id: str | None = None,
     ) -> Call[SearchResult]:
         """Scoped, ranked recall of active memories within a token budget (reads nothing else)."""
         body = _drop_none(
@@ -155,6 +158,7 @@ class Operations:
                 "kinds": list(kinds),
                 "limit": limit,
                 "token_budget": token_budget,
+                "session_id": session_id,
             }
         )
         return Call("POST", "/v1/memories/search", _model(SearchResult), json=body, retry=True)
@@ -173,6 +177,14 @@ class Operations:
         """Retract one of the agent's own memories and the summaries citing it (``NotFound`` for
         any other). Resent safely: deleting a memory already retracted answers as the first time."""
         return Call("DELETE", f"/v1/memories/{_id(memory_id)}", _nothing, retry=True)
+
+    @operation
+    def taint_session(session_id: str, reason: str) -> Call[dict[str, Any]]:
+        """Mark the agent's own session tainted: its later writes are quarantined whatever their
+        source. The answer is the session's state (``tainted``, ``taint``, ``expires_at``)."""
+        return Call(
+            "POST", f"/v1/sessions/{_id(session_id)}/taint", _json, json={"reason": reason}, retry=True
+        )
 
     # -- reviewers --------------------------------------------------------------------
 

@@ -23,7 +23,10 @@ class LetheClient(SyncRunner, Operations):
 
     ``token`` defaults to ``LETHE_TOKEN`` and ``base_url`` to ``LETHE_URL``. ``retries``
     resends only what is safe to resend (``lethe.client.calls``). ``transport`` replaces
-    the network (tests, or an in-process app).
+    the network (tests, or an in-process app). ``session_id``: the agent's session, sent as the
+    ``Lethe-Session`` header with every request; once the session is tainted (it wrote a web page
+    or tool result, was served an untrusted item, or ``taint_session`` marked it) its writes are
+    quarantined until a reviewer promotes them.
     """
 
     def __init__(
@@ -34,9 +37,10 @@ class LetheClient(SyncRunner, Operations):
         timeout: float | httpx.Timeout = 10.0,
         retries: Retries | None = None,
         headers: Mapping[str, str] | None = None,
+        session_id: str | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self._settings = resolve(base_url, token, timeout, headers)
+        self._settings = resolve(base_url, token, timeout, headers, session_id)
         self._retries = retries or Retries()
         self._http = httpx.Client(
             base_url=self._settings.base_url,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -184,6 +185,30 @@ class WriteCommand:
 
 
 @dataclass(frozen=True)
+class SessionTaint:
+    """Why a session is tainted: a cause code, when, and the tainting memory's id or the
+    caller's reason. Never content: it is kept in clear, beside the quarantined writes."""
+
+    cause: str
+    tainted_at: str  # ISO-8601 UTC (``clock.iso``)
+    memory_id: str | None = None
+    reason: str | None = None
+
+    def to_json(self) -> str:
+        fields = {"cause": self.cause, "tainted_at": self.tainted_at}
+        if self.memory_id is not None:
+            fields["memory_id"] = self.memory_id
+        if self.reason is not None:
+            fields["reason"] = self.reason
+        return json.dumps(fields, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> SessionTaint:
+        d = json.loads(text)
+        return cls(d["cause"], d["tainted_at"], d.get("memory_id"), d.get("reason"))
+
+
+@dataclass(frozen=True)
 class MemoryItem:
     """A memory as callers in scope see it (content decrypted)."""
 
@@ -206,7 +231,9 @@ class MemoryItem:
     status: Status
     supersedes_id: str | None
     idempotency_key: str | None
-    score: dict[str, float] | None = field(default=None)
+    # Why this write was quarantined: its session was tainted (``memory.agent_sessions``).
+    session_taint: SessionTaint | None = None
+    score: dict[str, float] | None = field(default=None)  # last: ``memory.kept_results``
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,16 @@ from lethe.api.http.docs import install_docs
 from lethe.api.http.logging import RequestContextMiddleware, configure_logging
 from lethe.api.http.metrics import InstrumentedKms, Metrics
 from lethe.api.http.middleware import BodyLimitMiddleware
-from lethe.api.http.routes import audit, erasure, health, memories, review, subject_access, tokens
+from lethe.api.http.routes import (
+    audit,
+    erasure,
+    health,
+    memories,
+    review,
+    sessions,
+    subject_access,
+    tokens,
+)
 from lethe.api.http.verify_page import install_verifier
 from lethe.api.mcp.on_demand import OnDemandMcp, sdk_installed
 from lethe.api.settings import Settings
@@ -98,7 +107,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_docs(app)
     install_verifier(app)
     mount_console(app)
-    routers = [m.router for m in (health, memories, review, erasure, subject_access, tokens, audit)]
+    routers = [m.router for m in (health, memories, sessions, review, erasure, subject_access, tokens, audit)]
     check_route_roles(routers)
     for router in routers:
         app.include_router(router)

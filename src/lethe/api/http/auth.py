@@ -58,6 +58,7 @@ ROUTE_ROLES: dict[str, frozenset[Role]] = {
     "search_memories": AGENT,
     "list_memories": AGENT,
     "delete_memory": AGENT,
+    "taint_session": AGENT,
     "list_review_queue": REVIEWER,
     "get_review_item": REVIEWER,
     "promote_memory": REVIEWER,

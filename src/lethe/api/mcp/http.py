@@ -29,6 +29,7 @@ from mcp.server.auth.routes import create_protected_resource_routes
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import AnyHttpUrl
+from starlette.datastructures import Headers
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -36,7 +37,7 @@ from lethe.api.http.auth import RateLimiter
 from lethe.api.http.logging import request_context
 from lethe.api.http.problems import ApiProblem, problem_response
 from lethe.api.mcp.catalogue import SCOPE
-from lethe.api.mcp.identity import LetheTokenVerifier, from_access_token
+from lethe.api.mcp.identity import REQUEST_SESSION, LetheTokenVerifier, from_access_token
 from lethe.api.mcp.on_demand import METADATA, PATH, public_url
 from lethe.api.mcp.server import LetheMCPServer, asgi_connector, build_server
 from lethe.api.settings import Settings
@@ -73,10 +74,15 @@ class McpGate:
 
         if self.app is None:
             raise RuntimeError("/mcp is served only while the app runs (its lifespan)")
+        # The agent's session, passed on to the tools' HTTP calls (the API checks its form).
+        session = Headers(scope=scope).get("lethe-session") if scope["type"] == "http" else None
+        reset = REQUEST_SESSION.set(session)
         try:
             await self.app(scope, receive, send_gated)
         except _Answered:
             return
+        finally:
+            REQUEST_SESSION.reset(reset)
 
 
 class _Answered(Exception):

@@ -3,7 +3,9 @@
 Over Streamable HTTP the SDK's bearer middleware calls ``LetheTokenVerifier`` (the SDK's
 ``TokenVerifier`` protocol) for every request; the ``AccessToken`` it returns carries the
 caller's role and purposes as claims and the scope ``mcp`` when the role has tools.
-Over stdio the token comes from ``LETHE_TOKEN`` once, at start-up.
+Over stdio the token comes from ``LETHE_TOKEN`` once, at start-up. The agent's session
+(``Lethe-Session``) is the ``/mcp`` request's header of that name, or over stdio
+``LETHE_SESSION`` (else one generated per process).
 
 Exceptions: ``verify_token`` returns None for a token that is not valid (the SDK answers
 401 with the resource-metadata pointer); ``StoreUnavailable`` propagates.
@@ -12,6 +14,7 @@ Exceptions: ``verify_token`` returns None for a token that is not valid (the SDK
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import anyio
@@ -31,13 +34,19 @@ class Identity:
     token: str
     role: Role
     purposes: tuple[str, ...]
+    # The agent's session its tool calls send as ``Lethe-Session`` (``vault.memory.agent_sessions``).
+    session_id: str | None = None
 
     def __repr__(self) -> str:
         return f"Identity(role={self.role.value!r}, purposes={self.purposes!r})"
 
 
-def identity_of(token: str, caller: Caller) -> Identity:
-    return Identity(token, caller.role, tuple(sorted(caller.purposes)))
+def identity_of(token: str, caller: Caller, session_id: str | None = None) -> Identity:
+    return Identity(token, caller.role, tuple(sorted(caller.purposes)), session_id)
+
+
+# The ``Lethe-Session`` header of the current ``/mcp`` request (``http.McpGate`` sets it).
+REQUEST_SESSION: ContextVar[str | None] = ContextVar("lethe_mcp_session", default=None)
 
 
 class LetheTokenVerifier:
@@ -64,4 +73,5 @@ def from_access_token() -> Identity | None:
     access = get_access_token()
     if access is None or access.claims is None:
         return None
-    return Identity(access.token, Role(access.claims["role"]), tuple(access.claims["purposes"]))
+    purposes = tuple(access.claims["purposes"])
+    return Identity(access.token, Role(access.claims["role"]), purposes, REQUEST_SESSION.get())

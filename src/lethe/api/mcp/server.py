@@ -67,7 +67,12 @@ def asgi_connector(app: Any) -> Connect:
 
     def connect(who: Identity) -> AsyncLetheClient:
         return AsyncLetheClient(
-            "http://lethe.in-process", who.token, transport=transport, retries=Retries(attempts=1), timeout=60
+            "http://lethe.in-process",
+            who.token,
+            transport=transport,
+            retries=Retries(attempts=1),
+            timeout=60,
+            session_id=who.session_id,  # the agent's session: sent as Lethe-Session
         )
 
     return connect

@@ -150,7 +150,9 @@ def namespace_matches(namespace: tuple[str, ...], condition: MatchCondition) -> 
     path = condition.path
     if len(namespace) < len(path):
         return False
-    pairs = zip(namespace, path, strict=False) if condition.match_type == "prefix" else zip(
-        reversed(namespace), reversed(path), strict=False
+    pairs = (
+        zip(namespace, path, strict=False)
+        if condition.match_type == "prefix"
+        else zip(reversed(namespace), reversed(path), strict=False)
     )
     return all(p == "*" or n == p for n, p in pairs)

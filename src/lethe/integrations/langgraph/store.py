@@ -86,6 +86,9 @@ class LetheStore(BaseStore):
 
     ``with_provenance`` gives the same store writing with another source (a tool result, a
     web page): again the code's choice, not the value's.
+    ``session_id``: the agent's session, sent with every write and search; once it is tainted
+    (it wrote a web page or a tool result, or was marked) its puts are quarantined and read as
+    absent until promoted.
     """
 
     supports_ttl = True
@@ -102,6 +105,7 @@ class LetheStore(BaseStore):
         source_ref: str = "langgraph-store",
         token_budget: int = 8000,
         confidence: float = 1.0,
+        session_id: str | None = None,
     ) -> None:
         key = id_key if id_key is not None else os.environ.get("LETHE_STORE_ID_KEY", "")
         key = key.encode() if isinstance(key, str) else key
@@ -119,6 +123,7 @@ class LetheStore(BaseStore):
         self.token_budget = token_budget
         self.confidence = confidence
         self._id_key = key
+        self.session_id = session_id  # the agent's session (Lethe-Session) of every write and search
         self.ttl_config = TTLConfig(refresh_on_read=False)
 
     def with_provenance(self, provenance: Provenance, confidence: float | None = None) -> LetheStore:
@@ -195,6 +200,7 @@ class LetheStore(BaseStore):
                 ttl_seconds=m.ttl_seconds(op.ttl) if op.value is not None else None,
                 memory_id=memory_id,
                 expected_version=current.version if current is not None else 0,
+                session_id=self.session_id,
             )
             try:
                 written: Memory = yield write
@@ -223,6 +229,7 @@ class LetheStore(BaseStore):
             kinds=kinds,
             limit=limit,
             token_budget=self.token_budget,
+            session_id=self.session_id,
         )
         items = [_item(memory, SearchItem) for memory in found.items]
         kept = [i for i in items if i is not None and m.matches(i.value, op.filter)]

@@ -1,4 +1,4 @@
-"""Pseudonymous references: subject refs, search-term hashes and source hashes.
+"""Pseudonymous references: subject refs, search-term hashes, source hashes and agent session refs.
 
 Both are keyed HMACs under a secret that lives with the keys, not in the database,
 so a stolen database cannot be dictionary-attacked for subject ids (emails, phone
@@ -56,6 +56,11 @@ class Pseudonymizer:
     def unnormalised_subject_ref(self, tenant_id: str, subject_id: str) -> str:
         """The ref of the id exactly as given: how stores before NFC normalisation keyed it."""
         return keyed_digest(self._tenant_key(tenant_id, "subject"), subject_id.encode())
+
+    def session_ref(self, tenant_id: str, agent_id: str, session_id: str) -> str:
+        """HMAC-SHA256(tenant pepper, agent id | session id), hex: an agent session's key in the
+        database (``memory.agent_sessions``), so a copy of the table names no session id."""
+        return keyed_digest(self._tenant_key(tenant_id, "session"), f"{agent_id}|{session_id}".encode())
 
     def term_hashes(self, tenant_id: str, text: str) -> set[str]:
         """Blind-index terms: truncated keyed hashes of the lower-cased words (NFC)."""

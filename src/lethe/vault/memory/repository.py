@@ -25,7 +25,17 @@ from sqlalchemy.engine import Connection
 from lethe.vault.clock import from_db, to_db
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.sealing import open_rows, open_rows_with_keys
-from lethe.vault.model import Authority, Kind, MemoryItem, Origins, Provenance, SourceType, Status, Trust
+from lethe.vault.model import (
+    Authority,
+    Kind,
+    MemoryItem,
+    Origins,
+    Provenance,
+    SessionTaint,
+    SourceType,
+    Status,
+    Trust,
+)
 from lethe.vault.store import driver_reads, projection
 from lethe.vault.store.driver_rows import insert_rows
 from lethe.vault.store.events import Event
@@ -107,7 +117,13 @@ def to_item(
         supersedes_id=row.supersedes_id,
         idempotency_key=row.idempotency_key,
         score=score,
+        session_taint=_session_taint(getattr(row, "session_taint", None)),
     )
+
+
+def _session_taint(text: str | None) -> SessionTaint | None:
+    """The stored cause of a tainted session's write (None for nearly every memory)."""
+    return None if text is None else SessionTaint.from_json(text)
 
 
 def written_item(e: Event, subject_id: str, content: str, origin: dict[str, str]) -> MemoryItem:

@@ -32,6 +32,7 @@ from lethe.vault.custody.sealing import open_rows_with_keys
 from lethe.vault.errors import InvalidCommand, OutOfScope
 from lethe.vault.memory import ranked_scope
 from lethe.vault.memory import repository as repo
+from lethe.vault.memory.agent_sessions import AgentSessions, check_session_id
 from lethe.vault.memory.ranked_scope import Ranked
 from lethe.vault.memory.ranking import rank_columns, score
 from lethe.vault.memory.validation import normal_subject_id
@@ -68,7 +69,9 @@ class SearchService:
         clock: Callable[[], datetime] = utcnow,
         vectors: VectorIndex | None = None,
         blend: dict[str, float] | None = None,
+        sessions: AgentSessions | None = None,
     ) -> None:
+        self.sessions = sessions  # taints a session served untrusted items (``memory.agent_sessions``)
         self.vectors = vectors or VectorIndex(None)
         self.blend = blend  # hybrid relevance weights; None: ``ranking.RELEVANCE``
         self.uow = uow
@@ -76,12 +79,24 @@ class SearchService:
         self.pseudonyms = pseudonyms
         self.clock = clock
 
-    def search(self, caller: Caller, q: SearchQuery, *, confirm_token: bool = False) -> SearchResult:
+    def search(
+        self,
+        caller: Caller,
+        q: SearchQuery,
+        *,
+        confirm_token: bool = False,
+        session_id: str | None = None,
+    ) -> SearchResult:
         """``confirm_token``: the caller comes from ``TokenService.recall``, its revocation
         unread; the search's first statement reads it, and a revoked token is refused
-        (``Unauthenticated``) before anything is ranked or opened."""
+        (``Unauthenticated``) before anything is ranked or opened.
+
+        ``session_id``: the agent's session; served an untrusted item, it is tainted (one
+        write, only then: nothing else is read or written for it)."""
         if caller.role is not Role.AGENT or not caller.agent_id:
             raise OutOfScope("search is for agent credentials")
+        if session_id is not None:
+            check_session_id(session_id)
         if not caller.may_use(q.purpose):
             raise OutOfScope("the credential does not cover this purpose")
         if not 1 <= q.limit <= MAX_LIMIT:
@@ -135,6 +150,8 @@ class SearchService:
         found.update(fresh)  # the kept and the opened: rows whose key is gone are in neither
         items = [found[c] for c, _, _ in chosen if c in found]
         used = sum(tokens for c, tokens, _ in chosen if c in found)
+        if self.sessions is not None:
+            self.sessions.served(caller, session_id, items)
         return SearchResult(items=items, used_tokens=used, skipped_over_budget=skipped, recall=recall)
 
     def _ranked_by_sql(

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import uuid
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -52,15 +53,28 @@ from lethe.vault.errors import (
     SubjectForgotten,
     VersionConflict,
 )
+from lethe.vault.memory import agent_sessions
 from lethe.vault.memory import repository as repo
 from lethe.vault.memory import summaries
+from lethe.vault.memory.agent_sessions import DEFAULT_SESSION_TTL, WROTE
 from lethe.vault.memory.data_policy import DataPolicy, default_policy
 from lethe.vault.memory.policy import DEFAULT_POLICY, Limits, Policy, Standing, admit_source
 from lethe.vault.memory.retention import kept_until
 from lethe.vault.memory.validation import ValidWrite, normal_subject_id, validate_write
 from lethe.vault.memory.vectors import VectorIndex
 from lethe.vault.memory.visibility import may_read
-from lethe.vault.model import GONE, Caller, MemoryItem, SourceType, Status, WriteCommand, lowest_trust
+from lethe.vault.model import (
+    GONE,
+    Authority,
+    Caller,
+    MemoryItem,
+    SessionTaint,
+    SourceType,
+    Status,
+    Trust,
+    WriteCommand,
+    lowest_trust,
+)
 from lethe.vault.store import driver_reads
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
@@ -112,6 +126,7 @@ class _Prepared:
     subject_ref: str
     key: SubjectKey
     request_hash: str
+    session_taint: str | None = None  # the tainted session's cause (JSON), set under the lock
 
 
 @dataclass(frozen=True)
@@ -157,6 +172,7 @@ class MemoryService:
         log: EventLog,
         vectors: VectorIndex | None = None,
         data_policy: DataPolicy | None = None,
+        session_ttl: timedelta = DEFAULT_SESSION_TTL,
     ) -> None:
         self.vectors = vectors or VectorIndex(None)
         # What content the deployment never stores (``memory.data_policy``): built-in classes by default.
@@ -174,6 +190,10 @@ class MemoryService:
         self._checks = sa.select(*repo.PRIOR_WRITE_COLUMNS, *WRITABLE_COLUMNS, log.size_column())
         # The same, for a caller whose token's revocation is still to be read (``confirm_token``).
         self._checks_confirming = self._checks.add_columns(TOKEN_LIVE)
+        # With a session: its live taint too (``memory.agent_sessions``), before the token's.
+        self._checks_in_session = self._checks.add_columns(agent_sessions.TAINT_COLUMN)
+        self._checks_in_session_confirming = self._checks_in_session.add_columns(TOKEN_LIVE)
+        self.session_ttl = session_ttl
 
     # -- writes -----------------------------------------------------------------------
 
@@ -257,6 +277,8 @@ class MemoryService:
             "key_generation": key.generation,
             "written_by": w.caller.principal,
         }
+        if w.session_taint is not None:  # only then: other writes' events are as before
+            payload["session_taint"] = json.loads(w.session_taint)
         return Event(
             MEMORY_WRITTEN,
             w.caller.tenant_id,
@@ -286,18 +308,33 @@ class MemoryService:
             vector,
         )
 
-    def write(self, caller: Caller, cmd: WriteCommand, *, confirm_token: bool = False) -> WriteOutcome:
+    def write(
+        self,
+        caller: Caller,
+        cmd: WriteCommand,
+        *,
+        confirm_token: bool = False,
+        session_id: str | None = None,
+    ) -> WriteOutcome:
         """``confirm_token``: the caller comes from ``TokenService.recall``, its revocation
         unread; the write transaction's first statement reads it (or, where the subject's key
         must be read or made first, a statement before that), and a revoked token is refused
-        (``Unauthenticated``) with nothing written."""
+        (``Unauthenticated``) with nothing written.
+
+        ``session_id``: the agent's session (``memory.agent_sessions``). Its taint is read
+        with the write's other checks; a tainted session's write is quarantined and records
+        why, and an external write taints the session, in the write's transaction."""
+        session_ref = None
+        if session_id is not None:
+            session_id = agent_sessions.check_session_id(session_id)
+            session_ref = self.pseudonyms.session_ref(caller.tenant_id, caller.writes_as, session_id)
         cmd = replace(cmd, subject_id=normal_subject_id(cmd.subject_id))
         now = self.clock()
         vectors = self.vectors.embed([cmd.content])  # before the write lock: a model may be slow
         try:  # first with the key this process has cached, then (if it was stale) fetched again
-            return self._write(caller, cmd, now, vectors, cached_key=True, confirm_token=confirm_token)
+            return self._write(caller, cmd, now, vectors, True, confirm_token, session_ref)
         except _StaleKey:
-            return self._write(caller, cmd, now, vectors, cached_key=False, confirm_token=confirm_token)
+            return self._write(caller, cmd, now, vectors, False, confirm_token, session_ref)
 
     def _write(
         self,
@@ -307,6 +344,7 @@ class MemoryService:
         vectors: Any,
         cached_key: bool,
         confirm_token: bool,
+        session_ref: str | None = None,
     ) -> WriteOutcome:
         tenant_id = caller.tenant_id
         unread = confirm_token  # the token's revocation, still to be read
@@ -332,13 +370,21 @@ class MemoryService:
         }
         if unread:
             params["token_id"] = caller.principal
+        if session_ref is None:
+            checks = self._checks_confirming if unread else self._checks
+        else:
+            checks = self._checks_in_session_confirming if unread else self._checks_in_session
+            params.update(agent_sessions.check_params(tenant_id, w.agent_id, session_ref, now))
 
         def work(conn: Connection) -> WriteOutcome | Event:
             nonlocal w
-            row = driver_reads.rows(conn, self._checks_confirming if unread else self._checks, params)[0]
+            row = driver_reads.rows(conn, checks, params)[0]
             if unread:
                 confirm(row.token_live)  # before anything else: nothing is written, or replayed
                 row = row[:-1]
+            session_taint = None
+            if session_ref is not None:
+                session_taint, row = row[-1], row[:-1]
             (prior_hash, prior_id, *key_state, size) = row  # one row: every column is a scalar subquery
             if prior_id is not None:
                 return WriteOutcome(
@@ -347,12 +393,19 @@ class MemoryService:
             _check_verdict(write_verdict(w.key.generation, *key_state), cached_key)
             w = self._summary_checked(conn, w, now)
             at = self._target(conn, caller, w.agent_id, w.subject_ref, cmd, now)
+            stored, taints = w, None  # the write as stored: a tainted session's is quarantined
+            if session_ref is not None:
+                stored, taints = self._in_session(w, session_taint, at.memory_id, now)
             old = self._supersedable(conn, caller, w.agent_id, cmd) if cmd.supersedes_id else None
             # A create only inserts: they are sent together (``store.pipeline``). An update or a
             # correction compares and swaps, which reads row counts: one statement at a time.
             create = at.version == 1 and old is None
             with inserts_sent_together(conn) if create else nullcontext():
-                written = self._emit(conn, self._written_event(w, at, now), size)
+                written = self._emit(conn, self._written_event(stored, at, now), size)
+                if taints is not None:  # an upsert: an insert, sent with the others
+                    agent_sessions.taint(
+                        conn, tenant_id, w.agent_id, session_ref, taints, now, self.session_ttl
+                    )
                 if old is not None:
                     self._emit(
                         conn,
@@ -387,6 +440,22 @@ class MemoryService:
         if isinstance(done, WriteOutcome):
             return done
         return WriteOutcome(repo.written_item(done, cmd.subject_id, cmd.content, _origin(cmd)), created=True)
+
+    def _in_session(
+        self, w: _Prepared, session_taint: str | None, memory_id: str, now: datetime
+    ) -> tuple[_Prepared, SessionTaint | None]:
+        """A write of a session as its lock found the session: a tainted session's write is
+        quarantined and untrusted, recording the session's cause, and extends the taint; an
+        external write (the policy's ``external`` standing) taints an untainted session. The
+        write as it will be stored, and the taint to record (None: the session is untouched)."""
+        if session_taint is not None:
+            tainted = Standing(w.standing.authority, Trust.UNTRUSTED, Status.QUARANTINED)
+            return replace(w, standing=tainted, session_taint=session_taint), SessionTaint.from_json(
+                session_taint
+            )
+        if w.standing.authority is Authority.EXTERNAL:
+            return w, SessionTaint(WROTE + w.valid.source_type.value, iso(now), memory_id=memory_id)
+        return w, None
 
     def import_batch(self, caller: Caller, cmds: list[WriteCommand]) -> int:
         """Bulk import of new memories (migrations, benchmarks): same validation, policy,

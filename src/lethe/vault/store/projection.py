@@ -94,6 +94,8 @@ def _written_rows(e: Event, time: Callable[[str], Any] = db_time) -> tuple[dict,
         "status": p["status"],
         "supersedes_id": p["supersedes_id"],
         "idempotency_key": p["idempotency_key"],
+        # Only a tainted session's write carries it (``memory.agent_sessions``).
+        "session_taint": _taint_text(p.get("session_taint")),
     }
     idem = {
         "tenant_id": e.tenant_id,
@@ -104,6 +106,10 @@ def _written_rows(e: Event, time: Callable[[str], Any] = db_time) -> tuple[dict,
         "version": p["version"],
     }
     return row, idem
+
+
+def _taint_text(taint: dict | None) -> str | None:
+    return None if taint is None else _PROVENANCE.encode(taint)
 
 
 def _created_row(e: Event, row: dict, time: Callable[[str], Any] = db_time) -> dict:

@@ -65,6 +65,9 @@ memories = sa.Table(
     sa.Column("idempotency_key", sa.String(128)),
     # The seq of the event that created the memory: the review queue's stable, gap-free order.
     sa.Column("created_seq", sa.BigInteger, nullable=False),
+    # Why a tainted session's write was quarantined (``memory.agent_sessions``): a JSON cause
+    # code, the tainting memory's id or the caller's bounded reason, and when; never content.
+    sa.Column("session_taint", sa.Text),
     sa.PrimaryKeyConstraint("tenant_id", "id"),
     # A search's scope: the key, then every column ``memory.ranked_scope`` reads (covering).
     sa.Index(
@@ -409,4 +412,20 @@ scheduled_turns = sa.Table(
     metadata,
     sa.Column("job", sa.String(64), primary_key=True),
     sa.Column("taken_at", sa.DateTime, nullable=False),
+)
+
+# Agents' sessions that became tainted (``memory.agent_sessions``): keyed by tenant, agent and
+# a keyed hash of the session id (the id itself is not kept). Only tainted sessions have a
+# row; it lives until ``expires_at`` (the session's last write or taint plus its TTL).
+agent_sessions = sa.Table(
+    "agent_sessions",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("agent_id", sa.String(128), nullable=False),
+    sa.Column("session_ref", sa.String(64), nullable=False),
+    sa.Column("tainted_at", sa.DateTime, nullable=False),
+    sa.Column("taint_cause", sa.Text, nullable=False),
+    sa.Column("last_seen_at", sa.DateTime, nullable=False),
+    sa.Column("expires_at", sa.DateTime, nullable=False),
+    sa.PrimaryKeyConstraint("tenant_id", "agent_id", "session_ref"),
 )

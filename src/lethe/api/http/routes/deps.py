@@ -35,6 +35,13 @@ IdempotencyHeader = Annotated[
     str | None, Header(alias="Idempotency-Key", min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$")
 ]
 
+# An agent's session (``vault.memory.agent_sessions``), in a header or a write's or search's body.
+SESSION_ID_PATTERN = r"^[A-Za-z0-9._:-]+$"
+SessionHeader = Annotated[
+    str | None, Header(alias="Lethe-Session", min_length=1, max_length=128, pattern=SESSION_ID_PATTERN)
+]
+SessionId = Annotated[str, Path(min_length=1, max_length=128, pattern=SESSION_ID_PATTERN)]
+
 ContainerDep = Annotated[Container, Depends(get_container)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]
 TokensDep = Annotated[TokenService, Depends(get_tokens)]

@@ -12,7 +12,14 @@ from fastapi import APIRouter, Request, Response
 
 from lethe.api.http.auth import CredentialsDep, authorised_then, recalled_then
 from lethe.api.http.problems import problem_responses
-from lethe.api.http.routes.deps import ContainerDep, IdempotencyHeader, MetricsDep, ResourceId
+from lethe.api.http.routes.deps import (
+    ContainerDep,
+    IdempotencyHeader,
+    MetricsDep,
+    ResourceId,
+    SessionHeader,
+)
+from lethe.api.http.schemas.common import one_session_id
 from lethe.api.http.schemas.memories import (
     MemoryListIn,
     MemoryOut,
@@ -45,12 +52,16 @@ async def write_memory(
     request: Request,
     response: Response,
     idempotency_key: IdempotencyHeader = None,
+    session: SessionHeader = None,
 ) -> MemoryOut:
-    """Store a memory (201), or return the first result of a retried idempotency key (200)."""
+    """Store a memory (201), or return the first result of a retried idempotency key (200).
+    A write of a tainted session (``Lethe-Session``) is quarantined whatever its source."""
 
     def write(caller: Caller, recalled: bool) -> WriteOutcome:
         # A token seen before is not looked up: the write reads its revocation (``recalled_then``).
-        return container.memories.write(caller, body.to_command(idempotency_key), confirm_token=recalled)
+        command = body.to_command(idempotency_key)
+        session_id = one_session_id(body.session_id, session)
+        return container.memories.write(caller, command, confirm_token=recalled, session_id=session_id)
 
     outcome = await recalled_then(request, credentials, write)
     if outcome.created:
@@ -92,12 +103,15 @@ async def search_memories(
     container: ContainerDep,
     metrics: MetricsDep,
     request: Request,
+    session: SessionHeader = None,
 ) -> SearchOut:
-    """Scoped, ranked retrieval within a token budget."""
+    """Scoped, ranked retrieval within a token budget; a session served an untrusted item is tainted."""
 
     def search(caller: Caller, recalled: bool) -> tuple[SearchResult, float]:
         start = time.perf_counter()
-        result = container.search.search(caller, body.to_query(), confirm_token=recalled)
+        query = body.to_query()
+        session_id = one_session_id(body.session_id, session)
+        result = container.search.search(caller, query, confirm_token=recalled, session_id=session_id)
         return result, time.perf_counter() - start
 
     # A worker thread of its own, at most ``searches_at_once`` at once (``Settings``): the

@@ -22,6 +22,7 @@ from lethe.api.http.schemas.review import (
     RetentionIn,
     RetractionIn,
     RetractionOut,
+    ReviewItemOut,
     ReviewQueueOut,
 )
 from lethe.vault.memory.review import MAX_AGE, MAX_PAGE, QueueQuery
@@ -70,12 +71,12 @@ def list_review_queue(
 @router.get(
     "/v1/review-queue/{memory_id}",
     name="get_review_item",
-    response_model=MemoryOut,
+    response_model=ReviewItemOut,
     responses=problem_responses(401, 403, 404, 422, 429, 503),
 )
-def get_review_item(memory_id: ResourceId, caller: CallerDep, container: ContainerDep) -> MemoryOut:
-    """One quarantined memory of the tenant, decrypted; anything else is 404."""
-    return MemoryOut.from_domain(container.review.get(caller, memory_id))
+def get_review_item(memory_id: ResourceId, caller: CallerDep, container: ContainerDep) -> ReviewItemOut:
+    """One quarantined memory of the tenant, decrypted, with the session taint that put it there."""
+    return ReviewItemOut.from_domain(container.review.get(caller, memory_id))
 
 
 @router.post(

@@ -53,6 +53,24 @@ def one_idempotency_key(in_body: str | None, in_header: str | None) -> str | Non
     return in_body or in_header
 
 
+def one_session_id(in_body: str | None, in_header: str | None) -> str | None:
+    """The request's agent session, from the ``Lethe-Session`` header or the body's ``session_id``:
+    two that differ are refused (neither is echoed)."""
+    if in_body is not None and in_header is not None and in_body != in_header:
+        raise InvalidCommand("the Lethe-Session header and the session_id field differ")
+    return in_body if in_body is not None else in_header
+
+
+SessionIdField = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9._:-]+$",
+        description="The agent's session, or the Lethe-Session header (the two must agree).",
+    ),
+]
+
 IdempotencyKeyField = Annotated[
     str | None, Field(min_length=1, max_length=128, description="Or the Idempotency-Key header.")
 ]

@@ -7,7 +7,14 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, Field
 
-from lethe.api.http.schemas.common import IdempotencyKeyField, Out, Strict, SubjectId, one_idempotency_key
+from lethe.api.http.schemas.common import (
+    IdempotencyKeyField,
+    Out,
+    SessionIdField,
+    Strict,
+    SubjectId,
+    one_idempotency_key,
+)
 from lethe.vault.memory.own_records import DEFAULT_PAGE, MAX_PAGE, OwnQuery
 from lethe.vault.memory.search import MAX_LIMIT, MAX_QUERY_CHARS
 from lethe.vault.memory.validation import MAX_URL, MAX_VERSION
@@ -71,6 +78,7 @@ class MemoryWrite(Strict):
     )
     supersedes_id: str | None = Field(default=None, max_length=36)
     idempotency_key: IdempotencyKeyField = None
+    session_id: SessionIdField = None
 
     def to_command(self, idempotency_key: str | None) -> WriteCommand:
         """The core's command; the idempotency key may come from the header instead of the body."""
@@ -162,6 +170,7 @@ class SearchIn(Strict):
     kinds: list[Kind] = Field(default_factory=list, max_length=5)
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT, strict=True)
     token_budget: int = Field(default=2000, ge=1, le=MAX_TOKEN_BUDGET, strict=True)
+    session_id: SessionIdField = None
 
     def to_query(self) -> SearchQuery:
         return SearchQuery(

@@ -6,6 +6,7 @@ from pydantic import Field
 
 from lethe.api.http.schemas.common import IdempotencyKeyField, Out, Strict
 from lethe.api.http.schemas.memories import MAX_TTL_SECONDS, MemoryOut
+from lethe.api.http.schemas.sessions import SessionTaintOut
 from lethe.vault.memory.retraction import MAX_REASON, MAX_SOURCE_REF
 from lethe.vault.memory.validation import MAX_VERSION
 
@@ -31,10 +32,17 @@ class RetentionIn(Strict):
     ttl_seconds: int | None = Field(default=None, gt=0, le=MAX_TTL_SECONDS, strict=True)
 
 
+class ReviewItemOut(MemoryOut):
+    """A quarantined memory as a reviewer sees it: with the session taint that put it there, if
+    one did (``vault.memory.agent_sessions``; a cause code and ids, never content)."""
+
+    session_taint: SessionTaintOut | None = None
+
+
 class ReviewQueueOut(Out):
     """One page of the quarantined memories of the reviewer's tenant, oldest first."""
 
-    items: list[MemoryOut]
+    items: list[ReviewItemOut]
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last one.")
 
 
