@@ -53,9 +53,8 @@ from lethe.vault.errors import (
     SubjectForgotten,
     VersionConflict,
 )
-from lethe.vault.memory import agent_sessions
+from lethe.vault.memory import agent_sessions, summaries
 from lethe.vault.memory import repository as repo
-from lethe.vault.memory import summaries
 from lethe.vault.memory.agent_sessions import DEFAULT_SESSION_TTL, WROTE
 from lethe.vault.memory.data_policy import DataPolicy, default_policy
 from lethe.vault.memory.policy import DEFAULT_POLICY, Limits, Policy, Standing, admit_source
