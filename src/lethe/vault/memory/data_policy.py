@@ -333,7 +333,7 @@ class _Prefilter:
 
     def _flags(self, regex: re.Pattern[str]) -> int:
         hs = self.hs
-        flags = hs.HS_FLAG_PREFILTER | hs.HS_FLAG_SINGLEMATCH | hs.HS_FLAG_UTF8
+        flags: int = hs.HS_FLAG_PREFILTER | hs.HS_FLAG_SINGLEMATCH | hs.HS_FLAG_UTF8
         if not regex.flags & re.ASCII:
             flags |= hs.HS_FLAG_UCP
         if regex.flags & re.IGNORECASE:
