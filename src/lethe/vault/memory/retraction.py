@@ -42,6 +42,7 @@ from lethe.vault.model import GONE, Caller, Role, Status
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.projection import MEMORY_RETRACTED, RETRACTION_RECORDED, apply_many
+from lethe.vault.store.tenancy import for_caller
 
 RETRACTORS = frozenset({Role.REVIEWER, Role.PRIVACY_OFFICER})
 MAX_REASON = 500
@@ -186,6 +187,7 @@ class RetractionService:
         self.clock = clock
         self.log = log
 
+    @for_caller
     def retract(
         self,
         caller: Caller,

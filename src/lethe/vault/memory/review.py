@@ -50,6 +50,7 @@ from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.projection import MEMORY_PROMOTED, apply
 from lethe.vault.store.tables import memories
+from lethe.vault.store.tenancy import for_caller
 
 MAX_PAGE = 100
 MAX_AGE = timedelta(days=10 * 365)
@@ -110,6 +111,7 @@ class ReviewService:
 
     # -- the queue --------------------------------------------------------------------
 
+    @for_caller
     def queue(self, caller: Caller, q: QueueQuery) -> ReviewPage:
         """One page of the tenant's quarantined memories, oldest first, decrypted."""
         _require_reviewer(caller)
@@ -137,6 +139,7 @@ class ReviewService:
             raise InvalidCommand("cursor is not valid: start again without it")
         return row.created_seq
 
+    @for_caller
     def get(self, caller: Caller, memory_id: str) -> MemoryItem:
         """One quarantined memory of the tenant, decrypted, with its provenance."""
         _require_reviewer(caller)
@@ -151,6 +154,7 @@ class ReviewService:
 
     # -- decisions --------------------------------------------------------------------
 
+    @for_caller
     def promote(
         self, caller: Caller, memory_id: str, expected_version: int, idempotency_key: str | None = None
     ) -> Decision:
@@ -170,6 +174,7 @@ class ReviewService:
 
         return self._decide(caller, PROMOTE, memory_id, expected_version, idempotency_key, None, promote_it)
 
+    @for_caller
     def reject(
         self,
         caller: Caller,

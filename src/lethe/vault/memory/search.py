@@ -40,6 +40,7 @@ from lethe.vault.memory.visibility import agent_scope
 from lethe.vault.model import Caller, Kind, Role, SearchQuery, SearchResult, Status
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.tables import memories
+from lethe.vault.store.tenancy import for_caller
 
 MAX_LIMIT = 100
 PAGE = 200  # ranked rows fetched per round trip
@@ -76,6 +77,7 @@ class SearchService:
         self.pseudonyms = pseudonyms
         self.clock = clock
 
+    @for_caller
     def search(self, caller: Caller, q: SearchQuery, *, confirm_token: bool = False) -> SearchResult:
         """``confirm_token``: the caller comes from ``TokenService.recall``, its revocation
         unread; the search's first statement reads it, and a revoked token is refused

@@ -69,6 +69,7 @@ from lethe.vault.store.projection import (
     apply,
     apply_many,
 )
+from lethe.vault.store.tenancy import for_caller, maintenance_job
 
 TokenCounter = Callable[[str], int]
 
@@ -252,6 +253,7 @@ class MemoryService:
             vector,
         )
 
+    @for_caller
     def write(self, caller: Caller, cmd: WriteCommand, *, confirm_token: bool = False) -> WriteOutcome:
         """``confirm_token``: the caller comes from ``TokenService.recall``, its revocation
         unread; the write transaction's first statement reads it (or, where the subject's key
@@ -351,6 +353,7 @@ class MemoryService:
             return done
         return WriteOutcome(repo.written_item(done, cmd.subject_id, cmd.content), created=True)
 
+    @for_caller
     def import_batch(self, caller: Caller, cmds: list[WriteCommand]) -> int:
         """Bulk import of new memories (migrations, benchmarks): same validation, policy,
         encryption and events as ``write``, in one transaction with one round trip per table.
@@ -467,6 +470,7 @@ class MemoryService:
 
     # -- reads ------------------------------------------------------------------------
 
+    @for_caller
     def get(self, caller: Caller, memory_id: str) -> MemoryItem:
         with self.uow.read() as conn:
             row = repo.by_id_with_key(conn, caller.tenant_id, memory_id)
@@ -482,6 +486,7 @@ class MemoryService:
 
     # -- lifecycle ----------------------------------------------------------------------
 
+    @maintenance_job("expiry sweep")
     def sweep_expired(self, batch: int = 500) -> int:
         """Append an ``expired`` event for each live memory past its expiry.
 
