@@ -60,7 +60,13 @@ def upgrade() -> None:
             END IF;
         END $$"""  # noqa: S608 (constants only)
     )
-    op.execute(f"GRANT {APP_ROLE} TO CURRENT_USER")
+    op.execute(  # a role an administrator created and granted beforehand needs no CREATEROLE here
+        f"""DO $$ BEGIN
+            IF NOT pg_has_role(current_user, '{APP_ROLE}', 'MEMBER') THEN
+                GRANT {APP_ROLE} TO CURRENT_USER;
+            END IF;
+        END $$"""  # noqa: S608 (constants only)
+    )
     op.execute(f"GRANT USAGE ON SCHEMA {_schema()} TO {APP_ROLE}")
     op.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {_schema()} TO {APP_ROLE}")
     op.execute(f"GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA {_schema()} TO {APP_ROLE}")
