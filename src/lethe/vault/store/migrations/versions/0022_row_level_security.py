@@ -65,7 +65,7 @@ def upgrade() -> None:
             IF NOT pg_has_role(current_user, '{APP_ROLE}', 'MEMBER') THEN
                 GRANT {APP_ROLE} TO CURRENT_USER;
             END IF;
-        END $$"""  # noqa: S608 (constants only)
+        END $$"""
     )
     op.execute(f"GRANT USAGE ON SCHEMA {_schema()} TO {APP_ROLE}")
     op.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {_schema()} TO {APP_ROLE}")
