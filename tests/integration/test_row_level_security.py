@@ -17,7 +17,9 @@ from lethe.api.bootstrap import Container, build
 from lethe.api.settings import Settings
 from lethe.vault.model import Role, SearchQuery
 from lethe.vault.store import tenancy
+from lethe.vault.store.db import make_engine
 from lethe.vault.store.readiness import check_readiness
+from lethe.vault.store.schema import downgrade, upgrade
 from tests.conftest import agent, write_cmd
 
 ALL = sa.text("SELECT DISTINCT tenant_id FROM memories")  # deliberately unfiltered
@@ -130,3 +132,28 @@ def test_on_sqlite_the_application_check_is_the_only_one(walled: Container) -> N
     with walled.uow.acting_for("t1"), walled.uow.read() as conn:
         assert tenants(conn.execute(ALL)) == {"t1", "t2"}
     assert "tenant wall" not in {c.name for c in check_readiness(walled.uow, walled.kms)}
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+def test_migration_0022_goes_back_and_forward_on_postgres(settings: Settings) -> None:
+    """Downgrading drops the policies and the token function (the cluster's role stays);
+    upgrading again finds the role there and puts the wall back."""
+    engine = make_engine(settings.db_url)
+    walled = sa.text(
+        "SELECT count(*) FROM pg_class WHERE relrowsecurity AND relname = ANY(CAST(:t AS text[]))"
+    )
+    function = sa.text("SELECT count(*) FROM pg_proc WHERE proname = 'lethe_token_by_hash'")
+    try:
+        upgrade(engine)
+        with engine.connect() as conn:
+            assert conn.execute(walled, {"t": list(tenancy.WALLED_TABLES)}).scalar_one() == 18
+            assert conn.execute(function).scalar_one() == 1
+        downgrade(engine, "0019")
+        with engine.connect() as conn:
+            assert conn.execute(walled, {"t": list(tenancy.WALLED_TABLES)}).scalar_one() == 0
+            assert conn.execute(function).scalar_one() == 0
+        upgrade(engine)
+        with engine.connect() as conn:
+            assert conn.execute(walled, {"t": list(tenancy.WALLED_TABLES)}).scalar_one() == 18
+    finally:
+        engine.dispose()
