@@ -107,11 +107,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def for_caller(method: F) -> F:
     """Run a service method acting for its ``caller`` argument's tenant."""
-    signature = inspect.signature(method)
+    position = list(inspect.signature(method).parameters).index("caller")  # found once, not per call
 
     @functools.wraps(method)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        caller = signature.bind_partial(*args, **kwargs).arguments["caller"]
+        caller = args[position] if len(args) > position else kwargs["caller"]
         with acting_for(caller.tenant_id):
             return method(*args, **kwargs)
 
