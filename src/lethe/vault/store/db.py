@@ -201,7 +201,10 @@ class UnitOfWork:
             self._walled = make_engine(engine.url, role=tenancy.APP_ROLE).execution_options(
                 isolation_level="AUTOCOMMIT"
             )
-        self._group = GroupCommit(self._write_in, affinity=tenancy.current)
+        # Behind the wall a transaction acts for one tenant, so only its writes may share it;
+        # without the wall every write may, as before.
+        affinity = tenancy.current if self.row_security else lambda: tenancy.UNSCOPED
+        self._group = GroupCommit(self._write_in, affinity=affinity)
 
     def dispose(self) -> None:
         """Close every pooled connection (the engine's and the walled pool's)."""
