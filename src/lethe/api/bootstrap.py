@@ -87,7 +87,7 @@ class Container:
 
     def close(self) -> None:
         self.kms.close()
-        self.uow.engine.dispose()
+        self.uow.dispose()
 
 
 PEPPER, SIGNING_KEY, MASTER_KEY = "pepper.key", "signing.pem", "master.key"
@@ -172,7 +172,7 @@ def build(
         created = []
         engine = make_engine(settings.db_url)
         require_current(engine)
-    uow = UnitOfWork(engine)
+    uow = UnitOfWork(engine, row_security=settings.row_security)
     kms = build_kms(
         settings.kms,
         key_dir=settings.key_dir,

@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection
 
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.tables import api_tokens
+from lethe.vault.store.tenancy import acting_for
 
 
 def display_names(conn: Connection, tenant_id: str, principals: Iterable[str]) -> dict[str, str]:
@@ -38,5 +39,5 @@ def display_names(conn: Connection, tenant_id: str, principals: Iterable[str]) -
 
 def display_name(uow: UnitOfWork, tenant_id: str, principal: str) -> str | None:
     """One principal's display name (for presenters outside a transaction, e.g. certificates)."""
-    with uow.read() as conn:
+    with acting_for(tenant_id), uow.read() as conn:
         return display_names(conn, tenant_id, [principal]).get(principal)

@@ -33,6 +33,7 @@ from lethe.vault.errors import Unauthenticated
 from lethe.vault.model import Caller
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.tables import console_sessions
+from lethe.vault.store.tenancy import for_caller, maintenance_job
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{43}$")
 TOUCH_EVERY = timedelta(seconds=30)  # write last_seen_at at most this often per session
@@ -71,6 +72,7 @@ class ConsoleSessions:
         self.max_age = max_age
         self.clock = clock
 
+    @for_caller
     def open(self, caller: Caller) -> str:
         """A new session for an authenticated caller; returns the id (shown once, to the browser)."""
         now = self.clock()
@@ -89,6 +91,7 @@ class ConsoleSessions:
             )
         return session_id
 
+    @maintenance_job("console session by id")
     def resume(self, session_id: str | None) -> Session:
         """The live session behind an id, its idle clock restarted; ``Unauthenticated`` otherwise."""
         refused = Unauthenticated("sign in to the console again")
@@ -119,11 +122,13 @@ class ConsoleSessions:
                 )
         return session
 
+    @maintenance_job("console session by id")
     def close(self, session_id: str) -> None:
         """Sign out: the row goes; closing an unknown session changes nothing."""
         with self.uow.write() as conn:
             conn.execute(console_sessions.delete().where(console_sessions.c.id_hash == _hash(session_id)))
 
+    @maintenance_job("console session by id")
     def close_for_token(self, token_id: str) -> int:
         """End every session of a token (it was revoked); returns how many there were."""
         with self.uow.write() as conn:

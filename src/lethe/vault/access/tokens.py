@@ -52,6 +52,7 @@ from lethe.vault.store import driver_reads
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.tables import api_tokens
+from lethe.vault.store.tenancy import acting_for, maintenance, maintenance_job
 
 TOKEN_PREFIX = "lethe_"  # noqa: S105 (a prefix, not a secret)
 MAX_TOKEN_TTL = timedelta(days=3650)
@@ -68,6 +69,12 @@ TOKEN_CREATED, TOKEN_REVOKED = "token.created", "token.revoked"
 
 # Every request looks its token up: the statement is built once, not per request.
 _BY_HASH = sa.select(api_tokens).where(api_tokens.c.token_hash == sa.bindparam("digest"))
+# Behind PostgreSQL's tenant wall a token is found by its hash before its tenant is known: the
+# SECURITY DEFINER function of migration 0022 reads as the table's owner, by hash only.
+_TOKEN_BY_HASH = sa.func.lethe_token_by_hash(sa.bindparam("digest", type_=sa.String)).table_valued(
+    *(sa.column(c.name, c.type) for c in api_tokens.c)
+)
+_BY_HASH_PAST_THE_WALL = sa.select(*_TOKEN_BY_HASH.c)
 
 
 @dataclass(frozen=True)
@@ -175,7 +182,7 @@ class TokenService:
             email=email,
             source_types=asserts,
         )
-        with self.uow.write() as conn:
+        with acting_for(tenant_id), self.uow.write() as conn:
             conn.execute(
                 api_tokens.insert().values(
                     id=info.id,
@@ -210,7 +217,8 @@ class TokenService:
         digest = hash_token(token)
         with self.uow.read() as conn:
             # A named tuple, read at the driver (``store.driver_reads``): every request's first statement.
-            row = driver_reads.first(conn, _BY_HASH, {"digest": digest})
+            by_hash = _BY_HASH_PAST_THE_WALL if self.uow.row_security else _BY_HASH
+            row = driver_reads.first(conn, by_hash, {"digest": digest})
         # The lookup is by an index; comparing in constant time as well costs nothing.
         if row is None or not hmac.compare_digest(row.token_hash, digest):
             raise refused
@@ -237,6 +245,7 @@ class TokenService:
         """Drop a token from ``recall`` (its read found it revoked): it is looked up again."""
         self.known.forget(hash_token(token))
 
+    @maintenance_job("token by id")
     def caller_by_id(self, token_id: str) -> Caller:
         """The caller a still-valid token id stands for (a console session holds the id, not the token)."""
         with self.uow.read() as conn:
@@ -245,6 +254,7 @@ class TokenService:
             raise Unauthenticated("the token behind this session is no longer valid")
         return _caller(_info(row))
 
+    @maintenance_job("token by id")
     def info(self, token_id: str) -> TokenInfo:
         """What may be shown about one token (``NotFound`` if there is none)."""
         with self.uow.read() as conn:
@@ -257,9 +267,11 @@ class TokenService:
         """Revoke at once; revoking a revoked token is a no-op that keeps the first time.
 
         With ``tenant_id`` (an admin over HTTP) another tenant's token is ``NotFound``,
-        exactly like an unknown id; the CLI, run on the server, may revoke any.
+        exactly like an unknown id; the CLI, run on the server, may revoke any (a maintenance
+        transaction: the token's tenant is not known before its row is read).
         """
-        with self.uow.write() as conn:
+        scope = maintenance("token by id") if tenant_id is None else acting_for(tenant_id)
+        with scope, self.uow.write() as conn:
             row = conn.execute(sa.select(api_tokens).where(api_tokens.c.id == token_id)).first()
             if row is None or (tenant_id is not None and row.tenant_id != tenant_id):
                 raise NotFound("token not found")
@@ -274,7 +286,7 @@ class TokenService:
         return _info(row)
 
     def list(self, tenant_id: str) -> list[TokenInfo]:
-        with self.uow.read() as conn:
+        with acting_for(tenant_id), self.uow.read() as conn:
             rows = conn.execute(
                 sa.select(api_tokens)
                 .where(api_tokens.c.tenant_id == tenant_id)
@@ -282,6 +294,7 @@ class TokenService:
             ).all()
         return [_info(r) for r in rows]
 
+    @maintenance_job("token roles")
     def any_with_role(self, role: Role, tenant_id: str | None = None) -> bool:
         """Whether a token of this role (in this tenant) was ever minted: first-run detection."""
         with self.uow.read() as conn:

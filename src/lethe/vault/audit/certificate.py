@@ -59,6 +59,7 @@ from lethe.vault.errors import LogInconsistent, NotFound, OutOfScope
 from lethe.vault.model import Caller, Role
 from lethe.vault.store.events import canonical_row
 from lethe.vault.store.tables import backups, erasure_final_reports, erasure_reports, events
+from lethe.vault.store.tenancy import for_caller, maintenance_job
 
 __all__ = [
     "MAX_CONSISTENCY_PROOFS",
@@ -340,17 +341,22 @@ class ErasureReports:
 
     # -- reading --------------------------------------------------------------------------
 
+    @for_caller
     def get(self, caller: Caller, report_id: str) -> ErasureReport:
         """A report of the caller's tenant, for privacy officers and auditors."""
         if caller.role not in (Role.PRIVACY_OFFICER, Role.AUDITOR):
             raise OutOfScope("this credential's role may not read erasure reports")
-        report = self.load(report_id)
+        report = self._load(report_id)
         if report.tenant_id != caller.tenant_id:
             raise NotFound("erasure report not found")
         return report
 
+    @maintenance_job("report by id")
     def load(self, report_id: str) -> ErasureReport:
         """Any tenant's report, first or final (for the operator's CLI)."""
+        return self._load(report_id)
+
+    def _load(self, report_id: str) -> ErasureReport:
         with self._uow.read() as conn:
             row = conn.execute(sa.select(erasure_reports).where(erasure_reports.c.id == report_id)).first()
             if row is None:

@@ -32,6 +32,7 @@ from lethe.vault.erasure.steps import StepFailed, record_step
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import EventLog
 from lethe.vault.store.tables import erasure_final_reports, erasure_jobs, erasure_steps
+from lethe.vault.store.tenancy import maintenance_job
 
 log = logging.getLogger("lethe.erasure")
 
@@ -56,6 +57,7 @@ class FinalCertificates:
     ) -> None:
         self.uow, self.kms, self.reports, self.log, self.clock = uow, kms, reports, event_log, clock
 
+    @maintenance_job("final certificates")
     def run_due(self) -> int:
         """Issue every final certificate that is due now; returns how many were issued."""
         issued = 0
@@ -67,6 +69,7 @@ class FinalCertificates:
                 log.warning("final certificate deferred", extra={"request_id": job_id, "reason": str(exc)})
         return issued
 
+    @maintenance_job("final certificates")
     def close(self, job_id: str) -> bool:
         """Close one job's window if the KMS confirms the material destroyed; True once final."""
         now = self.clock()

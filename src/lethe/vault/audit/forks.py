@@ -27,6 +27,7 @@ from lethe.vault.errors import OutOfScope
 from lethe.vault.model import Caller, Role
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.tables import audit_forks
+from lethe.vault.store.tenancy import for_caller
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ class AuditForks:
     def __init__(self, uow: UnitOfWork) -> None:
         self.uow = uow
 
+    @for_caller
     def list(self, caller: Caller) -> list[AuditFork]:
         if caller.role not in (Role.AUDITOR, Role.PRIVACY_OFFICER):
             raise OutOfScope("this credential's role may not read the audit log's forks")

@@ -46,6 +46,7 @@ from lethe.vault.model import Caller, Role, SourceType, Status
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.projection import MEMORY_EXPIRED
 from lethe.vault.store.tables import erasure_jobs, erasure_steps, events, memories, retractions
+from lethe.vault.store.tenancy import for_caller, maintenance_job
 
 EXPIRY_GRACE = timedelta(hours=1)
 REMOVAL_STEPS = (TOMBSTONED, DERIVED_PURGED, KEY_DESTROYED, COMPACTED)
@@ -81,11 +82,13 @@ class KpiService:
         self.uow = uow
         self.clock = clock
 
+    @for_caller
     def for_tenant(self, caller: Caller) -> Kpis:
         if caller.role is not Role.AUDITOR:
             raise OutOfScope("the KPIs are for auditors")
         return self._compute(caller.tenant_id)
 
+    @maintenance_job("store-wide KPIs")
     def store_wide(self) -> Kpis:
         return self._compute(None)
 

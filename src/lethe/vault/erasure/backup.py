@@ -54,6 +54,7 @@ from lethe.vault.store.db import UnitOfWork, is_sqlite
 from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.schema import upgrade
 from lethe.vault.store.tables import backups, checkpoints, forgotten_subjects
+from lethe.vault.store.tenancy import maintenance_job
 
 FORMAT = "lethe-backup/v1"
 BACKUP_CREATED, BACKUP_RESTORED = "backup.created", "backup.restored"
@@ -117,6 +118,7 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+@maintenance_job("backup")
 def create_backup(
     uow: UnitOfWork, dest_dir: Path, clock: Callable[[], datetime] = utcnow, *, log: EventLog
 ) -> Path:
@@ -190,6 +192,7 @@ def create_backup(
     return path
 
 
+@maintenance_job("restore")
 def restore_backup(
     uow: UnitOfWork,
     keyring: SubjectKeyring,

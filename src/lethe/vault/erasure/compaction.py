@@ -44,6 +44,7 @@ from lethe.vault.model import GONE
 from lethe.vault.store.db import UnitOfWork, is_sqlite
 from lethe.vault.store.projection import MEMORY_WRITTEN
 from lethe.vault.store.tables import erasure_jobs, events, memories
+from lethe.vault.store.tenancy import maintenance_job
 
 COMPACTED = "compacted"
 DEFAULT_RETENTION = timedelta(days=30)
@@ -210,6 +211,7 @@ class Compactor:
             dead = sa.or_(dead, sa.and_(m.c.status.in_(("superseded", "expired")), m.c.updated_at < cutoff))
         return sa.and_(m.c.ciphertext.is_not(None), dead)
 
+    @maintenance_job("compaction")
     def dead_ciphertexts(self, only_forgotten: bool = False, scope: ErasedScope | None = None) -> list[bytes]:
         """The ciphertexts compaction will remove (for recording scan slices first).
 
@@ -226,6 +228,7 @@ class Compactor:
                 out += conn.execute(held).scalars().all()
         return out
 
+    @maintenance_job("compaction")
     def ciphertext_events(self, scope: ErasedScope, still_held: bool = False) -> int:
         """How many of the scope's events ever carried ciphertext (or still do)."""
         held = events.c.ciphertext if still_held else events.c.ciphertext_digest
@@ -236,6 +239,7 @@ class Compactor:
 
     # -- the work -----------------------------------------------------------------------
 
+    @maintenance_job("compaction")
     def compact(
         self,
         only_forgotten: bool = False,
@@ -301,6 +305,7 @@ class Compactor:
         result.bytes_after = self.store_bytes()
         return result
 
+    @maintenance_job("compaction")
     def store_bytes(self) -> int:
         engine = self.uow.engine
         if is_sqlite(engine):

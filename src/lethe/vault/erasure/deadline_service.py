@@ -42,6 +42,7 @@ from lethe.vault.memory.validation import require_text
 from lethe.vault.model import Caller, Role
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
+from lethe.vault.store.tenancy import for_caller
 
 CLOCK_SKEW = timedelta(minutes=5)  # a notification time this far ahead of our clock is still "now"
 PAUSABLE = (RECEIVED, BLOCKED)
@@ -67,6 +68,7 @@ class ErasureDeadlines:
         self.clock = clock
         self.log = log
 
+    @for_caller
     def extend(
         self, caller: Caller, job_id: str, months: int, reason: str, subject_notified_at: datetime
     ) -> ErasureJob:
@@ -117,6 +119,7 @@ class ErasureDeadlines:
             repo.set_deadline(conn, job_id, now, due_at=due, extension_months=total)
             return self._load(conn, job_id, now)
 
+    @for_caller
     def pause(self, caller: Caller, job_id: str) -> ErasureJob:
         """Stop the clock (identity verification): no deadline runs and no step runs until resumed."""
         _require_officer(caller)
@@ -131,6 +134,7 @@ class ErasureDeadlines:
             repo.set_deadline(conn, job_id, now, paused_at=now)
             return self._load(conn, job_id, now)
 
+    @for_caller
     def resume(self, caller: Caller, job_id: str, identity_verification_ref: str | None = None) -> ErasureJob:
         """Restart the clock: the due date moves by the time it stood still; the runner resumes."""
         _require_officer(caller)

@@ -20,6 +20,7 @@ from enum import Enum
 from lethe.vault.clock import from_db
 from lethe.vault.erasure import repository as repo
 from lethe.vault.store.db import UnitOfWork
+from lethe.vault.store.tenancy import maintenance_job
 
 LEASE = timedelta(minutes=10)  # a runner's claim on a job, renewed before every step
 
@@ -38,6 +39,7 @@ class Claim(Enum):
     MISSING = "missing"  # no such job
 
 
+@maintenance_job("erasure runner")
 def claim(uow: UnitOfWork, job_id: str, runner_id: str, now: datetime) -> Claim:
     """Take or renew the job's lease if it is free, ours, expired, or left by a dead process
     here; otherwise say why not, from the same transaction's read (a caller that was told
@@ -60,6 +62,7 @@ def claim(uow: UnitOfWork, job_id: str, runner_id: str, now: datetime) -> Claim:
         return Claim.TAKEN
 
 
+@maintenance_job("erasure runner")
 def release(uow: UnitOfWork, job_id: str, runner_id: str) -> None:
     with uow.write() as conn:
         repo.release_lease(conn, job_id, runner_id)

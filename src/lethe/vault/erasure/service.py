@@ -64,6 +64,7 @@ from lethe.vault.model import Caller, Role
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.projection import ERASURE_RECEIVED, SUBJECT_REINSTATED, apply
+from lethe.vault.store.tenancy import for_caller, maintenance_job
 
 log = logging.getLogger("lethe.erasure")
 
@@ -121,6 +122,7 @@ class ErasureService:
 
     # -- requests ---------------------------------------------------------------------
 
+    @for_caller
     def request(
         self,
         caller: Caller,
@@ -217,6 +219,7 @@ class ErasureService:
             conn, job_id, RECEIVED, now, ev.seq, {"legal_basis": legal_basis, "due_at": iso(due)}
         )
 
+    @for_caller
     def get(self, caller: Caller, job_id: str) -> ErasureJob:
         _require(caller, Role.PRIVACY_OFFICER, Role.AUDITOR)
         job = self._load(job_id)
@@ -224,6 +227,7 @@ class ErasureService:
             raise NotFound("erasure request not found")
         return job
 
+    @for_caller
     def list(self, caller: Caller, status: str | None = None, overdue: bool = False) -> list[ErasureJob]:
         _require(caller, Role.PRIVACY_OFFICER, Role.AUDITOR)
         with self.uow.read() as conn:
@@ -232,12 +236,14 @@ class ErasureService:
 
     # -- legal holds and reinstatement ------------------------------------------------
 
+    @for_caller
     def holds(self, caller: Caller, active: bool | None = None) -> builtins.list[LegalHold]:
         """The tenant's legal holds (all, only those in force, or only lifted ones), oldest first."""
         _require(caller, Role.PRIVACY_OFFICER)
         with self.uow.read() as conn:
             return repo.holds_of(conn, caller.tenant_id, active)
 
+    @for_caller
     def place_hold(
         self, caller: Caller, subject_id: str, reason: str, reference: str | None = None
     ) -> LegalHold:
@@ -264,6 +270,7 @@ class ErasureService:
             )
         return hold
 
+    @for_caller
     def lift_hold(self, caller: Caller, hold_id: str) -> None:
         _require(caller, Role.PRIVACY_OFFICER)
         now = self.clock()
@@ -284,6 +291,7 @@ class ErasureService:
             )
             repo.unblock_jobs_of(conn, hold.tenant_id, hold.subject_ref, now)
 
+    @for_caller
     def reinstate(self, caller: Caller, subject_id: str, reason: str) -> Reinstatement:
         """Lift the erasure fence. The old generation stays shredded; writes get a new key."""
         _require(caller, Role.PRIVACY_OFFICER)
@@ -315,6 +323,7 @@ class ErasureService:
 
     # -- the runner ---------------------------------------------------------------------
 
+    @maintenance_job("erasure runner")
     def run_pending(self) -> int:
         """Advance every unfinished job as far as it goes now; returns how many finished."""
         with self.uow.read() as conn:
@@ -324,6 +333,7 @@ class ErasureService:
             work()
         return finished
 
+    @maintenance_job("erasure runner")
     def advance(self, job_id: str) -> bool:
         """Run the job's remaining steps in order; True once it is complete, whoever ran them.
 

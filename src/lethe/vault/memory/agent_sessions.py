@@ -46,6 +46,7 @@ from lethe.vault.model import Caller, MemoryItem, Role, SessionTaint, Trust
 from lethe.vault.store import driver_rows
 from lethe.vault.store.db import UnitOfWork, upsert_insert
 from lethe.vault.store.tables import agent_sessions
+from lethe.vault.store.tenancy import for_caller
 
 # Like the ids routes accept in URLs (``ResourceId``): printable, no spaces, bounded.
 MAX_SESSION_ID = 128
@@ -167,6 +168,7 @@ class AgentSessions:
         """The session's key for this caller: another agent's same id is another session."""
         return self.pseudonyms.session_ref(caller.tenant_id, caller.writes_as, check_session_id(session_id))
 
+    @for_caller
     def mark(self, caller: Caller, session_id: str, reason: str) -> SessionState:
         """The caller marks its own session tainted (``marked``, with its reason); its state after."""
         if caller.role is not Role.AGENT or not caller.agent_id:
@@ -184,6 +186,7 @@ class AgentSessions:
             session_id, True, SessionTaint.from_json(row.taint_cause), from_db(row.expires_at)
         )
 
+    @for_caller
     def served(self, caller: Caller, session_id: str | None, items: Iterable[MemoryItem]) -> None:
         """A search of the session returned ``items``: an untrusted one taints the session
         (one write, only then; nothing is read or written otherwise)."""

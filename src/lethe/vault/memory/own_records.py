@@ -51,6 +51,7 @@ from lethe.vault.memory.validation import normal_subject_id
 from lethe.vault.model import Caller, MemoryItem, Role, Status
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.tables import forgotten_subjects, memories
+from lethe.vault.store.tenancy import for_caller
 
 MAX_PAGE = 100
 DEFAULT_PAGE = 50
@@ -132,6 +133,7 @@ class OwnRecords:
         self.pseudonyms = pseudonyms
         self.clock = clock
 
+    @for_caller
     def page(self, caller: Caller, q: OwnQuery) -> OwnPage:
         """One page, newest first; active items decrypted, quarantined ones without content."""
         require_agent(caller)

@@ -47,6 +47,7 @@ from lethe.vault.model import Status
 from lethe.vault.store import scope_changes
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.tables import index_recipes, memories, search_index
+from lethe.vault.store.tenancy import maintenance_job
 
 SEARCH_INDEX = "search_index"
 INDEXED = (Status.ACTIVE.value, Status.QUARANTINED.value)
@@ -169,6 +170,7 @@ class Reindexer:
         self.clock = clock
         self.vectors = vectors or VectorIndex(None)
 
+    @maintenance_job("reindex")
     def rebuild(self) -> ReindexReport:
         """Drop every index entry and write them again from the projection and the keys; with
         an embedder, every indexed memory is embedded again and its vector sealed anew."""
@@ -203,10 +205,12 @@ class Reindexer:
             )
         return ReindexReport(entries, unreadable, CURRENT_RECIPE, built_at, written, v.model, dims)
 
+    @maintenance_job("reindex")
     def recipe(self) -> IndexRecipe | None:
         with self.uow.read() as conn:
             return recorded_recipe(conn)
 
+    @maintenance_job("reindex")
     def check(self) -> IndexCheck:
         return IndexCheck(self.keyring, self.pseudonyms)
 

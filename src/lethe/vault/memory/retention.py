@@ -30,6 +30,7 @@ from lethe.vault.model import GONE, Caller, Kind, MemoryItem, Role, Status
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.projection import MEMORY_RETENTION_CONFIRMED, apply
+from lethe.vault.store.tenancy import for_caller
 
 
 def kept_until(asked: datetime, current: datetime | None) -> datetime:
@@ -66,6 +67,7 @@ class RetentionService:
         self.clock = clock
         self.log = log
 
+    @for_caller
     def confirm(
         self, caller: Caller, memory_id: str, expected_version: int, ttl: timedelta | None = None
     ) -> MemoryItem:

@@ -53,6 +53,7 @@ from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.projection import MEMORY_RETRACTED, RETRACTION_RECORDED, apply_many
 from lethe.vault.store.tables import memories
+from lethe.vault.store.tenancy import for_caller
 
 RETRACTORS = frozenset({Role.REVIEWER, Role.PRIVACY_OFFICER})
 MAX_REASON = 500
@@ -218,6 +219,7 @@ class RetractionService:
         self.clock = clock
         self.log = log
 
+    @for_caller
     def retract(
         self,
         caller: Caller,
@@ -250,6 +252,7 @@ class RetractionService:
             record(conn, self.log, entry, plan, now)
         return _outcome(entry.id, tenant_id, plan)
 
+    @for_caller
     def retract_own(self, caller: Caller, memory_id: str) -> Retraction | None:
         """An agent retracts one of its own memories (``DELETE /v1/memories/{id}``).
 

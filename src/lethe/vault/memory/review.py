@@ -51,6 +51,7 @@ from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.projection import MEMORY_PROMOTED, apply
 from lethe.vault.store.tables import memories
+from lethe.vault.store.tenancy import for_caller
 
 MAX_PAGE = 100
 MAX_AGE = timedelta(days=10 * 365)
@@ -111,6 +112,7 @@ class ReviewService:
 
     # -- the queue --------------------------------------------------------------------
 
+    @for_caller
     def queue(self, caller: Caller, q: QueueQuery) -> ReviewPage:
         """One page of the tenant's quarantined memories, oldest first, decrypted."""
         _require_reviewer(caller)
@@ -138,6 +140,7 @@ class ReviewService:
             raise InvalidCommand("cursor is not valid: start again without it")
         return row.created_seq
 
+    @for_caller
     def get(self, caller: Caller, memory_id: str) -> MemoryItem:
         """One quarantined memory of the tenant, decrypted, with its provenance."""
         _require_reviewer(caller)
@@ -152,6 +155,7 @@ class ReviewService:
 
     # -- decisions --------------------------------------------------------------------
 
+    @for_caller
     def promote(
         self, caller: Caller, memory_id: str, expected_version: int, idempotency_key: str | None = None
     ) -> Decision:
@@ -172,6 +176,7 @@ class ReviewService:
 
         return self._decide(caller, PROMOTE, memory_id, expected_version, idempotency_key, None, promote_it)
 
+    @for_caller
     def reject(
         self,
         caller: Caller,

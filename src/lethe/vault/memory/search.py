@@ -41,6 +41,7 @@ from lethe.vault.memory.visibility import agent_scope
 from lethe.vault.model import Caller, Kind, Role, SearchQuery, SearchResult, Status
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.tables import memories
+from lethe.vault.store.tenancy import for_caller
 
 MAX_LIMIT = 100
 PAGE = 200  # ranked rows fetched per round trip
@@ -79,6 +80,7 @@ class SearchService:
         self.pseudonyms = pseudonyms
         self.clock = clock
 
+    @for_caller
     def search(
         self,
         caller: Caller,

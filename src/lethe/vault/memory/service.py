@@ -85,6 +85,7 @@ from lethe.vault.store.projection import (
     apply,
     apply_many,
 )
+from lethe.vault.store.tenancy import for_caller, maintenance_job
 
 TokenCounter = Callable[[str], int]
 
@@ -307,6 +308,7 @@ class MemoryService:
             vector,
         )
 
+    @for_caller
     def write(
         self,
         caller: Caller,
@@ -456,6 +458,7 @@ class MemoryService:
             return w, SessionTaint(WROTE + w.valid.source_type.value, iso(now), memory_id=memory_id)
         return w, None
 
+    @for_caller
     def import_batch(self, caller: Caller, cmds: list[WriteCommand]) -> int:
         """Bulk import of new memories (migrations, benchmarks): same validation, policy,
         encryption and events as ``write``, in one transaction with one round trip per table.
@@ -574,6 +577,7 @@ class MemoryService:
 
     # -- reads ------------------------------------------------------------------------
 
+    @for_caller
     def get(self, caller: Caller, memory_id: str) -> MemoryItem:
         with self.uow.read() as conn:
             row = repo.by_id_with_key(conn, caller.tenant_id, memory_id)
@@ -589,6 +593,7 @@ class MemoryService:
 
     # -- lifecycle ----------------------------------------------------------------------
 
+    @maintenance_job("expiry sweep")
     def sweep_expired(self, batch: int = 500) -> int:
         """Append an ``expired`` event for each live memory past its expiry, and for each live
         summary built on one (``memory.summaries``: a summary never outlives its inputs).

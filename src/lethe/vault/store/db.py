@@ -17,6 +17,17 @@ On PostgreSQL every round trip counts (a search is a handful of statements, each
   broke while idle (a restarted server) is replaced unseen; one that breaks while in use
   fails its request with ``StoreUnavailable`` (503), and the pool then replaces every
   connection opened before the break.
+
+Row-Level Security (PostgreSQL, ``row_security``; ``store.tenancy``): the unit of work then
+keeps two pools. Its transactions run on connections that ``SET ROLE`` to the application
+role once, when they connect, and never leave it; the tenant they act for rides in the
+round trips they send anyway: a write's ``SET LOCAL lethe.tenant`` goes in the same simple
+query as its ``BEGIN`` and advisory lock, and a read's session setting is sent only when the
+pooled connection last served another tenant, held until the read's first statement
+(``driver_cursor.defer``: in the same round trip for the hot reads at the driver). Only
+``maintenance()`` transactions, and the engine's own connections (``engine``: migrations,
+compaction's VACUUM, the audit leaves, the store lease), run as the connecting user, the
+tables' owner, which the policies do not bind.
 """
 
 from __future__ import annotations
@@ -25,7 +36,7 @@ import math
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -34,7 +45,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from lethe.vault.errors import StoreUnavailable
-from lethe.vault.store import driver_cursor, pipeline
+from lethe.vault.store import driver_cursor, pipeline, tenancy
 from lethe.vault.store.group_commit import GroupCommit
 from lethe.vault.store.sqlite_writers import writer_queue
 
@@ -61,8 +72,10 @@ def upsert_insert(table: sa.Table, dialect: str) -> Any:
     return (postgresql if dialect == "postgresql" else sqlite).insert(table)
 
 
-def make_engine(url: str, *, echo: bool = False) -> Engine:
-    """Create an engine with the per-dialect settings Lethe relies on."""
+def make_engine(url: str | sa.URL, *, echo: bool = False, role: str | None = None) -> Engine:
+    """Create an engine with the per-dialect settings Lethe relies on; on PostgreSQL, with
+    ``role``, every connection runs as that role from its first statement (``SET ROLE``)."""
+    url = url if isinstance(url, str) else url.render_as_string(hide_password=False)
     if url.startswith("sqlite"):
         in_memory = url in ("sqlite://", "sqlite:///:memory:") or "mode=memory" in url
         pool = {} if in_memory else {"pool_size": POOL_SIZE, "max_overflow": POOL_OVERFLOW}
@@ -91,10 +104,26 @@ def make_engine(url: str, *, echo: bool = False) -> Engine:
 
         return engine
     engine = sa.create_engine(url, echo=echo, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
+    if role is not None:
+        _run_as(engine, role)
     _ping_when_idle(engine)
     pipeline.guard(engine)
     driver_cursor.hold_statements(engine)
     return engine
+
+
+_TENANT_NOW = "lethe_tenant"  # in a walled connection's ``info``: its session's ``lethe.tenant``
+
+
+def _run_as(engine: Engine, role: str) -> None:
+    """Every new connection of ``engine`` takes ``role`` for its whole life, with no tenant."""
+
+    @sa.event.listens_for(engine, "connect")
+    def _as_role(dbapi_conn, record) -> None:  # type: ignore[no-untyped-def]
+        with dbapi_conn.cursor() as cur:
+            cur.execute(f'SET ROLE "{role}"; {tenancy.session_setting(tenancy.UNSCOPED)}')
+        dbapi_conn.commit()  # a session setting made in a transaction that rolls back is undone
+        record.info[_TENANT_NOW] = ""
 
 
 PING_AFTER_IDLE_S = 1.0  # a connection idle this long is pinged before its next use
@@ -120,10 +149,13 @@ def _ping_when_idle(engine: Engine) -> None:
             raise sa.exc.DisconnectionError("a pooled connection died while idle") from exc
 
 
-def _locked_begin(lock_wait_ms: int | None) -> str:
+def _locked_begin(lock_wait_ms: int | None, tenant: str | None = None) -> str:
     """PostgreSQL: open the transaction and take the append lock in one round trip (one
-    simple query of several statements, so it carries no parameters)."""
+    simple query of several statements, so it carries no parameters); on a walled
+    connection (``tenant`` given) its tenant setting goes in the same query."""
     wait = "" if lock_wait_ms is None else f" SET LOCAL lock_timeout = {int(lock_wait_ms)};"
+    if tenant is not None:
+        wait += f" {tenancy.transaction_setting(tenancy.Scope(tenant=tenant))};"
     return f"BEGIN ISOLATION LEVEL READ COMMITTED;{wait} SELECT pg_advisory_xact_lock({_EVENT_LOG_LOCK})"
 
 
@@ -156,22 +188,61 @@ class UnitOfWork:
     other driver error is a bug and passes through unchanged, to surface as a 500.
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, row_security: bool = False) -> None:
+        """``engine`` connects as the tables' owner; with ``row_security`` (PostgreSQL only)
+        every transaction but a ``maintenance()`` one runs as ``tenancy.APP_ROLE`` (module doc)."""
         self.engine = engine
         # PostgreSQL reads in autocommit: the same pool, no BEGIN/ROLLBACK round trips (module doc).
         self._reader = engine if is_sqlite(engine) else engine.execution_options(isolation_level="AUTOCOMMIT")
         self._writer = engine if is_sqlite(engine) else self._reader  # sends its own BEGIN (module doc)
-        self._group = GroupCommit(self.write)
+        self.row_security = row_security and not is_sqlite(engine)
+        self._walled: Engine | None = None
+        if self.row_security:
+            self._walled = make_engine(engine.url, role=tenancy.APP_ROLE).execution_options(
+                isolation_level="AUTOCOMMIT"
+            )
+        # Behind the wall a transaction acts for one tenant, so only its writes may share it;
+        # without the wall every write may, as before.
+        affinity = tenancy.current if self.row_security else lambda: tenancy.UNSCOPED
+        self._group = GroupCommit(self._write_in, affinity=affinity)
+
+    def dispose(self) -> None:
+        """Close every pooled connection (the engine's and the walled pool's)."""
+        self.engine.dispose()
+        if self._walled is not None:
+            self._walled.dispose()
+
+    def maintenance(self, why: str) -> AbstractContextManager[None]:
+        """Transactions opened in the block run as the tables' owner, across tenants: the
+        named jobs of ``store.tenancy`` only (docs/operations.md lists them)."""
+        return tenancy.maintenance(why)
+
+    def acting_for(self, tenant_id: str) -> AbstractContextManager[None]:
+        """Transactions opened in the block see and write ``tenant_id``'s rows only."""
+        return tenancy.acting_for(tenant_id)
 
     def grouped(self, work: Callable[[Connection], T]) -> T:
         """``work(conn)`` in a write transaction that the concurrent writes of this process
         may share, each in its own savepoint (``store.group_commit``): its result once
         committed, or its exception (the others' are theirs). ``work`` must not open a
-        transaction of its own."""
+        transaction of its own. Only writes of the same scope (tenant) share a transaction:
+        the tenant setting is the transaction's."""
         return self._group.run(work)
+
+    def _wall(self, scope: tenancy.Scope) -> Engine | None:
+        """The walled pool for a transaction of ``scope``, or None (owner's pool)."""
+        if self._walled is None or scope.maintenance is not None:
+            return None
+        return self._walled
 
     @contextmanager
     def write(self, lock_wait_ms: int | None = None) -> Iterator[Connection]:
+        """``_write_in`` for the scope of the caller's context (``store.tenancy``)."""
+        with self._write_in(tenancy.current(), lock_wait_ms) as conn:
+            yield conn
+
+    @contextmanager
+    def _write_in(self, scope: tenancy.Scope, lock_wait_ms: int | None = None) -> Iterator[Connection]:
         """A serialised write transaction: commits on success, rolls back on any error.
 
         ``lock_wait_ms`` bounds the wait for the write lock (readiness probes); by default
@@ -182,7 +253,7 @@ class UnitOfWork:
         the lock passes from writer to writer.
         """
         if not is_sqlite(self.engine):
-            with self._write(lock_wait_ms) as conn:
+            with self._write(lock_wait_ms, scope) as conn:
                 yield conn
             return
         queue = writer_queue(self.engine)
@@ -196,10 +267,14 @@ class UnitOfWork:
             queue.release()
 
     @contextmanager
-    def _write(self, lock_wait_ms: int | None) -> Iterator[Connection]:
+    def _write(
+        self, lock_wait_ms: int | None, scope: tenancy.Scope = tenancy.UNSCOPED
+    ) -> Iterator[Connection]:
         sqlite = is_sqlite(self.engine)
+        walled = self._wall(scope)
+        tenant = None if walled is None else (scope.tenant or "")
         try:
-            with self._writer.connect() as conn:
+            with (walled or self._writer).connect() as conn:
                 if sqlite:
                     conn = conn.execution_options(sqlite_begin="IMMEDIATE")
                     if lock_wait_ms is not None:  # on the driver connection: no transaction yet
@@ -207,7 +282,7 @@ class UnitOfWork:
                 try:
                     with conn.begin():
                         if not sqlite:
-                            conn.exec_driver_sql(_locked_begin(lock_wait_ms))
+                            conn.exec_driver_sql(_locked_begin(lock_wait_ms, tenant))
                         yield conn
                 finally:
                     if sqlite and lock_wait_ms is not None:
@@ -222,9 +297,14 @@ class UnitOfWork:
     def read(self) -> Iterator[Connection]:
         """A read: on SQLite one snapshot (a deferred transaction); on PostgreSQL a snapshot
         per statement, as READ COMMITTED gives inside a transaction too. Never write in it."""
+        walled = self._wall(tenancy.current())
         try:
-            with self._reader.connect() as conn, conn.begin():
-                yield conn
+            with (walled or self._reader).connect() as conn, conn.begin():
+                if walled is None:
+                    yield conn
+                else:
+                    with _tenant_read(conn, tenancy.current().tenant or ""):
+                        yield conn
         except DBAPIError as exc:
             if _is_outage(exc):
                 raise StoreUnavailable("database unavailable") from exc
@@ -233,3 +313,29 @@ class UnitOfWork:
     def ping(self) -> None:
         with self.read() as conn:
             conn.execute(sa.text("SELECT 1"))
+
+
+@contextmanager
+def _tenant_read(conn: Connection, tenant: str) -> Iterator[None]:
+    """A read of a walled connection acting for ``tenant``: the session setting is changed
+    only if the connection last served another, and sent with the read's first statement
+    (``driver_cursor.defer``). A read that fails leaves the setting unknown (a pipeline's
+    failure undoes what went with it): the next read sends it again."""
+    info = conn.connection.info
+    before = info.get(_TENANT_NOW)
+    if before == tenant:
+        yield
+        return
+    statement = tenancy.session_setting(tenancy.Scope(tenant=tenant))
+    driver_cursor.defer(conn, statement)
+    info[_TENANT_NOW] = tenant
+    try:
+        yield
+    except BaseException:
+        info.pop(_TENANT_NOW, None)
+        raise
+    if driver_cursor.take_back(conn, statement):  # nothing was sent: the session is as it was
+        if before is None:
+            info.pop(_TENANT_NOW, None)
+        else:
+            info[_TENANT_NOW] = before

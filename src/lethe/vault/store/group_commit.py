@@ -15,6 +15,10 @@ while another holds the lock queues its work here instead of taking the lock its
 - every writer returns only after the commit that holds its work (or with its error);
 - a leader hands the lead to the first writer still queued when its batch is done.
 
+- only work of the same affinity (on PostgreSQL with Row-Level Security: the tenant a
+  writer acts for, ``store.tenancy``) shares a transaction, since the tenant setting is the
+  transaction's; work of another affinity waits for the next batch, in queue order.
+
 One writer alone runs as before: its work in the transaction, no savepoint. The work runs
 on the leader's thread, so it must not rely on thread-local state or start a transaction
 of its own; it may raise, and what it returns is handed to its caller.
@@ -23,7 +27,7 @@ of its own; it may raise, and what it returns is handed to its caller.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar
 
@@ -39,10 +43,11 @@ MAX_BATCH = 32
 class _Slot:
     """One writer's work, and what came of it."""
 
-    __slots__ = ("done", "error", "lead", "result", "woken", "work")
+    __slots__ = ("affinity", "done", "error", "lead", "result", "woken", "work")
 
-    def __init__(self, work: Callable[[Connection], Any]) -> None:
+    def __init__(self, work: Callable[[Connection], Any], affinity: Hashable) -> None:
         self.work = work
+        self.affinity = affinity
         self.woken = threading.Event()
         self.lead = False  # woken to lead the next batch, not because its work is done
         self.done = False
@@ -56,10 +61,17 @@ class _Slot:
 
 
 class GroupCommit:
-    """The queue of one ``UnitOfWork``'s grouped writes (``begin``: its ``write``)."""
+    """The queue of one ``UnitOfWork``'s grouped writes (``begin(affinity)``: its write
+    transaction for that affinity; ``affinity()``: the calling writer's, read in its thread)."""
 
-    def __init__(self, begin: Callable[[], AbstractContextManager[Connection]], max_batch: int = MAX_BATCH):
+    def __init__(
+        self,
+        begin: Callable[[Any], AbstractContextManager[Connection]],
+        max_batch: int = MAX_BATCH,
+        affinity: Callable[[], Hashable] = lambda: None,
+    ):
         self._begin = begin
+        self._affinity = affinity
         self._max = max_batch
         self._mutex = threading.Lock()
         self._queued: list[_Slot] = []
@@ -68,7 +80,7 @@ class GroupCommit:
     def run(self, work: Callable[[Connection], T]) -> T:
         """``work(conn)`` in a write transaction, maybe shared with other threads' work;
         its result once committed, or its exception."""
-        slot = _Slot(work)
+        slot = _Slot(work, self._affinity())
         with self._mutex:
             self._queued.append(slot)
             lead = not self._leading
@@ -81,7 +93,7 @@ class GroupCommit:
         return slot.outcome()
 
     def _lead(self, mine: _Slot) -> None:
-        self._one_batch()  # a leader's own work is first in the queue: in this batch
+        self._one_batch(mine.affinity)  # a leader's own work is first in the queue: in this batch
         assert mine.done
         with self._mutex:
             if self._queued:
@@ -91,17 +103,19 @@ class GroupCommit:
             else:
                 self._leading = False
 
-    def _take(self) -> list[_Slot]:
+    def _take(self, affinity: Hashable) -> list[_Slot]:
+        """The queued work of ``affinity``, in queue order, at most ``max_batch``."""
         with self._mutex:
-            batch = self._queued[: self._max]
-            del self._queued[: len(batch)]
+            batch = [slot for slot in self._queued if slot.affinity == affinity][: self._max]
+            taken = {id(slot) for slot in batch}
+            self._queued = [slot for slot in self._queued if id(slot) not in taken]
         return batch
 
-    def _one_batch(self) -> None:
+    def _one_batch(self, affinity: Hashable) -> None:
         batch: list[_Slot] = []
         try:
-            with self._begin() as conn:
-                batch = self._take()  # after the lock: those who came while it was awaited
+            with self._begin(affinity) as conn:
+                batch = self._take(affinity)  # after the lock: those who came while it was awaited
                 if len(batch) == 1:
                     batch[0].result = batch[0].work(conn)
                 else:
@@ -109,7 +123,7 @@ class GroupCommit:
                         _run_in_savepoint(conn, slot)
         except BaseException as exc:  # handed to the writers it concerns
             if not batch:
-                batch = self._take()  # no lock, no work ran: every writer queued now learns why
+                batch = self._take(affinity)  # no lock, no work ran: every writer queued now learns why
             for slot in batch:
                 if slot.error is None or len(batch) == 1:
                     slot.error = exc

@@ -5,10 +5,14 @@ locked for good or damaged), so readiness makes a real write: a no-op update com
 through the same write transaction every command uses (the same locks, the same
 commit). It also reads the log's tail, checks the schema is the one this release
 writes, and asks the KMS for its health. Each check is bounded by a short lock wait,
-so a probe answers in seconds while a long VACUUM holds the store, saying so.
+so a probe answers in seconds while a long VACUUM holds the store, saying so. With
+PostgreSQL's tenant wall on (``UnitOfWork.row_security``), it also checks that the wall
+stands for this process: its transactions run as the application role and Row-Level
+Security is active for it on every walled table (``store.tenancy``); a wall someone took
+down (a policy dropped, RLS disabled, the role made a superuser) fails readiness.
 
 Exceptions: none; failures are reported as failed checks (with the error's type only:
-driver messages can quote parameters).
+driver messages can quote parameters; ``WallDown`` for a tenant wall that does not stand).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from lethe.keys.protocol import KeyManager
+from lethe.vault.store import tenancy
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.schema import require_current
 from lethe.vault.store.tables import events
@@ -33,14 +38,36 @@ class Check:
     detail: str = "ok"
 
 
+class WallDown(Exception):
+    """The tenant wall is on but does not stand for this process's transactions."""
+
+
 def check_readiness(uow: UnitOfWork, kms: KeyManager) -> list[Check]:
     """Every check, in order; a failed one does not stop the others."""
-    return [
+    checks = [
         _run("database read", lambda: _read(uow)),
         _run("database write", lambda: _write(uow)),
         _run("schema", lambda: require_current(uow.engine)),
         _run("key management service", kms.health),
     ]
+    if uow.row_security:
+        checks.append(_run("tenant wall", lambda: _wall_stands(uow)))
+    return checks
+
+
+_WALL = sa.text(
+    "SELECT current_user AS role, bool_and(row_security_active(t)) AS active"
+    " FROM unnest(CAST(:tables AS text[])) AS t"
+)
+
+
+def _wall_stands(uow: UnitOfWork) -> None:
+    """A transaction of this process (no tenant) runs as the application role, with
+    Row-Level Security active on every walled table."""
+    with uow.read() as conn:
+        row = conn.execute(_WALL, {"tables": list(tenancy.WALLED_TABLES)}).one()
+    if row.role != tenancy.APP_ROLE or not row.active:
+        raise WallDown()
 
 
 def _run(name: str, check: Callable[[], object]) -> Check:

@@ -39,6 +39,7 @@ from lethe.vault.memory.validation import normal_subject_id
 from lethe.vault.model import Caller, Role
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
+from lethe.vault.store.tenancy import for_caller
 from lethe.vault.subject_access.collect import collect
 
 SUBJECT_ACCESS_EXPORTED = "subject_access.exported"
@@ -90,6 +91,7 @@ class SubjectAccessService:
         self.clock = clock
         self.log = log
 
+    @for_caller
     def export(self, caller: Caller, subject_id: str, fmt: str = "json") -> SubjectExport:
         """Everything held about the subject in the caller's tenant, signed; one audit event."""
         if caller.role is not Role.PRIVACY_OFFICER:

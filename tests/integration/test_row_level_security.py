@@ -1,0 +1,159 @@
+"""PostgreSQL's tenant wall (``store.tenancy``, migration 0024): a second barrier behind the
+application's WHERE clauses. Each refusal is paired with its positive control: the
+maintenance path, the tables' owner, sees every tenant's rows."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.exc import ProgrammingError
+
+from lethe.api.bootstrap import Container, build
+from lethe.api.settings import Settings
+from lethe.vault.model import Role, SearchQuery
+from lethe.vault.store import tenancy
+from lethe.vault.store.db import make_engine
+from lethe.vault.store.readiness import check_readiness
+from lethe.vault.store.schema import downgrade, upgrade
+from tests.conftest import agent, write_cmd
+
+ALL = sa.text("SELECT DISTINCT tenant_id FROM memories")  # deliberately unfiltered
+
+
+@pytest.fixture
+def walled(settings: Settings) -> Iterator[Container]:
+    """A store with the wall on, holding one memory of tenant t1 and one of t2."""
+    c = build(settings.model_copy(update={"row_security": True}), create=True)
+    c.memories.write(agent("t1"), write_cmd("Alice prefers tea over coffee"))
+    c.memories.write(agent("t2"), write_cmd("Bob prefers coffee over tea", subject="bob@example.com"))
+    yield c
+    c.close()
+
+
+def tenants(rows: Any) -> set[str]:
+    return {r[0] for r in rows}
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+def test_an_unfiltered_select_in_a_tenants_transaction_returns_only_its_rows(walled: Container) -> None:
+    uow = walled.uow
+    with uow.acting_for("t1"), uow.read() as conn:
+        assert tenants(conn.execute(ALL)) == {"t1"}
+        assert conn.execute(sa.text("SELECT current_user")).scalar_one() == tenancy.APP_ROLE
+    with uow.acting_for("t2"), uow.write() as conn:
+        assert tenants(conn.execute(ALL)) == {"t2"}
+    for table in tenancy.TENANT_TABLES:  # every walled table: nothing of t2 from t1's transaction
+        with uow.acting_for("t1"), uow.read() as conn:
+            others = f"SELECT count(*) FROM {table} WHERE tenant_id <> 't1'"
+            assert conn.execute(sa.text(others)).scalar_one() == 0, table
+    with uow.read() as conn:  # acting for no one: nothing at all (fail closed)
+        assert tenants(conn.execute(ALL)) == set()
+    # The positive control: the maintenance path, as the tables' owner, sees both tenants.
+    with uow.maintenance("test: the positive control"), uow.read() as conn:
+        assert tenants(conn.execute(ALL)) == {"t1", "t2"}
+        assert conn.execute(sa.text("SELECT current_user")).scalar_one() != tenancy.APP_ROLE
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+def test_a_tenants_transaction_cannot_write_a_row_of_another(walled: Container) -> None:
+    insert = sa.text("INSERT INTO scope_changes VALUES (:t, 'a9', 'p9', 'x')")
+    refused = pytest.raises(ProgrammingError, match="row-level security")
+    with refused, walled.uow.acting_for("t1"), walled.uow.write() as conn:
+        conn.execute(insert, {"t": "t2"})
+    with walled.uow.acting_for("t1"), walled.uow.write() as conn:  # its own tenant's row: written
+        conn.execute(insert, {"t": "t1"})
+        assert conn.execute(sa.text("UPDATE memories SET version = version")).rowcount == 1
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+def test_the_services_work_behind_the_wall(walled: Container) -> None:
+    """Writes, reads, searches and token lookups of each tenant go through (the wall is no
+    outage), and neither tenant's search finds the other's memory."""
+    tea = walled.search.search(agent("t1"), SearchQuery("tea", "support"))
+    assert [i.content for i in tea.items] == ["Alice prefers tea over coffee"]
+    coffee = walled.search.search(agent("t2"), SearchQuery("coffee", "support"))
+    assert [i.content for i in coffee.items] == ["Bob prefers coffee over tea"]
+    token, _ = walled.tokens.create(Role.AGENT, "t2", agent_id="a1", purposes=["support"])
+    with walled.uow.acting_for("t1"):  # found by hash whatever the connection acts for
+        assert walled.tokens.authenticate(token).tenant_id == "t2"
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+def test_grouped_writes_of_two_tenants_never_share_a_transaction(walled: Container) -> None:
+    """Group commit batches only writes of one tenant: the tenant setting is the transaction's."""
+    uow = walled.uow
+    seen: dict[str, set[str]] = {}
+    commits: list[int] = []
+    sa.event.listen(uow._walled, "commit", lambda _conn: commits.append(1))  # type: ignore[arg-type]
+
+    def work(tenant: str) -> Any:
+        def run(conn: sa.Connection) -> None:
+            seen[tenant] = tenants(conn.execute(ALL))
+
+        return run
+
+    def writer(tenant: str) -> None:
+        with uow.acting_for(tenant):
+            uow.grouped(work(tenant))
+
+    with uow.maintenance("test: hold the lock"), uow.write():  # the writers queue meanwhile
+        threads = [threading.Thread(target=writer, args=(t,)) for t in ("t1", "t2", "t1", "t2")]
+        for t in threads:
+            t.start()
+        deadline = time.monotonic() + 10
+        while len(uow._group._queued) < 4 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert len(uow._group._queued) == 4
+    for t in threads:
+        t.join(timeout=30)
+    assert seen == {"t1": {"t1"}, "t2": {"t2"}}
+    assert len(commits) == 2  # one batch per tenant, each writer's pair sharing its commit
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+def test_readiness_fails_when_the_wall_is_taken_down(walled: Container) -> None:
+    assert {c.name: c.ok for c in check_readiness(walled.uow, walled.kms)}["tenant wall"]
+    with walled.uow.maintenance("test: take the wall down"), walled.uow.write() as conn:
+        conn.execute(sa.text("ALTER TABLE legal_holds DISABLE ROW LEVEL SECURITY"))
+    wall = {c.name: c for c in check_readiness(walled.uow, walled.kms)}["tenant wall"]
+    assert not wall.ok and wall.detail == "WallDown"
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_on_sqlite_the_application_check_is_the_only_one(walled: Container) -> None:
+    """SQLite has no second barrier: the setting changes nothing, an unfiltered statement sees
+    every tenant, and readiness has no wall to check."""
+    assert walled.uow.row_security is False
+    with walled.uow.acting_for("t1"), walled.uow.read() as conn:
+        assert tenants(conn.execute(ALL)) == {"t1", "t2"}
+    assert "tenant wall" not in {c.name for c in check_readiness(walled.uow, walled.kms)}
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+def test_migration_0024_goes_back_and_forward_on_postgres(settings: Settings) -> None:
+    """Downgrading drops the policies and the token function (the cluster's role stays);
+    upgrading again finds the role there and puts the wall back."""
+    engine = make_engine(settings.db_url)
+    walled = sa.text(
+        "SELECT count(*) FROM pg_class WHERE relrowsecurity AND relname = ANY(CAST(:t AS text[]))"
+    )
+    function = sa.text("SELECT count(*) FROM pg_proc WHERE proname = 'lethe_token_by_hash'")
+    try:
+        upgrade(engine)
+        with engine.connect() as conn:
+            assert conn.execute(walled, {"t": list(tenancy.WALLED_TABLES)}).scalar_one() == 18
+            assert conn.execute(function).scalar_one() == 1
+        downgrade(engine, "0019")
+        with engine.connect() as conn:
+            assert conn.execute(walled, {"t": list(tenancy.WALLED_TABLES)}).scalar_one() == 0
+            assert conn.execute(function).scalar_one() == 0
+        upgrade(engine)
+        with engine.connect() as conn:
+            assert conn.execute(walled, {"t": list(tenancy.WALLED_TABLES)}).scalar_one() == 18
+    finally:
+        engine.dispose()
