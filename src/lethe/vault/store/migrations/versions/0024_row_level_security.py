@@ -112,5 +112,5 @@ def downgrade() -> None:
 
 def _schema() -> str:
     """The schema the tables live in, quoted (the connection's first on its search path)."""
-    name = op.get_bind().exec_driver_sql("SELECT current_schema()").scalar_one()
+    name = str(op.get_bind().exec_driver_sql("SELECT current_schema()").scalar_one())
     return '"' + name.replace('"', '""') + '"'
