@@ -1,7 +1,9 @@
 """Erasure certificates: what was done for a right-to-forget request, signed and provable.
 
 A certificate is one RFC 8785 canonical JSON document (format ``FORMAT``) holding the
-request, the subject commitment, every step with its time and evidence, what remains
+request, its ``result`` (v3: ``erased``, ``nothing_held`` or ``partial``, decided by the
+evidence through ``certificate_format.result_of``, with what is ``missing`` named), the
+subject commitment, every step with its time and evidence, what remains
 and why, backup coverage, a signed checkpoint of the audit log, and for every step's
 audit event its canonical bytes, leaf index and inclusion proof. An Ed25519 signature
 by the log's key covers ``SIGNATURE_DOMAIN`` followed by the canonical document without
@@ -42,9 +44,11 @@ from sqlalchemy.engine import Connection
 from lethe.keys.signing import Ed25519Signer
 from lethe.vault.audit.certificate_format import (
     FORMAT,
+    KEY,
     KEY_IRRECOVERABLE,
     KEYED_SCHEME,
     SIGNATURE_DOMAIN,
+    result_of,
     signed_bytes,
 )
 from lethe.vault.audit.checkpoint import key_id
@@ -171,6 +175,33 @@ KEY_DESTRUCTION_STATEMENT = (
 )
 
 
+def missing_parts(
+    steps: Sequence[dict[str, Any]], missing: Sequence[tuple[str, int | None]]
+) -> list[dict[str, Any]]:
+    """The parts a ``partial`` certificate could not certify, each with why, in words."""
+    receipts = {
+        r.get("generation"): r
+        for s in steps
+        if s.get("name") == "key_destroyed"
+        for r in (s.get("evidence") or {}).get("receipts", [])
+        if isinstance(r, dict)
+    }
+    out = []
+    for part, generation in missing:
+        if part == KEY:
+            why = "memories were held, but no key generation of the subject is in the evidence"
+        else:
+            r = receipts.get(generation, {})
+            when = r.get("irrecoverable_after") or r.get("pending_until")
+            why = (
+                f"key generation {generation}: the KMS ({r.get('backend') or 'unknown'}) made it unusable "
+                "but has not confirmed its material destroyed"
+                + (f" (its waiting window ends {when})" if when else "")
+            )
+        out.append({"part": part, "generation": generation, "why": why})
+    return out
+
+
 def key_destruction(steps: Sequence[ErasureStep]) -> dict[str, Any]:
     """What the certificate says about the key's destruction, from the logged evidence."""
     evidence = next((s.evidence for s in steps if s.step == "key_destroyed"), {})
@@ -240,8 +271,12 @@ def build_certificate(
         remains.append(held)
     if COMPACTED not in names:
         remains.append({"item": NOT_COMPACTED[0], "why": NOT_COMPACTED[1]})
+    plain_steps = [{"name": r.step.step, "evidence": r.step.evidence} for r in steps]
+    result, missing = result_of(plain_steps)
     return {
         "format": FORMAT,
+        "result": result,
+        "missing": missing_parts(plain_steps, missing),
         "report_id": report_id,
         "issued_at": issued_at,
         "issuer": {
