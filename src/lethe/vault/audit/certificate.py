@@ -47,6 +47,7 @@ from lethe.vault.audit.certificate_format import (
     KEY,
     KEY_IRRECOVERABLE,
     KEYED_SCHEME,
+    NOTHING_HELD,
     SIGNATURE_DOMAIN,
     result_of,
     signed_bytes,
@@ -165,6 +166,26 @@ BACKUP_STATEMENT = (
 )
 
 
+NOTHING_HELD_BACKUP_STATEMENT = (
+    "Lethe held no memory and no key of this subject when the request was carried out, so no "
+    "Lethe backup holds their content; restoring a backup re-applies the ledger of forgotten "
+    "subjects, so new memories about them stay refused. Copies made outside Lethe are not covered."
+)
+# what a request that found nothing leaves: the fence and the record of the request itself
+NOTHING_HELD_REMAINS: tuple[tuple[str, str], ...] = (
+    (
+        "subject_ref",
+        "A keyed HMAC of the subject id under the tenant's secret pepper. It keeps the erasure "
+        "fence (refusing new writes about the subject) working. It is pseudonymous, not "
+        "anonymous: whoever holds the pepper and a candidate subject id can recompute it.",
+    ),
+    (
+        "the audit tree",
+        "Leaf hashes of every event and signed checkpoints: the record that this request was "
+        "received and carried out, which makes this certificate verifiable.",
+    ),
+)
+
 KEY_DESTRUCTION_STATEMENT = (
     "mode 'immediate': the KMS destroyed the key when asked (local KMS, Transit hard delete); "
     "'scheduled': the KMS made it unusable at once and destroys its material when the waiting "
@@ -265,14 +286,18 @@ def build_certificate(
     """The unsigned certificate document (plain JSON values only); ``supersedes`` (the
     first certificate's report id and SHA-256) makes it the final certificate."""
     names = [r.step.step for r in steps]
-    remains = [{"item": item, "why": why} for item, why in WHAT_REMAINS]
-    held = other_processes([r.step for r in steps])
-    if held is not None:
-        remains.append(held)
-    if COMPACTED not in names:
-        remains.append({"item": NOT_COMPACTED[0], "why": NOT_COMPACTED[1]})
     plain_steps = [{"name": r.step.step, "evidence": r.step.evidence} for r in steps]
     result, missing = result_of(plain_steps)
+    nothing = result == NOTHING_HELD
+    remains = [
+        {"item": item, "why": why} for item, why in (NOTHING_HELD_REMAINS if nothing else WHAT_REMAINS)
+    ]
+    held = None if nothing else other_processes([r.step for r in steps])
+    if held is not None:
+        remains.append(held)
+    if COMPACTED not in names and not nothing:
+        remains.append({"item": NOT_COMPACTED[0], "why": NOT_COMPACTED[1]})
+    backup_statement = NOTHING_HELD_BACKUP_STATEMENT if nothing else BACKUP_STATEMENT
     return {
         "format": FORMAT,
         "result": result,
@@ -317,7 +342,13 @@ def build_certificate(
         "key_destruction": key_destruction([r.step for r in steps]),
         **({"supersedes": supersedes} if supersedes is not None else {}),
         "what_remains": remains,
-        "backup_coverage": {"statement": BACKUP_STATEMENT, "backups_before_forget": list(backups_before)},
+        "backup_coverage": {
+            "statement": backup_statement,
+            "backups_before_forget": [
+                {**b, "subject_content": "none: Lethe held nothing of this subject"} if nothing else b
+                for b in backups_before
+            ],
+        },
         "checkpoint": {"note": checkpoint_note},
         "consistency_proofs": [
             {"tree_size": size, "proof": [b64(h) for h in proof]} for size, proof in consistency_proofs

@@ -144,7 +144,7 @@ def result_of(steps: list[dict[str, Any]]) -> tuple[str, list[tuple[str, int | N
     }
     memories = evidence.get("tombstoned", {}).get("memories_forgotten")
     if not generations:
-        if memories == 0:
+        if type(memories) is int and memories == 0:  # not False, not 0.0: as the browser twin reads it
             return NOTHING_HELD, []
         return PARTIAL, [(KEY, None)]
     missing: list[tuple[str, int | None]] = [(KEY_MATERIAL, g) for g in sorted(generations - confirmed)]

@@ -425,6 +425,8 @@ class _Verifier:
                 raise CheckFailed(f"verified: {key} is not 0")
         if verified.get("erasure_fence") is not True:
             raise CheckFailed("verified: the erasure fence is not up")
+        if not receipts and not probes:
+            return "no key to destroy; nothing retrievable, no index entries"
         return f"{len(receipts)} key(s) destroyed, {len(probes)} probe(s) show them gone"
 
     def result(self) -> str:
