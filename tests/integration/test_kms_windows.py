@@ -107,6 +107,7 @@ def test_a_scheduled_destruction_states_its_window_and_a_chained_final_certifica
         rendered = render_report(report, key, fmt)
         text = rendered.decode() if fmt is ReportFormat.HTML else pdf_text(rendered)
         assert "Result: Partial" in text and "Not done: key generation 1" in text, fmt
+        assert "Encryption keys made unusable" in text and "Encryption keys destroyed" not in text, fmt
     c.erasure.run_pending()  # the window is still open: no final certificate yet
     assert c.erasure.get(officer(), job.id).final_report_id is None
 

@@ -58,6 +58,8 @@ NOTHING_STEP_NAMES = {
     "verified": "Checked: nothing readable is held",
     "compacted": "Database files compacted",
 }
+# a partial request's key: unusable, its destruction not confirmed (the final certificate says so)
+PARTIAL_STEP_NAMES = {"key_destroyed": "The subject's encryption key made unusable; its destruction pending"}
 ERASED, WITH_EXCEPTIONS, NOTHING_HELD_OUTCOME, PARTIAL_OUTCOME, NOT_ERASED, NOT_VERIFIED = (
     "Erased",
     "Erased with exceptions",
@@ -200,6 +202,9 @@ def summarise(
         f"{did} It names the person only by a code: with their id and the verification code given "
         f"when the request was filed, anyone can check it is about them."
     )
+    keys_label = {NOTHING_HELD: "Encryption keys", PARTIAL: "Encryption keys made unusable"}.get(
+        cls, "Encryption keys destroyed"
+    )
     tombstoned, derived = ev.get("tombstoned") or {}, ev.get("derived_purged") or {}
     keys = ev.get("key_destroyed") or {}
     index_removed = sum(
@@ -210,10 +215,7 @@ def summarise(
         ("Memories", str(_int(tombstoned.get("memories_forgotten")))),
         ("Summaries built on them", str(_int(derived.get("derived_tombstoned")))),
         ("Search index entries", str(index_removed)),
-        (
-            "Encryption keys" if nothing else "Encryption keys destroyed",
-            str(_int(keys.get("keys_destroyed"))),
-        ),
+        (keys_label, str(_int(keys.get("keys_destroyed")))),
     ]
     vectors = _int(tombstoned.get("sealed_vectors_before")) - _int(tombstoned.get("sealed_vectors_after"))
     if vectors > 0:
@@ -256,7 +258,10 @@ def summarise(
             f"and its backups, is unreadable.{compacted}"
         )
     steps = as_list(doc.get("steps"))
-    names = {**STEP_NAMES, **NOTHING_STEP_NAMES} if nothing else STEP_NAMES
+    names = {
+        NOTHING_HELD: {**STEP_NAMES, **NOTHING_STEP_NAMES},
+        PARTIAL: {**STEP_NAMES, **PARTIAL_STEP_NAMES},
+    }.get(cls, STEP_NAMES)
     timeline = [
         (_when(s.get("completed_at")), names.get(str(s.get("name")), str(s.get("name"))))
         for s in steps
