@@ -115,4 +115,12 @@ TAMPERS: list[Tamper] = [
     Tamper("issuer key id changed, re-signed", _set("issuer.key_id", "00000000"), resign=True),
     Tamper("unknown format, re-signed", _set("format", "lethe-erasure-certificate/v9"), resign=True),
     Tamper("field of the wrong type, re-signed", _set("request.due_at", 5), resign=True),
+    # v3: a result class the evidence does not support (only the result check can catch it)
+    Tamper("result claimed nothing_held, re-signed", _set("result", "nothing_held"), resign=True),
+    Tamper(
+        "a made-up missing part, re-signed",
+        _set("missing", [{"part": "key_material", "generation": 1, "why": "made up"}]),
+        resign=True,
+    ),
+    Tamper("unknown result, re-signed", _set("result", "forgotten"), resign=True),
 ]

@@ -2,15 +2,19 @@
 
 It runs in real headless Chromium, opened from disk (file://, offline) for the tamper
 matrix (tests/tamper_matrix.py): for the genuine certificate and every tampered copy,
-the browser fails exactly the checks ``vault.audit.verify`` fails. Then a person uses the
+the browser fails exactly the checks ``vault.audit.verify`` fails, and for v3's result
+classes (nothing_held, partial) a stated class the evidence contradicts fails ``result``
+in both. Then a person uses the
 served page: picks the files, reads VERIFIED, and for a tampered copy which check failed.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +24,11 @@ from playwright.sync_api import expect
 from lethe.api.bootstrap import build
 from lethe.api.settings import Settings
 from lethe.keys.signing import Ed25519Signer
+from lethe.vault.audit.certificate import sign_certificate
 from lethe.vault.audit.verify import verify_certificate
 from tests.browser.conftest import Console, Visit
 from tests.conftest import agent, officer, write_cmd
+from tests.scheduling_kms import SchedulingKms
 from tests.tamper_matrix import TAMPERS
 
 pytestmark = pytest.mark.browser
@@ -154,3 +160,54 @@ def test_a_person_verifies_with_the_served_page_and_sees_which_check_fails(
     expect(page.get_by_role("status")).to_contain_text("FAILED: event:tombstoned")
     row = page.locator("tr", has=page.get_by_text("event:tombstoned", exact=True))
     expect(row).to_contain_text("FAIL")
+
+
+@dataclass
+class Classes:
+    nothing_held: bytes
+    partial: bytes
+    pem: bytes
+    signer: Ed25519Signer
+    origin: str
+
+
+@pytest.fixture(scope="module")
+def classes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Classes]:
+    """A never-seen subject's certificate, and a partial one (a KMS that schedules destruction)."""
+    settings = Settings(data_dir=tmp_path_factory.mktemp("classes") / "data")
+    c = build(settings, create=True, wrap_kms=lambda kms: SchedulingKms(kms, timedelta(hours=1)))
+    try:
+        docs = []
+        for subject in ("customer-9", SUBJECT):
+            if subject == SUBJECT:
+                c.memories.write(agent(), write_cmd("alice likes tea"))
+            filed = c.erasure.request(officer(), subject, "gdpr-art17-1a", "DSR-9")
+            c.erasure.run_pending()
+            docs.append(c.reports.load(c.erasure.get(officer(), filed.id).report_id or "").document)
+        yield Classes(docs[0], docs[1], c.audit.public_key().pem.encode(), c.reports.signer, c.audit.origin)
+    finally:
+        c.close()
+
+
+def test_the_browser_checks_the_result_class_as_lethe_verify_does(offline: Visit, classes: Classes) -> None:
+    assert json.loads(classes.nothing_held)["result"] == "nothing_held"
+    assert json.loads(classes.partial)["result"] == "partial"
+    for genuine in (classes.nothing_held, classes.partial):
+        python = verify_certificate(genuine, classes.pem)
+        browser = in_browser(offline.page, genuine, classes.pem)
+        assert python.ok and browser["ok"], browser["summary"]
+        assert [(c["name"], c["detail"]) for c in browser["checks"] if c["name"] == "result"] == [
+            (c.name, c.detail) for c in python.checks if c.name == "result"
+        ]
+    contradictions = [
+        (classes.nothing_held, {"result": "erased"}),
+        (classes.partial, {"result": "erased", "missing": []}),
+        (classes.partial, {"result": "nothing_held", "missing": []}),
+        (classes.partial, {"missing": [{"part": "key_material", "generation": 2, "why": "another"}]}),
+    ]
+    for document, changes in contradictions:
+        forged = sign_certificate({**json.loads(document), **changes}, classes.signer, classes.origin)
+        python = verify_certificate(forged, classes.pem)
+        browser = in_browser(offline.page, forged, classes.pem)
+        assert failed(python.checks) == ["result"] == failed(browser["checks"]), changes
+        assert browser["summary"] == python.summary()

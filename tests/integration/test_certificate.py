@@ -105,7 +105,8 @@ def test_a_completed_forget_produces_a_certificate_that_verifies_offline(lethe: 
 def test_the_certificate_states_the_request_the_subject_commitment_and_what_remains(lethe: Container) -> None:
     job, report = forget(lethe)
     doc = report.parsed()
-    assert doc["format"] == "lethe-erasure-certificate/v2" and doc["tenant_id"] == "t1"
+    assert doc["format"] == "lethe-erasure-certificate/v3" and doc["tenant_id"] == "t1"
+    assert (doc["result"], doc["missing"]) == ("erased", [])
     req = doc["request"]
     assert (req["id"], req["legal_basis"], req["reference"], req["requested_by"]) == (
         job.id,
@@ -436,7 +437,7 @@ def test_the_certificate_signature_is_domain_separated_from_checkpoint_signature
     from lethe.keys.signing import verify_ed25519
 
     public = lethe.reports.signer.public_key_raw()
-    assert verify_ed25519(public, b"lethe-erasure-certificate/v2\n" + canonical_json(unsigned), signature)
+    assert verify_ed25519(public, b"lethe-erasure-certificate/v3\n" + canonical_json(unsigned), signature)
     assert not verify_ed25519(public, b"lethe-erasure-certificate/v1\n" + canonical_json(unsigned), signature)
     assert not verify_ed25519(public, canonical_json(unsigned), signature)
 

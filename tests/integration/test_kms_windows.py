@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from lethe.api.bootstrap import Container, build
+from lethe.api.report_formats import ReportFormat, render_report
 from lethe.api.settings import Settings
 from lethe.vault.audit.certificate import KEY_IRRECOVERABLE, sign_certificate
 from lethe.vault.audit.verify import verify_certificate
@@ -28,6 +29,7 @@ from lethe.vault.clock import parse_iso, utcnow
 from lethe.vault.erasure.model import ErasureJob
 from tests.conftest import agent, officer, write_cmd
 from tests.integration.test_certificate import run_lethe
+from tests.integration.test_result_classes import pdf_text
 from tests.scheduling_kms import SchedulingKms
 
 ALICE = "alice@example.com"
@@ -95,6 +97,17 @@ def test_a_scheduled_destruction_states_its_window_and_a_chained_final_certifica
         and kd["key_copies"]["nist_sp_800_88_purge"] is False
     )
     assert verify_certificate(first, key, subject_id=ALICE, verification_code=job.verification_code).ok
+    # v3: the first certificate is partial, naming the key material still awaiting destruction
+    (missing,) = json.loads(first)["missing"]
+    assert json.loads(first)["result"] == "partial"
+    assert (missing["part"], missing["generation"]) == ("key_material", 1)
+    assert "has not confirmed its material destroyed" in missing["why"]
+    report = c.reports.load(job.report_id or "")
+    for fmt in (ReportFormat.HTML, ReportFormat.PDF):
+        rendered = render_report(report, key, fmt)
+        text = rendered.decode() if fmt is ReportFormat.HTML else pdf_text(rendered)
+        assert "Result: Partial" in text and "Not done: key generation 1" in text, fmt
+        assert "Encryption keys made unusable" in text and "Encryption keys destroyed" not in text, fmt
     c.erasure.run_pending()  # the window is still open: no final certificate yet
     assert c.erasure.get(officer(), job.id).final_report_id is None
 
@@ -110,6 +123,7 @@ def test_a_scheduled_destruction_states_its_window_and_a_chained_final_certifica
         "certificate_sha256": c.reports.load(job.report_id or "").sha256,
     }
     assert (doc["key_destruction"]["window_closed"], doc["key_destruction"]["cancellable"]) == (True, False)
+    assert (doc["result"], doc["missing"]) == ("erased", [])  # the KMS confirmed: no part missing
     result = verify_certificate(
         final, key, subject_id=ALICE, verification_code=job.verification_code, previous=first
     )
@@ -145,4 +159,8 @@ def test_a_window_claimed_closed_without_the_kms_confirming_it_fails(scheduling:
         claim_immediate(doc := json.loads(first)) or doc, scheduling.reports.signer, scheduling.audit.origin
     )
     assert "evidence" in verify_certificate(forged, pem(scheduling)).failed
+    # v3: claiming the partial certificate erased (nothing missing) fails the result check alone
+    claimed = {**json.loads(first), "result": "erased", "missing": []}
+    forged = sign_certificate(claimed, scheduling.reports.signer, scheduling.audit.origin)
+    assert verify_certificate(forged, pem(scheduling)).failed == ["result"]
     assert canonical_json(json.loads(first)) == first

@@ -34,7 +34,10 @@ def inventory(
     caller's sweep of expired plaintext)."""
     scheduled = [r for r in receipts if r.scheduled and not r.material_destroyed]
     bound = float(cache_ttl_seconds + sweep_seconds)
-    if scheduled:
+    none = "none: the subject had no key"  # a request that found nothing claims no destruction
+    if not receipts:
+        kek_fate = none
+    elif scheduled:
         until = max(r.pending_until or r.destroyed_at for r in scheduled)
         kek_fate = f"unusable now; destruction scheduled by the KMS, material destroyed by {until}" + (
             " (still cancellable at the KMS)" if any(r.cancellable for r in scheduled) else ""
@@ -53,7 +56,9 @@ def inventory(
         {
             "copy": "wrapped data keys in the store",
             "count": wrapped_in_store,
-            "fate": "kept, marked destroyed: ciphertext under the destroyed key-encryption key",
+            "fate": "kept, marked destroyed: ciphertext under the destroyed key-encryption key"
+            if wrapped_in_store
+            else none,
         },
         {
             "copy": "wrapped data keys in Lethe backups taken before the erasure",
@@ -63,7 +68,9 @@ def inventory(
         {
             "copy": "plaintext data keys in DEK caches",
             "count": None,
-            "fate": (
+            "fate": none
+            if not receipts and not wrapped_in_store
+            else (
                 "revoked in the erasing process before destruction; other processes never use theirs "
                 "(every read checks the key's state first) and drop them, with the vectors and search "
                 f"results they opened, within {bound:g} s of caching "

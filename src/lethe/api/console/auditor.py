@@ -22,6 +22,7 @@ from lethe.api.console.session import User, container, viewing
 from lethe.api.http.routes.audit import PEM_FILENAME
 from lethe.api.report_formats import ReportFormat
 from lethe.vault.audit.log import StoredCheckpoint
+from lethe.vault.audit.render_summary import summarise
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.merkle import verify_consistency
 
@@ -54,6 +55,7 @@ def certificate(
         report=report,
         doc=doc,
         result=result,
+        summary=summarise(doc, result),
         key=key,
         pem_name=PEM_FILENAME,
         title=f"Certificate {report.id[:8]}",

@@ -1,7 +1,9 @@
 """Erasure certificates: what was done for a right-to-forget request, signed and provable.
 
 A certificate is one RFC 8785 canonical JSON document (format ``FORMAT``) holding the
-request, the subject commitment, every step with its time and evidence, what remains
+request, its ``result`` (v3: ``erased``, ``nothing_held`` or ``partial``, decided by the
+evidence through ``certificate_format.result_of``, with what is ``missing`` named), the
+subject commitment, every step with its time and evidence, what remains
 and why, backup coverage, a signed checkpoint of the audit log, and for every step's
 audit event its canonical bytes, leaf index and inclusion proof. An Ed25519 signature
 by the log's key covers ``SIGNATURE_DOMAIN`` followed by the canonical document without
@@ -42,9 +44,12 @@ from sqlalchemy.engine import Connection
 from lethe.keys.signing import Ed25519Signer
 from lethe.vault.audit.certificate_format import (
     FORMAT,
+    KEY,
     KEY_IRRECOVERABLE,
     KEYED_SCHEME,
+    NOTHING_HELD,
     SIGNATURE_DOMAIN,
+    result_of,
     signed_bytes,
 )
 from lethe.vault.audit.checkpoint import key_id
@@ -162,6 +167,26 @@ BACKUP_STATEMENT = (
 )
 
 
+NOTHING_HELD_BACKUP_STATEMENT = (
+    "Lethe held no memory and no key of this subject when the request was carried out, so no "
+    "Lethe backup holds their content; restoring a backup re-applies the ledger of forgotten "
+    "subjects, so new memories about them stay refused. Copies made outside Lethe are not covered."
+)
+# what a request that found nothing leaves: the fence and the record of the request itself
+NOTHING_HELD_REMAINS: tuple[tuple[str, str], ...] = (
+    (
+        "subject_ref",
+        "A keyed HMAC of the subject id under the tenant's secret pepper. It keeps the erasure "
+        "fence (refusing new writes about the subject) working. It is pseudonymous, not "
+        "anonymous: whoever holds the pepper and a candidate subject id can recompute it.",
+    ),
+    (
+        "the audit tree",
+        "Leaf hashes of every event and signed checkpoints: the record that this request was "
+        "received and carried out, which makes this certificate verifiable.",
+    ),
+)
+
 KEY_DESTRUCTION_STATEMENT = (
     "mode 'immediate': the KMS destroyed the key when asked (local KMS, Transit hard delete); "
     "'scheduled': the KMS made it unusable at once and destroys its material when the waiting "
@@ -170,6 +195,33 @@ KEY_DESTRUCTION_STATEMENT = (
     "key_copies lists every copy of the key material and its fate: NIST SP 800-88 counts "
     "cryptographic erase as Purge only when every copy of the key is destroyed."
 )
+
+
+def missing_parts(
+    steps: Sequence[dict[str, Any]], missing: Sequence[tuple[str, int | None]]
+) -> list[dict[str, Any]]:
+    """The parts a ``partial`` certificate could not certify, each with why, in words."""
+    receipts = {
+        r.get("generation"): r
+        for s in steps
+        if s.get("name") == "key_destroyed"
+        for r in (s.get("evidence") or {}).get("receipts", [])
+        if isinstance(r, dict)
+    }
+    out = []
+    for part, generation in missing:
+        if part == KEY:
+            why = "memories were held, but no key generation of the subject is in the evidence"
+        else:
+            r = receipts.get(generation, {})
+            when = r.get("irrecoverable_after") or r.get("pending_until")
+            why = (
+                f"key generation {generation}: the KMS ({r.get('backend') or 'unknown'}) made it unusable "
+                "but has not confirmed its material destroyed"
+                + (f" (its waiting window ends {when})" if when else "")
+            )
+        out.append({"part": part, "generation": generation, "why": why})
+    return out
 
 
 def key_destruction(steps: Sequence[ErasureStep]) -> dict[str, Any]:
@@ -235,14 +287,22 @@ def build_certificate(
     """The unsigned certificate document (plain JSON values only); ``supersedes`` (the
     first certificate's report id and SHA-256) makes it the final certificate."""
     names = [r.step.step for r in steps]
-    remains = [{"item": item, "why": why} for item, why in WHAT_REMAINS]
-    held = other_processes([r.step for r in steps])
+    plain_steps = [{"name": r.step.step, "evidence": r.step.evidence} for r in steps]
+    result, missing = result_of(plain_steps)
+    nothing = result == NOTHING_HELD
+    remains = [
+        {"item": item, "why": why} for item, why in (NOTHING_HELD_REMAINS if nothing else WHAT_REMAINS)
+    ]
+    held = None if nothing else other_processes([r.step for r in steps])
     if held is not None:
         remains.append(held)
-    if COMPACTED not in names:
+    if COMPACTED not in names and not nothing:
         remains.append({"item": NOT_COMPACTED[0], "why": NOT_COMPACTED[1]})
+    backup_statement = NOTHING_HELD_BACKUP_STATEMENT if nothing else BACKUP_STATEMENT
     return {
         "format": FORMAT,
+        "result": result,
+        "missing": missing_parts(plain_steps, missing),
         "report_id": report_id,
         "issued_at": issued_at,
         "issuer": {
@@ -283,7 +343,13 @@ def build_certificate(
         "key_destruction": key_destruction([r.step for r in steps]),
         **({"supersedes": supersedes} if supersedes is not None else {}),
         "what_remains": remains,
-        "backup_coverage": {"statement": BACKUP_STATEMENT, "backups_before_forget": list(backups_before)},
+        "backup_coverage": {
+            "statement": backup_statement,
+            "backups_before_forget": [
+                {**b, "subject_content": "none: Lethe held nothing of this subject"} if nothing else b
+                for b in backups_before
+            ],
+        },
         "checkpoint": {"note": checkpoint_note},
         "consistency_proofs": [
             {"tree_size": size, "proof": [b64(h) for h in proof]} for size, proof in consistency_proofs

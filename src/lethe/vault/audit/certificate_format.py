@@ -1,6 +1,7 @@
 """The erasure certificate's format, as the offline verifier reads it.
 
-Its names and signature domains (v2 is issued; v1 certificates still verify), the order
+Its names and signature domains (v3 is issued; v1 and v2 certificates still verify), the
+result classes of v3 and how the evidence decides them (``result_of``), the order
 the core steps must come in, what the signature covers (``signed_bytes``), the subject
 commitments (v1: salted SHA-256, which anyone holding the certificate can test guesses
 against; v2: HMAC keyed by the verification code handed out once when the request was
@@ -35,9 +36,15 @@ _T = TypeVar("_T")
 
 FORMAT_V1 = "lethe-erasure-certificate/v1"
 FORMAT_V2 = "lethe-erasure-certificate/v2"
-FORMAT = FORMAT_V2  # what Lethe issues
-FORMATS = (FORMAT_V1, FORMAT_V2)
+FORMAT_V3 = "lethe-erasure-certificate/v3"
+FORMAT = FORMAT_V3  # what Lethe issues
+FORMATS = (FORMAT_V1, FORMAT_V2, FORMAT_V3)
 SIGNATURE_DOMAIN = FORMAT.encode() + b"\n"
+# v3's result classes: what the evidence shows was done, nothing more
+ERASED, NOTHING_HELD, PARTIAL = "erased", "nothing_held", "partial"
+RESULTS = (ERASED, NOTHING_HELD, PARTIAL)
+KEY_MATERIAL = "key_material"  # a missing part: a key generation whose material is not confirmed destroyed
+KEY = "key"  # a missing part: memories held, but no key generation in the evidence
 # subject commitment schemes of v2: keyed by the verification code, or (requests filed
 # before v2, which have no code) the v1 salted hash with its salt
 KEYED_SCHEME = "hmac-sha256-verification-code"
@@ -57,9 +64,9 @@ class CheckFailed(Exception):
 
 
 def signature_domain(format_name: Any) -> bytes:
-    """The domain prefix of a format's signature: its name and a newline (v2 for anything
-    not v1, so an unknown format never verifies under v1's domain)."""
-    return (FORMAT_V1 if format_name == FORMAT_V1 else FORMAT_V2).encode() + b"\n"
+    """The domain prefix of a format's signature: its name and a newline (v2's for anything
+    unknown, so an unknown format never verifies under v1's or v3's domain)."""
+    return (format_name if format_name in (FORMAT_V1, FORMAT_V3) else FORMAT_V2).encode() + b"\n"
 
 
 def signed_bytes(document: dict[str, Any]) -> bytes:
@@ -100,6 +107,48 @@ def keyed_subject_commitment(code: str, tenant_id: str, subject_id: str) -> str:
     message = COMMITMENT_DOMAIN + len(tenant).to_bytes(4, "big") + tenant + subject
     key = normal_verification_code(code).encode("ascii")
     return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def result_of(steps: list[dict[str, Any]]) -> tuple[str, list[tuple[str, int | None]]]:
+    """The result class the steps' evidence supports, and the parts missing (``partial``).
+
+    The key generations in the evidence are those with a destruction receipt
+    (``key_destroyed``) or a probe (``verified``). A generation is confirmed destroyed when
+    its probe shows it destroyed, or a ``key_irrecoverable`` receipt shows its material
+    destroyed. ``nothing_held``: no memory forgotten and no generation at all; ``erased``:
+    every generation (at least one) confirmed; ``partial``: anything else, each unconfirmed
+    generation (or, memories without any generation, the key) named as missing. Raises
+    ``CheckFailed`` if a generation is not a whole number.
+    """
+    evidence: dict[str, dict[str, Any]] = {}
+    for s in steps:
+        name, ev = s.get("name"), s.get("evidence")
+        if isinstance(name, str) and isinstance(ev, dict):
+            evidence[name] = ev
+
+    def items(step: str, key: str) -> list[dict[str, Any]]:
+        value = evidence.get(step, {}).get(key)
+        return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
+
+    def generation(item: dict[str, Any]) -> int:
+        g = item.get("generation")
+        if not isinstance(g, int) or isinstance(g, bool):
+            raise CheckFailed("a key generation in the evidence is not a whole number")
+        return g
+
+    receipts, probes = items("key_destroyed", "receipts"), items("verified", "key_probes")
+    final = items(KEY_IRRECOVERABLE, "receipts")
+    generations = {generation(x) for x in receipts + probes}
+    confirmed = {generation(p) for p in probes if p.get("destroyed") is True} | {
+        generation(r) for r in final if r.get("material_destroyed") is True
+    }
+    memories = evidence.get("tombstoned", {}).get("memories_forgotten")
+    if not generations:
+        if type(memories) is int and memories == 0:  # not False, not 0.0: as the browser twin reads it
+            return NOTHING_HELD, []
+        return PARTIAL, [(KEY, None)]
+    missing: list[tuple[str, int | None]] = [(KEY_MATERIAL, g) for g in sorted(generations - confirmed)]
+    return (PARTIAL, missing) if missing else (ERASED, [])
 
 
 # -- typed accessors: every malformed field becomes a named failure -------------------------

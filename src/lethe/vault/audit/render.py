@@ -27,7 +27,7 @@ from lethe.vault.audit.render_kit import DocumentPdf, as_list, as_object, html_h
 from lethe.vault.audit.render_kit import esc as _e
 from lethe.vault.audit.render_kit import latin1 as _latin1
 from lethe.vault.audit.render_kit import text as _text
-from lethe.vault.audit.render_summary import ERASED, Summary, summarise
+from lethe.vault.audit.render_summary import ERASED, NOTHING_HELD_OUTCOME, PARTIAL_OUTCOME, Summary, summarise
 from lethe.vault.audit.verify import VerificationResult
 
 __all__ = ["render_html", "render_pdf", "verify_command"]
@@ -63,6 +63,7 @@ def _facts(doc: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
         "Certificate": [
             ("Report id", _text(doc.get("report_id"))),
             ("Format", _text(doc.get("format"))),
+            *([("Result", _text(doc.get("result")))] if "result" in doc else []),
             ("Issued at", _text(doc.get("issued_at"))),
             ("Issuer (log origin)", _text(issuer.get("origin"))),
             ("Key id", _text(issuer.get("key_id"))),
@@ -128,15 +129,23 @@ def _verdict(result: VerificationResult) -> str:
 # -- HTML ------------------------------------------------------------------------------------
 
 
+def _good(s: Summary) -> bool:
+    return s.outcome in (ERASED, NOTHING_HELD_OUTCOME)
+
+
+def _label(s: Summary) -> str:
+    """How each qualifier of the outcome is introduced: a missing part, or an exception."""
+    return "Not done" if s.outcome == PARTIAL_OUTCOME else "Exception"
+
+
 def _summary_html(s: Summary) -> list[str]:
-    good = s.outcome == ERASED
     parts = [
-        f'<section id="summary"><p class="verdict {"ok" if good else "bad"}" id="outcome">'
+        f'<section id="summary"><p class="verdict {"ok" if _good(s) else "bad"}" id="outcome">'
         f"Result: {_e(s.outcome)}</p>",
-        *(f'<p class="verdict bad">Exception: {_e(x)}</p>' for x in s.exceptions),
+        *(f'<p class="verdict bad">{_label(s)}: {_e(x)}</p>' for x in s.exceptions),
         f"<p>{_e(s.intro)}</p><h2>The request</h2><table>",
         *(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in s.request),
-        "</table><h2>What was erased</h2><table>",
+        f"</table><h2>{_e(s.erased_title)}</h2><table>",
         *(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in s.erased),
         f"</table><h2>How</h2><p>{_e(s.method)}</p><h2>When</h2><table>",
         *(f'<tr><th class="mono">{_e(t)}</th><td>{_e(what)}</td></tr>' for t, what in s.timeline),
@@ -215,18 +224,17 @@ class _Pdf(DocumentPdf):
 
 def _summary_pdf(pdf: _Pdf, s: Summary) -> None:
     """Page one: the verdict, then the request, what, how, when, what remains, how to verify."""
-    good = s.outcome == ERASED
     pdf.set_font("Helvetica", "B", 13)
-    pdf.set_text_color(11, 90, 34) if good else pdf.set_text_color(138, 16, 32)
+    pdf.set_text_color(11, 90, 34) if _good(s) else pdf.set_text_color(138, 16, 32)
     pdf.cell(0, 8, _latin1(f"Result: {s.outcome}"), new_x=XPos.LMARGIN, new_y=YPos.NEXT)
     for exception in s.exceptions:
-        pdf.para(f"Exception: {exception}", size=8.5)
+        pdf.para(f"{_label(s)}: {exception}", size=8.5)
     pdf.set_text_color(0, 0, 0)
     pdf.para(s.intro, size=9)
     pdf.heading("The request")
     for label, value in s.request:
         pdf.row(label, value, prose=True)
-    pdf.heading("What was erased")
+    pdf.heading(s.erased_title)
     pdf.para("   ".join(f"{label}: {value}" for label, value in s.erased), size=9)
     pdf.heading("How")
     pdf.para(s.method, size=8.5)

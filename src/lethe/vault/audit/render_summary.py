@@ -2,11 +2,16 @@
 
 One source for the HTML and the PDF. It reads only the certificate (and the verification
 result, and optionally the officer's display name, which a certificate never contains:
-records keep token ids). The outcome is one of:
-- **Erased**: verified, the subject's key(s) destroyed and the verification step found
-  nothing readable;
-- **Erased with exceptions**: erased, but something is worth knowing (key material a KMS
-  keeps for a waiting period, ciphertext not yet removed from the database files, ...);
+records keep token ids). The outcome follows the certificate's result class (v3's
+``result``; for v1 and v2, the class their evidence supports, ``result_of``):
+- **Erased**: verified, every key generation of the subject destroyed and the
+  verification step found nothing readable;
+- **Erased with exceptions**: erased, but something is worth knowing (ciphertext not yet
+  removed from the database files, ...);
+- **Nothing held**: Lethe held no memory and no key of the subject; the request is
+  recorded and certified as such, and no sentence says a key was destroyed;
+- **Partial**: some part could not be done yet (a KMS keeping key material through its
+  waiting window, ...), each named;
 - **Not erased**: the key destruction or its verification is missing or failed;
 - **Not verified**: the certificate does not verify; nothing in it should be relied on.
 
@@ -19,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from lethe.vault.audit.certificate_format import NOTHING_HELD, PARTIAL, RESULTS, CheckFailed, result_of
 from lethe.vault.audit.render_kit import as_list, as_object
 from lethe.vault.audit.verify import VerificationResult
 
@@ -44,9 +50,21 @@ KMS_NAMES = {
     "local": "Lethe's local key store",
     "vault": "HashiCorp Vault / OpenBao Transit",
 }
-ERASED, WITH_EXCEPTIONS, NOT_ERASED, NOT_VERIFIED = (
+# the steps of a request that found nothing: no sentence may claim what did not happen
+NOTHING_STEP_NAMES = {
+    "tombstoned": "No memories to mark forgotten; new writes about the subject refused",
+    "derived_purged": "No summaries built on them",
+    "key_destroyed": "No encryption key existed: none to destroy",
+    "verified": "Checked: nothing readable is held",
+    "compacted": "Database files compacted",
+}
+# a partial request's key: unusable, its destruction not confirmed (the final certificate says so)
+PARTIAL_STEP_NAMES = {"key_destroyed": "The subject's encryption key made unusable; its destruction pending"}
+ERASED, WITH_EXCEPTIONS, NOTHING_HELD_OUTCOME, PARTIAL_OUTCOME, NOT_ERASED, NOT_VERIFIED = (
     "Erased",
     "Erased with exceptions",
+    "Nothing held",
+    "Partial",
     "Not erased",
     "Not verified",
 )
@@ -54,6 +72,7 @@ ERASED, WITH_EXCEPTIONS, NOT_ERASED, NOT_VERIFIED = (
 
 @dataclass
 class Summary:
+    result: str  # the result class (erased, nothing_held, partial), or "" if none can be read
     outcome: str
     exceptions: list[str]
     intro: str
@@ -64,6 +83,7 @@ class Summary:
     remains: list[tuple[str, str]]
     backups: str
     verify: list[str] = field(default_factory=list)
+    erased_title: str = "What was erased"
 
 
 def _evidence(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -93,6 +113,18 @@ def _first_sentence(text: Any) -> str:
     return text if end is None else text[: end.start() + 1]
 
 
+def result_class(doc: dict[str, Any]) -> str:
+    """The certificate's result class: v3 states it (the verifier checks it against the
+    evidence); for v1 and v2 it is the class their evidence supports. "" if unreadable."""
+    stated = doc.get("result")
+    if isinstance(stated, str) and stated in RESULTS:
+        return stated
+    try:
+        return result_of([s for s in as_list(doc.get("steps")) if isinstance(s, dict)])[0]
+    except CheckFailed:
+        return ""
+
+
 def outcome(doc: dict[str, Any], result: VerificationResult) -> tuple[str, list[str]]:
     """The verdict a reader needs first, and the exceptions that qualify it."""
     if not result.ok:
@@ -102,6 +134,12 @@ def outcome(doc: dict[str, Any], result: VerificationResult) -> tuple[str, list[
     ev = _evidence(doc)
     if "key_destroyed" not in ev or "verified" not in ev:
         return NOT_ERASED, ["the certificate records no key destruction and verification"]
+    cls = result_class(doc)
+    if cls == NOTHING_HELD:
+        return NOTHING_HELD_OUTCOME, []
+    if cls == PARTIAL:
+        missing = [str(m.get("why")) for m in as_list(doc.get("missing")) if isinstance(m, dict)]
+        return PARTIAL_OUTCOME, missing or ["a part of the erasure could not be confirmed (see the appendix)"]
     exceptions: list[str] = []
     verified = ev["verified"]
     if _int(verified.get("retrievable_memories")) or _int(verified.get("projection_rows_with_ciphertext")):
@@ -139,12 +177,33 @@ def summarise(
         officer = f"{requested_by_name} (token {str(request['requested_by'])[:8]})"
     basis = str(request.get("legal_basis") or "-")
     completed = _when(request.get("completed_at"))
+    cls = result_class(doc)
+    nothing = cls == NOTHING_HELD
+    filed_as = request.get("reference") or request.get("id") or "-"
+    did = {
+        NOTHING_HELD: (
+            f"received a request to erase everything it held about one person (the data subject) in "
+            f"the space '{tenant}', filed as {filed_as}, and found that it held nothing about them: no "
+            f"memory and no encryption key. Nothing was erased because nothing was held; the request "
+            f"is recorded and certified as such, and was closed on {completed}."
+        ),
+        PARTIAL: (
+            f"carried out the request filed as {filed_as} to erase everything it held about one person "
+            f"(the data subject) in the space '{tenant}' in part, by {completed}: what could not be "
+            f"done yet is named above."
+        ),
+    }.get(
+        cls,
+        f"erased everything it held about one person (the data subject) in the space '{tenant}', "
+        f"at the request filed as {filed_as}, and finished on {completed}.",
+    )
     intro = (
         f"This certificate records that Lethe, the memory vault of the organisation's AI assistants, "
-        f"erased everything it held about one person (the data subject) in the space '{tenant}', "
-        f"at the request filed as {request.get('reference') or request.get('id') or '-'}, "
-        f"and finished on {completed}. It names the person only by a code: with their id and the "
-        f"verification code given when the request was filed, anyone can check it is about them."
+        f"{did} It names the person only by a code: with their id and the verification code given "
+        f"when the request was filed, anyone can check it is about them."
+    )
+    keys_label = {NOTHING_HELD: "Encryption keys", PARTIAL: "Encryption keys made unusable"}.get(
+        cls, "Encryption keys destroyed"
     )
     tombstoned, derived = ev.get("tombstoned") or {}, ev.get("derived_purged") or {}
     keys = ev.get("key_destroyed") or {}
@@ -156,7 +215,7 @@ def summarise(
         ("Memories", str(_int(tombstoned.get("memories_forgotten")))),
         ("Summaries built on them", str(_int(derived.get("derived_tombstoned")))),
         ("Search index entries", str(index_removed)),
-        ("Encryption keys destroyed", str(_int(keys.get("keys_destroyed")))),
+        (keys_label, str(_int(keys.get("keys_destroyed")))),
     ]
     vectors = _int(tombstoned.get("sealed_vectors_before")) - _int(tombstoned.get("sealed_vectors_after"))
     if vectors > 0:
@@ -173,15 +232,38 @@ def summarise(
         else f"that key was destroyed in {kms}. This is the 'Purge' method of NIST SP 800-88 Rev. 1 "
         "(cryptographic erase)"
     )
-    method = (
-        "Cryptographic erase: each memory was stored encrypted under a key of this subject alone, and "
-        f"{destroyed}. Without the key, every copy of the memories, in the database, its logs "
-        "and its backups, is unreadable. Lethe then removed the leftover ciphertext from the database "
-        "files and checked them byte by byte."
+    compacted = (
+        " Lethe then removed the leftover ciphertext from the database files and checked them byte by byte."
+        if "compacted" in ev
+        else ""
     )
+    if nothing:
+        method = (
+            "Nothing to erase: Lethe held no memory of this subject and no encryption key for them, so "
+            "no key was destroyed. It checked that nothing about them is readable or in the search "
+            "index, and put up the erasure fence: any new memory about this subject is refused until a "
+            "privacy officer reinstates them."
+        )
+    elif cls == PARTIAL and not pending:
+        method = (
+            "Cryptographic erase, not completed: each memory was stored encrypted under a key of this "
+            "subject alone, and the key manager has not confirmed every key generation destroyed (see "
+            "what is missing above). Until it does, this certificate does not claim the erasure "
+            f"done.{compacted}"
+        )
+    else:
+        method = (
+            "Cryptographic erase: each memory was stored encrypted under a key of this subject alone, and "
+            f"{destroyed}. Without the key, every copy of the memories, in the database, its logs "
+            f"and its backups, is unreadable.{compacted}"
+        )
     steps = as_list(doc.get("steps"))
+    names = {
+        NOTHING_HELD: {**STEP_NAMES, **NOTHING_STEP_NAMES},
+        PARTIAL: {**STEP_NAMES, **PARTIAL_STEP_NAMES},
+    }.get(cls, STEP_NAMES)
     timeline = [
-        (_when(s.get("completed_at")), STEP_NAMES.get(str(s.get("name")), str(s.get("name"))))
+        (_when(s.get("completed_at")), names.get(str(s.get("name")), str(s.get("name"))))
         for s in steps
         if isinstance(s, dict)
     ]
@@ -197,7 +279,10 @@ def summarise(
         if before
         else "No recorded backup predates the erasure. "
     ) + (
-        "Backups hold the database only, never the keys: the subject's content in any backup is "
+        "Lethe held nothing of this subject, so no backup holds their content; restoring one keeps "
+        "new memories about them refused."
+        if nothing
+        else "Backups hold the database only, never the keys: the subject's content in any backup is "
         "unreadable, and restoring one does not bring the subject back."
     )
     report_id = str(doc.get("report_id") or "-")
@@ -209,6 +294,8 @@ def summarise(
         "To check whom it is about, add: --subject-id 'ID' --verification-code 'CODE'",
     ]
     return Summary(
+        result=cls,
+        erased_title="What was found" if nothing else "What was erased",
         outcome=verdict,
         exceptions=exceptions,
         intro=intro,

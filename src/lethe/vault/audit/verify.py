@@ -7,8 +7,8 @@ subject id with the request's verification code, and an older checkpoint they ke
 
 - ``parse``: UTF-8 JSON object, no duplicate member names;
 - ``canonical_form``: the bytes are exactly the RFC 8785 form of what they parse to;
-- ``format``: a known format version (v2, or v1 issued before it), and the required
-  fields with the right types;
+- ``format``: a known format version (v3, or v2 or v1 issued before it), and the
+  required fields with the right types (v3 adds ``result`` and ``missing``);
 - ``signature``: Ed25519 over ``SIGNATURE_DOMAIN || canonical(document minus
   "signature")`` by the pinned key; the key id and fingerprint name that key. The
   domain prefix means no other Lethe signature (a checkpoint note) can pass as one;
@@ -22,6 +22,12 @@ subject id with the request's verification code, and an older checkpoint they ke
   non-decreasing and agreeing with the request's received/completed times;
 - ``evidence``: every step carries evidence, and the evidence supports the claim (keys
   unusable, probes show them destroyed, nothing retrievable, no index entries);
+- ``result`` (v3 only): the stated result class is the one the evidence supports
+  (``certificate_format.result_of``): ``erased`` needs at least one key generation and
+  every generation confirmed destroyed by its probe or a ``key_irrecoverable`` receipt;
+  ``nothing_held`` needs no memory forgotten and no key generation at all; ``partial``
+  names in ``missing`` exactly the parts the evidence shows not done (and the other
+  classes name none);
 - ``subject_commitment`` (with ``subject_id`` and, for v2, ``verification_code``): v2
   recomputes HMAC-SHA256 keyed by the code over tenant and subject id, and refuses to
   confirm any subject id without the code (the certificate holds no salt: a list of
@@ -69,11 +75,13 @@ from lethe.vault.audit.certificate_format import (
     CORE_STEP_ORDER,
     FORMAT,
     FORMAT_V1,
+    FORMAT_V3,
     FORMATS,
     KEY_IRRECOVERABLE,
     KEYED_SCHEME,
     MAX_DOCUMENT_BYTES,
     RECEIVED_EVENT,
+    RESULTS,
     SALTED_SCHEME,
     SIGNATURE_DOMAIN,
     STEP_EVENT,
@@ -86,6 +94,7 @@ from lethe.vault.audit.certificate_format import (
     note_checkpoint,
     older_note_of,
     optional_str,
+    result_of,
     signed_bytes,
     step_name,
     steps_of,
@@ -207,6 +216,10 @@ class _Verifier:
             raise CheckFailed(f"unknown format {version!r}; expected one of {', '.join(FORMATS)}")
         for key in ("report_id", "issued_at", "tenant_id"):
             field_of(doc, key, str)
+        if version == FORMAT_V3:
+            if field_of(doc, "result", str) not in RESULTS:
+                raise CheckFailed(f"unknown result {doc['result']!r}; expected one of {', '.join(RESULTS)}")
+            field_of(doc, "missing", list)
         issuer = field_of(doc, "issuer", dict)
         for key in ("origin", "key_id", "public_key_sha256"):
             field_of(issuer, key, str, "issuer.")
@@ -412,7 +425,28 @@ class _Verifier:
                 raise CheckFailed(f"verified: {key} is not 0")
         if verified.get("erasure_fence") is not True:
             raise CheckFailed("verified: the erasure fence is not up")
+        if not receipts and not probes:
+            return "no key to destroy; nothing retrievable, no index entries"
         return f"{len(receipts)} key(s) destroyed, {len(probes)} probe(s) show them gone"
+
+    def result(self) -> str:
+        """v3: the stated class, and the parts said missing, are those the evidence supports."""
+        stated = field_of(self.doc, "result", str)
+        missing = field_of(self.doc, "missing", list)
+        derived, parts = result_of(steps_of(self.doc))
+        if stated != derived:
+            raise CheckFailed(f"the certificate says {stated!r} but its evidence shows {derived!r}")
+        named = []
+        for i, m in enumerate(missing):
+            why = field_of(m, "why", str, f"missing[{i}].")
+            if not why.strip():
+                raise CheckFailed(f"missing[{i}] does not say why")
+            named.append((field_of(m, "part", str, f"missing[{i}]."), m.get("generation")))
+        if named != parts:
+            raise CheckFailed("the parts said missing are not those the evidence shows not done")
+        if derived == "partial":
+            return f"partial: {len(parts)} part(s) missing, each named"
+        return derived
 
     def key_destruction(self, destroyed: dict[str, Any], scheduled: set[Any]) -> None:
         """v2's ``key_destruction`` summary says what the logged receipts say."""
@@ -618,6 +652,8 @@ def verify_certificate(
             v.run(f"event:{name}", functools.partial(v.event, i))
     v.run("step_order", v.step_order)
     v.run("evidence", v.evidence)
+    if v.doc.get("format") == FORMAT_V3:
+        v.run("result", v.result)
     if "supersedes" in v.doc or previous is not None:
         v.run("chain", v.chain)
     if tenant is not None:
