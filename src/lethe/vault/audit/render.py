@@ -109,6 +109,7 @@ def _steps(doc: dict[str, Any]) -> list[dict[str, str]]:
 # The steps' evidence as labelled rows, indented by depth, at an A4 width (794 px at 96 dpi).
 _EVIDENCE_CSS = (
     "table.ev{font-size:.85rem;margin:.2rem 0 .4rem}table.ev th{width:45%;font-weight:500}"
+    "table.ev th,table.ev td{padding:.05rem .5rem;line-height:1.3}"
     "table.ev td{overflow-wrap:anywhere}table.ev tr.d1 th{padding-left:1.5rem}"
     "table.ev tr.d2 th{padding-left:2.5rem}table.ev tr.d3 th{padding-left:3.5rem}"
     "table.ev tr.group th{color:#555}h3.step{font-size:1rem;margin:1.2rem 0 .2rem}"
