@@ -7,9 +7,9 @@ only in the filing's answer, must reach that page once: ``hold`` keeps it for ``
 it and a reload (or a second tab, or another node) finds nothing.
 
 Rows of ``console_one_time`` (not process memory: any worker or node serves the redirect),
-keyed by the SHA-256 of the session id and a name. The value is sealed (AES-GCM) under a
-key derived from the session id, which only the browser's cookie holds: a copy of the
-table opens nothing. Never logged.
+keyed by the SHA-256 of the session id and a name. The value is sealed (AES-256-GCM,
+``keys.envelope``) under a key derived from the session id, which only the browser's
+cookie holds: a copy of the table opens nothing. Never logged.
 
 Exceptions: ``StoreUnavailable`` (503) from the unit of work; nothing else (a value that
 is missing, expired or cannot be opened is simply not there).
@@ -19,20 +19,17 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from lethe.keys.envelope import DecryptionFailed, decrypt_for_subject, encrypt_for_subject
 from lethe.vault.clock import to_db, utcnow
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.tables import console_one_time
 
 TTL = timedelta(minutes=10)  # long enough for a slow redirect, short enough to leave nothing behind
-_NONCE = 12
 
 
 def _session_hash(session_id: str) -> str:
@@ -52,8 +49,7 @@ class OneTimeValues:
 
     def hold(self, session_id: str, name: str, value: str) -> None:
         """Keep ``value`` for this session under ``name`` (replacing one held there)."""
-        nonce = os.urandom(_NONCE)
-        sealed = nonce + AESGCM(_key(session_id)).encrypt(nonce, value.encode(), name.encode())
+        sealed = encrypt_for_subject(_key(session_id), value.encode(), name.encode())
         row = {
             "session_hash": _session_hash(session_id),
             "name": name,
@@ -80,9 +76,8 @@ class OneTimeValues:
             conn.execute(console_one_time.delete().where(where))
         if row.expires_at < to_db(self.clock()):
             return None
-        sealed = bytes(row.sealed)
         try:
-            opened = AESGCM(_key(session_id)).decrypt(sealed[:_NONCE], sealed[_NONCE:], name.encode())
-        except InvalidTag:
+            opened = decrypt_for_subject(_key(session_id), bytes(row.sealed), name.encode())
+        except DecryptionFailed:
             return None
         return opened.decode()
