@@ -90,6 +90,7 @@ def test_an_officer_files_a_request_follows_it_to_reported_and_downloads_the_pdf
     page.get_by_label("Legal basis").select_option("gdpr-art17-1b")
     page.get_by_label("Your reference (optional)").fill("DSR-2026-001")
     page.get_by_label("Identity verification reference (optional)").fill("IDV-77")
+    page.get_by_role("button", name="Preview the erasure").click()
     page.get_by_role("button", name="File the request").click()
     code = page.get_by_label("Verification code").input_value()
     assert re.fullmatch(r"[0-9A-Z-]{20,40}", code), code
@@ -115,6 +116,39 @@ def test_an_officer_files_a_request_follows_it_to_reported_and_downloads_the_pdf
     page.get_by_role("link", name="Erasure requests").click()
     row = page.locator("tr", has=page.get_by_role("link", name="DSR-2026-001"))
     assert "reported" in row.inner_text()
+
+
+def test_preview_confirm_filed_then_reload_files_nothing_and_hides_the_code(
+    visit: Visit, console: Console
+) -> None:
+    subject = f"gus-{uuid.uuid4().hex[:6]}@example.com"
+    write_memory(console, "Gus pays by card", source="user_statement", subject=subject)
+    write_memory(console, "Gus lives in Porto", source="user_statement", subject=subject)
+
+    def requests() -> int:
+        with console.http("privacy_officer") as http:
+            return len(http.get("/v1/erasure-requests").json()["items"])
+
+    page = visit.page
+    visit.sign_in(console.tokens["privacy_officer"])
+    visit.go("/console/requests/new")
+    page.get_by_label("Subject id").fill(subject)
+    page.get_by_label("Your reference (optional)").fill("DSR-PRG-1")
+    before = requests()
+    page.get_by_role("button", name="Preview the erasure").click()
+    expect(page.get_by_role("heading", name="Confirm the erasure request")).to_be_visible()
+    assert page.locator("#preview-memories").inner_text().startswith("2 to forget")
+    assert requests() == before  # the preview filed nothing
+    page.get_by_role("button", name="File the request").click()
+    page.wait_for_url("**/console/requests/*-*")  # 303 to the request page
+    expect(page.get_by_role("heading", name="Erasure request filed")).to_be_visible()
+    code = page.get_by_label("Verification code").input_value()
+    assert code and code not in page.url
+    assert requests() == before + 1
+    page.reload()
+    expect(page.get_by_role("heading", name="Erasure request DSR-PRG-1")).to_be_visible()
+    assert page.get_by_label("Verification code").count() == 0 and code not in page.content()
+    assert requests() == before + 1  # the reload filed nothing
 
 
 def test_a_reviewer_promotes_one_memory_and_rejects_another(visit: Visit, console: Console) -> None:
@@ -241,7 +275,10 @@ def test_a_request_can_be_filed_with_the_keyboard_alone(visit: Visit, console: C
     keyboard.press("Tab")
     keyboard.type("IDV-KBD")
     keyboard.press("Tab")
-    assert page.evaluate("document.activeElement.textContent") == "File the request"
+    assert page.evaluate("document.activeElement.textContent") == "Preview the erasure"
+    keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Confirm the erasure request")).to_be_visible()
+    tab_to("document.activeElement.textContent === 'File the request'")
     keyboard.press("Enter")
     expect(page.get_by_role("heading", name="Erasure request filed")).to_be_visible()
     tab_to("document.activeElement.textContent === 'Follow the request'")

@@ -18,9 +18,10 @@ from rich.measure import Measurement
 from rich.table import Column, Table
 
 from lethe.api.cli.common import ExitCode, console, container, officer, print_json
-from lethe.api.http.schemas.erasure import ErasureFiled, ErasureJobList, ErasureJobOut
+from lethe.api.http.schemas.erasure import ErasureFiled, ErasureJobList, ErasureJobOut, ErasurePreviewOut
 from lethe.vault.erasure.deadlines import MAX_EXTENSION_MONTHS
 from lethe.vault.erasure.model import ErasureJob
+from lethe.vault.erasure.preview import preview_erasure
 
 WAIT_SECONDS = 300.0  # how long `lethe forget` follows a job another runner is advancing
 
@@ -76,8 +77,12 @@ def forget(
     ),
     wait: bool = typer.Option(True, help="Run the erasure now and show the outcome."),
     as_json: bool = typer.Option(False, "--json"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only show what the forget would touch."),
 ) -> None:
     """File a right-to-forget request and run it (crypto-shredding, verification, compaction)."""
+    if dry_run:
+        _preview(tenant, subject, as_json)
+        return
     with container() as c:
         job = c.erasure.request(officer(tenant), subject, basis, reference, identity_ref)
         code = job.verification_code
@@ -225,3 +230,24 @@ def erasure_resume(
     with container() as c:
         job = c.deadlines.resume(officer(tenant), job_id, identity_ref)
     _print(job, as_json)
+
+
+def _preview(tenant: str, subject: str, as_json: bool) -> None:
+    """``lethe forget --dry-run``: what a forget would touch; nothing is filed or changed."""
+    with container() as c:
+        found = preview_erasure(c.uow, c.pseudonyms, c.keyring, officer(tenant), subject)
+    if as_json:
+        print_json(ErasurePreviewOut.from_domain(found))
+        return
+    console.print("[bold]dry run[/bold]: nothing was filed or changed. A forget would touch:")
+    by_status = ", ".join(f"{n} {status}" for status, n in found.memories.items()) or "none"
+    console.print(f"  memories: {found.memories_to_forget} to forget ({by_status})")
+    console.print(f"  other subjects' summaries built on them: {len(found.derived)}")
+    console.print(f"  sealed vectors: {found.sealed_vectors}, search index entries: {found.index_entries}")
+    console.print(f"  live key generations to destroy: {found.key_generations}")
+    console.print(f"  backups holding the subject: {len(found.backups)}")
+    console.print(f"  open requests for the subject: {len(found.open_requests)}")
+    for h in found.legal_holds:
+        console.print(f"  [red]legal hold {h.id}[/red] would refuse the request: {escape(h.reason)}")
+    if found.nothing_held:
+        console.print("  nothing of this subject is held: a forget would be certified as nothing held")

@@ -21,7 +21,9 @@ from lethe.api.console.render import page
 from lethe.api.console.session import Act, User, acting, container, viewing
 from lethe.api.http.routes.deps import ResourceId
 from lethe.api.report_formats import ReportFormat, officer_name, render_report, render_subject_export
+from lethe.vault.access.one_time import OneTimeValues
 from lethe.vault.erasure.model import ErasureJob
+from lethe.vault.erasure.preview import preview_erasure
 from lethe.vault.errors import InvalidCommand
 
 router = APIRouter()
@@ -79,8 +81,38 @@ def request_form(request: Request, user: Annotated[User, Depends(viewing("reques
     return page(request, user, "request_new.html", bases=LEGAL_BASES, title="File an erasure request")
 
 
+def _code_name(job_id: str) -> str:
+    return f"verification_code:{job_id}"
+
+
+@router.post("/requests/preview")
+def preview_request(request: Request, act: Annotated[Act, Depends(acting("request_erasure"))]) -> Response:
+    """What filing would touch (nothing is filed or changed), and a form to confirm it."""
+    c = container(request)
+    asked = {
+        "subject_id": _required(act, "subject_id", "the subject id"),
+        "legal_basis": _required(act, "legal_basis", "the legal basis"),
+        "reference": act.text("reference") or "",
+        "identity_verification_ref": act.text("identity_verification_ref") or "",
+    }
+    found = preview_erasure(c.uow, c.pseudonyms, c.keyring, act.user.caller, asked["subject_id"])
+    basis = dict(LEGAL_BASES).get(asked["legal_basis"], asked["legal_basis"])
+    return page(
+        request,
+        act.user,
+        "request_preview.html",
+        preview=found,
+        asked=asked,
+        basis=basis,
+        title="Confirm the erasure request",
+    )
+
+
 @router.post("/requests")
 def file_request(request: Request, act: Annotated[Act, Depends(acting("request_erasure"))]) -> Response:
+    """File, then 303 to the request page (POST-redirect-GET: a reload files nothing). The
+    verification code, which exists only in this answer, is held for the session and shown
+    once by that page (``vault.access.one_time``)."""
     c = container(request)
     job = c.erasure.request(
         act.user.caller,
@@ -90,20 +122,24 @@ def file_request(request: Request, act: Annotated[Act, Depends(acting("request_e
         act.text("identity_verification_ref"),
     )
     request.app.state.api.state.metrics.forget_requests.inc()
-    # The verification code exists only in this answer (never stored): show it this once.
-    return page(request, act.user, "request_filed.html", job=job, title="Erasure request filed")
+    if job.verification_code is not None:
+        OneTimeValues(c.uow).hold(act.user.session_id, _code_name(job.id), job.verification_code)
+    return RedirectResponse(f"/console/requests/{job.id}", status_code=303)
 
 
 @router.get("/requests/{job_id}")
 def request_page(
     request: Request, job_id: ResourceId, user: Annotated[User, Depends(viewing("get_erasure_request"))]
 ) -> Response:
-    job = container(request).erasure.get(user.caller, job_id)
+    c = container(request)
+    job = c.erasure.get(user.caller, job_id)
+    code = OneTimeValues(c.uow).take(user.session_id, _code_name(job.id))  # shown once, then gone
     return page(
         request,
         user,
         "request.html",
         job=job,
+        verification_code=code,
         finished=job.status in FINISHED,
         today=datetime.now(UTC).date().isoformat(),
         title=f"Erasure request {job.reference or job.id[:8]}",

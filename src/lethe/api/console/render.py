@@ -5,6 +5,7 @@ Exceptions: none of its own; a template error propagates (a bug, caught by the t
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from lethe.api.console.pages import pages_for
 from lethe.api.console.session import User
+from lethe.vault.audit.evidence_rows import evidence_rows
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -47,6 +49,8 @@ env = Environment(
 env.filters["when"] = _when
 env.filters["day"] = _day
 env.filters["words"] = lambda s: str(s).replace("_", " ")
+env.filters["evidence_rows"] = evidence_rows
+env.filters["pretty_json"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False)
 
 
 def page(

@@ -97,6 +97,13 @@ def _scene(c: Any) -> dict[str, Any]:
         SourceType.WEB_PAGE,
         "https://forum.example/thread/991",
     )
+    write(
+        "dan@example.com",
+        "Dan's parcel goes to the Porto office.",
+        SourceType.USER_STATEMENT,
+        "chat-4/turn-2",
+    )
+    write("dan@example.com", "Dan prefers calls after 5pm.", SourceType.USER_STATEMENT, "chat-4/turn-5")
     done = c.erasure.request(officer, "alice@example.com", "gdpr-art17-1a", "DSR-2026-014", "IDV-2026-0311")
     c.erasure.request(officer, "bob@example.com", "gdpr-art17-1b", "DSR-2026-015")
     c.erasure.place_hold(officer, "bob@example.com", "Litigation hold, case 2026-CV-118", "LEGAL-42")
@@ -178,6 +185,24 @@ def _shoot(sync_playwright: Any, base: str, scene: dict[str, Any], out: Path) ->
         shot(page, "/console/requests/new", "officer-new-request")
         shot(page, f"/console/requests/{scene['job']}", "officer-request")
         shot(page, "/console/holds", "officer-holds")
+        # Filing once: the preview, then the request page right after the filing's redirect
+        # (the only time it shows the verification code).
+        page.goto(base + "/console/requests/new")
+        page.get_by_label("Subject id").fill("dan@example.com")
+        page.get_by_label("Your reference (optional)").fill("DSR-2026-017")
+        page.get_by_role("button", name="Preview the erasure").click()
+        page.wait_for_load_state()
+        page.screenshot(path=str(out / "officer-preview.png"), full_page=True)
+        page.get_by_role("button", name="File the request").click()
+        page.wait_for_url("**/console/requests/*-*")
+        page.screenshot(path=str(out / "officer-request-filed.png"), full_page=True)
+        # The HTML certificate at an A4 width (794 px at 96 dpi), as it prints.
+        certificate = page.request.get(f"{base}/console/requests/{scene['job']}/certificate?format=html")
+        a4 = browser.new_context(viewport={"width": 794, "height": 1123}).new_page()
+        a4.set_content(certificate.text())
+        a4.screenshot(path=str(out / "certificate-html-a4.png"), full_page=True)
+        size = a4.evaluate("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]")
+        print(f"certificate-html-a4.png: {size[0]} x {size[1]} px")
         with page.expect_download() as downloading:
             page.get_by_role("link", name="Certificates").click()
             page.get_by_role("link", name=scene["report"][:8]).click()

@@ -23,6 +23,7 @@ from typing import Any
 
 from fpdf.enums import XPos, YPos
 
+from lethe.vault.audit.evidence_rows import evidence_rows
 from lethe.vault.audit.render_kit import DocumentPdf, as_list, as_object, html_head
 from lethe.vault.audit.render_kit import esc as _e
 from lethe.vault.audit.render_kit import latin1 as _latin1
@@ -99,10 +100,33 @@ def _steps(doc: dict[str, Any]) -> list[dict[str, str]]:
             "leaf": _text(s.get("leaf_index")),
             "proof": str(len(s.get("inclusion_proof") or [])),
             "evidence": json.dumps(s.get("evidence"), ensure_ascii=False, sort_keys=True, indent=1),
+            "rows": _evidence_rows_html(s.get("evidence")),
         }
         for s in steps
         if isinstance(s, dict)
     ]
+
+
+# The steps' evidence as labelled rows, indented by depth, at an A4 width (794 px at 96 dpi).
+_EVIDENCE_CSS = (
+    "table.ev{font-size:.85rem;margin:.2rem 0 .4rem}table.ev th{width:45%;font-weight:500}"
+    "table.ev th,table.ev td{padding:.05rem .5rem;line-height:1.3}"
+    "table.ev td{overflow-wrap:anywhere}table.ev tr.d1 th{padding-left:1.5rem}"
+    "table.ev tr.d2 th{padding-left:2.5rem}table.ev tr.d3 th{padding-left:3.5rem}"
+    "table.ev tr.group th{color:#555}h3.step{font-size:1rem;margin:1.2rem 0 .2rem}"
+    "details.exact pre{font-size:.75rem}"
+)
+
+
+def _evidence_rows_html(evidence: Any) -> str:
+    """A step's evidence in words (``evidence_rows``), one table row per label."""
+    if not isinstance(evidence, dict) or not evidence:
+        return ""
+    rows = []
+    for r in evidence_rows(evidence):
+        kind = f"d{r.depth}" if r.value else f"d{r.depth} group"
+        rows.append(f'<tr class="{kind}"><th>{_e(r.label)}</th><td>{_e(r.value)}</td></tr>')
+    return "".join(rows)
 
 
 def _remains(doc: dict[str, Any]) -> list[tuple[str, str]]:
@@ -178,15 +202,18 @@ def render_html(
         parts.append(f"<h2>{_e(title)}</h2><table>")
         parts.extend(f'<tr><th>{_e(k)}</th><td class="mono">{_e(v)}</td></tr>' for k, v in rows)
         parts.append("</table>")
-    parts.append("<h2>Steps</h2><table>")
-    parts.append("<tr><th>Step</th><th>Completed at</th><th>Leaf</th><th>Evidence</th></tr>")
+    parts.append(f"<h2>Steps</h2><style>{_EVIDENCE_CSS}</style>")
     for s in _steps(doc):
         parts.append(
-            f'<tr><td>{_e(s["name"])}</td><td class="mono">{_e(s["time"])}</td>'
-            f'<td class="mono">{_e(s["leaf"])} ({_e(s["proof"])}-hash proof)</td>'
-            f"<td><pre>{_e(s['evidence'])}</pre></td></tr>"
+            f'<h3 class="step">{_e(s["name"].replace("_", " "))} <span class="mono note">{_e(s["time"])}, '
+            f"audit log leaf {_e(s['leaf'])} ({_e(s['proof'])}-hash proof)</span></h3>"
         )
-    parts.append("</table><h2>What remains, and why</h2><table>")
+        if s["rows"]:
+            parts.append(f'<table class="ev">{s["rows"]}</table>')
+        parts.append(
+            f'<details class="exact"><summary>Exact JSON</summary><pre>{_e(s["evidence"])}</pre></details>'
+        )
+    parts.append("<h2>What remains, and why</h2><table>")
     parts.extend(f"<tr><th>{_e(item)}</th><td>{_e(why)}</td></tr>" for item, why in _remains(doc))
     statement, lines = _backups(doc)
     parts.append(f"</table><h2>Backup coverage</h2><p>{_e(statement)}</p>")

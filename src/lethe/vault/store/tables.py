@@ -404,6 +404,17 @@ console_sessions = sa.Table(
     sa.Index("ix_console_sessions_token_id", "token_id"),
 )
 
+# Values the console shows once (a filing's verification code, after its redirect): sealed
+# under a key derived from the session id, deleted when shown or expired (``access.one_time``).
+console_one_time = sa.Table(
+    "console_one_time",
+    metadata,
+    sa.Column("session_hash", sa.String(64), primary_key=True),
+    sa.Column("name", sa.String(100), primary_key=True),
+    sa.Column("sealed", sa.LargeBinary, nullable=False),
+    sa.Column("expires_at", sa.DateTime, nullable=False),
+)
+
 # When each periodic job of the servers last ran, whichever worker or node ran it
 # (``store.turns``): a job that reads the whole store runs once per interval, not once per
 # worker of every node.

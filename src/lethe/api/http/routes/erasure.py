@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
+from fastapi.responses import JSONResponse
 
 from lethe.api.http.auth import CallerDep
 from lethe.api.http.problems import problem_responses
@@ -19,6 +20,7 @@ from lethe.api.http.schemas.erasure import (
     ErasureAccepted,
     ErasureJobList,
     ErasureJobOut,
+    ErasurePreviewOut,
     ErasureRequestIn,
     ExtensionIn,
     LegalHoldIn,
@@ -28,6 +30,7 @@ from lethe.api.http.schemas.erasure import (
     ReinstatementOut,
     ResumeIn,
 )
+from lethe.vault.erasure.preview import preview_erasure
 
 router = APIRouter(tags=["erasure"])
 
@@ -37,12 +40,22 @@ router = APIRouter(tags=["erasure"])
     name="request_erasure",
     status_code=202,
     response_model=ErasureAccepted,
-    responses=problem_responses(401, 403, 409, 413, 422, 429, 503),
+    responses={
+        200: {"model": ErasurePreviewOut, "description": "dry_run: what a forget would touch"},
+        **problem_responses(401, 403, 409, 413, 422, 429, 503),
+    },
 )
 def request_erasure(
     body: ErasureRequestIn, caller: CallerDep, container: ContainerDep, metrics: MetricsDep
-) -> ErasureAccepted:
-    """File a right-to-forget request; the job runs in the background (due one calendar month later)."""
+) -> ErasureAccepted | JSONResponse:
+    """File a right-to-forget request; the job runs in the background (due one calendar month later).
+
+    With ``dry_run`` nothing is filed: the 200 answer previews what the forget would touch."""
+    if body.dry_run:
+        found = preview_erasure(
+            container.uow, container.pseudonyms, container.keyring, caller, body.subject_id
+        )
+        return JSONResponse(ErasurePreviewOut.from_domain(found).model_dump(mode="json"))
     job = container.erasure.request(
         caller, body.subject_id, body.legal_basis, body.reference, body.identity_verification_ref
     )

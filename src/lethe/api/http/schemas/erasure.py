@@ -32,6 +32,10 @@ class ErasureRequestIn(Strict):
     legal_basis: str = Field(min_length=1, max_length=64, description="e.g. gdpr-art17-1a")
     reference: str | None = Field(default=None, max_length=200)
     identity_verification_ref: str | None = IdentityRef
+    dry_run: bool = Field(
+        default=False,
+        description="Only preview what a forget would touch (200): nothing is filed.",
+    )
 
 
 class ExtensionIn(Strict):
@@ -165,6 +169,44 @@ class LegalHoldList(BaseModel):
     @classmethod
     def from_domain(cls, holds: Sequence[LegalHold]) -> LegalHoldList:
         return cls(items=[LegalHoldOut.from_domain(h) for h in holds])
+
+
+class DerivedSummaryOut(Out):
+    """Another subject's summary built on the subject's memories: the forget tombstones it too."""
+
+    id: str
+    status: str
+
+
+class BackupHoldingOut(Out):
+    """A backup taken after the subject's first event (it holds ciphertext under keys to be destroyed)."""
+
+    id: str
+    created_at: str
+
+
+class OpenRequestOut(Out):
+    """An erasure request for the subject that has not finished."""
+
+    id: str
+    status: str
+    received_at: datetime
+    due_at: datetime
+
+
+class ErasurePreviewOut(Out):
+    """What a forget of the subject would touch (``dry_run``: the 200 answer); nothing was changed."""
+
+    memories: dict[str, int] = Field(description="The subject's memories by status.")
+    memories_to_forget: int = Field(description="Those not yet forgotten: what the tombstone step forgets.")
+    derived: list[DerivedSummaryOut] = Field(description="Other subjects' summaries built on them.")
+    sealed_vectors: int
+    index_entries: int
+    key_generations: int = Field(description="Live key generations the forget would destroy.")
+    backups: list[BackupHoldingOut]
+    legal_holds: list[LegalHoldOut] = Field(description="Holds in force: a request would be refused (409).")
+    open_requests: list[OpenRequestOut]
+    nothing_held: bool = Field(description="No memory, no derived summary and no live key of the subject.")
 
 
 class ReinstatementIn(Strict):
