@@ -27,7 +27,8 @@ from lethe.vault.model import Role
 from lethe.vault.store.projection import MEMORY_RETRACTED, RETRACTION_RECORDED
 from tests.api.conftest import Api, assert_problem, bearer, memory_body
 
-LIST, WEB = "/v1/memories/list", {"source_type": "web_page", "source_ref": "https://example.org/p"}
+LIST = "/v1/memories/list"
+WEB = {"source_type": "web_page", "source_ref": "https://example.org/p", "url": "https://example.org/p"}
 
 
 def write(api: Api, headers: dict[str, str], content: str, **kw: Any) -> dict[str, Any]:
@@ -315,7 +316,14 @@ def test_the_clients_list_and_delete(api: Api) -> None:
 def test_lethe_store_delete_retracts_the_keys_memory(api: Api) -> None:
     token = api.mint()
     where = ("alice", "preference")
-    store = LetheStore(sync_client(api, token), purpose="support", agent_id="a1", id_key="own-records-id-key")
+    # user_statement: values active at once, so get reads them back (the owner's delete is what is tested)
+    store = LetheStore(
+        sync_client(api, token),
+        purpose="support",
+        agent_id="a1",
+        id_key="own-records-id-key",
+        source_type="user_statement",
+    )
     store.put(where, "drink", {"text": "tea"})
     store.put(where, "food", {"text": "rice"})
     memory_id = store._id(store_place(where), "drink")
@@ -330,7 +338,13 @@ def test_lethe_store_delete_retracts_the_keys_memory(api: Api) -> None:
 
     async def scenario() -> None:
         aio = AsyncLetheClient("http://testserver", token, transport=httpx.ASGITransport(api.app))
-        astore = LetheStore(aclient=aio, purpose="support", agent_id="a1", id_key="own-records-id-key")
+        astore = LetheStore(
+            aclient=aio,
+            purpose="support",
+            agent_id="a1",
+            id_key="own-records-id-key",
+            source_type="user_statement",
+        )
         await astore.adelete(where, "food")
         assert await astore.aget(where, "food") is None
         await aio.aclose()

@@ -37,7 +37,7 @@ from lethe.vault.model import (
 )
 from lethe.vault.store import replay
 from lethe.vault.store.tables import events, memories
-from tests.conftest import agent, event_count, reviewer, write_cmd
+from tests.conftest import agent, event_count, page_url, reviewer, write_cmd
 
 UNKNOWN = "provenance.sources[2]: unknown or not live memory"
 
@@ -50,7 +50,8 @@ def note(
     c, content="alice drinks tea", who=None, source=SourceType.USER_STATEMENT, ref="session-1/turn-1", **kw
 ):  # type: ignore[no-untyped-def]
     who = who or (operator() if source is SourceType.OPERATOR_CONFIG else agent())
-    return c.memories.write(who, write_cmd(content, provenance=Provenance(source, ref), **kw)).item
+    prov = Provenance(source, ref, url=page_url(source))
+    return c.memories.write(who, write_cmd(content, provenance=prov, **kw)).item
 
 
 def summarise(c, content, *cited, who=None, promote=True, **kw) -> MemoryItem:  # type: ignore[no-untyped-def]
@@ -265,9 +266,8 @@ def test_a_summary_is_written_with_the_lowest_trust_among_its_inputs_and_its_sta
         (Role.AGENT, SourceType.SUMMARY): Standing(Authority.AGENT, Trust.TRUSTED, Status.ACTIVE),
     }
     service = MemoryService(c.uow, c.keyring, c.pseudonyms, policy=policy, log=c.log)
-    page = service.write(
-        agent(), write_cmd("tea cures colds", provenance=Provenance(SourceType.WEB_PAGE, "u"))
-    ).item
+    web = Provenance(SourceType.WEB_PAGE, "u", url=page_url(SourceType.WEB_PAGE))
+    page = service.write(agent(), write_cmd("tea cures colds", provenance=web)).item
     said = note(c, "alice drinks tea")
     assert (page.status, page.trust) == (Status.ACTIVE, Trust.UNTRUSTED)
     of_page = summarise(
