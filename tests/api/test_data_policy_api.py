@@ -108,22 +108,29 @@ def test_near_misses_are_stored(api: Api) -> None:
     assert r.status_code == 201, r.text
 
 
-@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
-def test_secret_in_provenance_reference_is_refused(api: Api, settings: Settings) -> None:
-    """``source_ref`` is stored in clear (the ``memory.written`` event), so this scan can fail."""
+def test_secret_in_provenance_reference_is_refused(api: Api, backend: str, settings: Settings) -> None:
+    """A secret in ``source_ref`` is a 422 naming its class, and is stored nowhere: no event
+    and no memory row is added (the counts the control shows moving), and on SQLite not a
+    byte of it is in the file or its WAL. ``source_ref`` is sealed when stored, so the scan
+    guards against a clear copy elsewhere (a log, an index) and the counts are what see a
+    stored write."""
     token = api.mint()
     key = "Zx81kLq0PmN2vB7cR4tY9wE3"
     prov = {
         "source_type": "tool_result",
         "source_ref": f"https://api.example.com/v1/report?access_token={key}",
     }
+    events, memories = api.events(), _memories(api)
     doc = assert_problem(_write(api, token, "the report says 42", provenance=prov), 422)
     assert doc["forbidden_class"] == "api_key" and key not in str(doc)
-    files = sorted(settings.data_dir.glob("lethe.sqlite3*"))
-    assert files and not any(find_in_files(files, [key.encode()]).values())
+    assert (api.events(), _memories(api)) == (events, memories)
+    if backend == "sqlite":
+        files = sorted(settings.data_dir.glob("lethe.sqlite3*"))
+        assert files and not any(find_in_files(files, [key.encode()]).values())
+    # Positive control: the same write, its URL without the token, is stored (one event, one row).
     prov["source_ref"] = "https://api.example.com/v1/report?page=2"
     assert _write(api, token, "the report says 42", provenance=prov).status_code == 201
-    assert any(find_in_files(files, [b"report?page=2"]).values())  # the scan sees a stored ref
+    assert (api.events(), _memories(api)) == (events + 1, memories + 1)
 
 
 def test_configured_pattern_and_identifier_are_refused_and_counted(policy_api: Api) -> None:

@@ -34,7 +34,7 @@ built-in's.
 
 What is checked: the content and the provenance's free-text fields (``source_ref``, and
 ``url``, ``document_ref``, ``tool`` and ``turn`` where the command carries them), since a
-reference is stored too (and ``source_ref`` in clear in the ``memory.written`` event). The
+reference is stored too (sealed with the content, and shown to reviewers and in exports). The
 ids in ``provenance.sources`` are memory ids the vault checks, and are not scanned.
 
 Cost: every rule is compiled once into one Hyperscan database, which scans a write's text
