@@ -282,6 +282,21 @@ erasure_jobs = sa.Table(
     sa.Index("ix_erasure_jobs_subject", "tenant_id", "subject_ref"),
 )
 
+# A filing sent with an idempotency key, for 24 hours (vault.erasure.filings): a retry returns
+# the same request and its verification code, kept sealed under a key the database never holds.
+erasure_filings = sa.Table(
+    "erasure_filings",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), primary_key=True),
+    sa.Column("idempotency_key", sa.String(128), primary_key=True),
+    sa.Column("job_id", sa.String(36), nullable=False),
+    sa.Column("fingerprint", sa.String(64), nullable=False),  # keyed HMAC of what was asked
+    sa.Column("sealed_code", sa.LargeBinary, nullable=False),
+    sa.Column("filed_at", sa.DateTime, nullable=False),
+    sa.Column("expires_at", sa.DateTime, nullable=False),
+    sa.Index("ix_erasure_filings_expires", "expires_at"),
+)
+
 erasure_steps = sa.Table(
     "erasure_steps",
     metadata,

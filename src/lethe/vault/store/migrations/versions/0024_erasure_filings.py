@@ -1,0 +1,40 @@
+"""erasure filings: an erasure request sent with an idempotency key is filed once
+
+``erasure_filings`` holds, for 24 hours after a keyed filing, which request the key made, a
+keyed fingerprint of what was asked, and the request's verification code sealed under a
+key derived from the server's pepper (``vault.erasure.filings``). A retry within the window
+returns the same request and code; the primary key (tenant, key) makes two concurrent
+filings one. Rows past their window are deleted. Empty at first.
+
+Revision ID: 0024
+Revises: 0019
+Create Date: 2026-12-07 15:30:00.000000
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0024"
+down_revision = "0019"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "erasure_filings",
+        sa.Column("tenant_id", sa.String(length=64), nullable=False),
+        sa.Column("idempotency_key", sa.String(length=128), nullable=False),
+        sa.Column("job_id", sa.String(length=36), nullable=False),
+        sa.Column("fingerprint", sa.String(length=64), nullable=False),
+        sa.Column("sealed_code", sa.LargeBinary(), nullable=False),
+        sa.Column("filed_at", sa.DateTime(), nullable=False),
+        sa.Column("expires_at", sa.DateTime(), nullable=False),
+        sa.PrimaryKeyConstraint("tenant_id", "idempotency_key"),
+    )
+    op.create_index("ix_erasure_filings_expires", "erasure_filings", ["expires_at"])
+
+
+def downgrade() -> None:
+    op.drop_index("ix_erasure_filings_expires", table_name="erasure_filings")
+    op.drop_table("erasure_filings")
