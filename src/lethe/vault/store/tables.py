@@ -158,6 +158,9 @@ forgotten_subjects = sa.Table(
     sa.Column("forgotten_at", sa.String(32), nullable=False),
     sa.Column("generation", sa.Integer, nullable=False),
     sa.Column("request_id", sa.String(36)),
+    # The subjects whose erasure is accepted and not yet tombstoned (generation 0), read
+    # by every scope read (``custody.read_fence.pending``).
+    sa.Index("ix_forgotten_subjects_pending", "tenant_id", "generation"),
 )
 
 subject_keys = sa.Table(

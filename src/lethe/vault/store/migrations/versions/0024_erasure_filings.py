@@ -1,10 +1,14 @@
-"""erasure filings: an erasure request sent with an idempotency key is filed once
+"""erasure filings (filed once) and the read fence's index
 
 ``erasure_filings`` holds, for 24 hours after a keyed filing, which request the key made, a
 keyed fingerprint of what was asked, and the request's verification code sealed under a
 key derived from the server's pepper (``vault.erasure.filings``). A retry within the window
 returns the same request and code; the primary key (tenant, key) makes two concurrent
 filings one. Rows past their window are deleted. Empty at first.
+
+``ix_forgotten_subjects_pending`` (tenant, generation) finds a tenant's subjects whose erasure
+is accepted and not yet tombstoned (generation 0): every scope read leaves them out
+(``custody.read_fence``), in one indexed statement.
 
 Revision ID: 0024
 Revises: 0019
@@ -33,8 +37,10 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("tenant_id", "idempotency_key"),
     )
     op.create_index("ix_erasure_filings_expires", "erasure_filings", ["expires_at"])
+    op.create_index("ix_forgotten_subjects_pending", "forgotten_subjects", ["tenant_id", "generation"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_forgotten_subjects_pending", table_name="forgotten_subjects")
     op.drop_index("ix_erasure_filings_expires", table_name="erasure_filings")
     op.drop_table("erasure_filings")
