@@ -56,7 +56,7 @@ def test_pdf_page_one_is_a_plain_summary_and_the_json_is_an_appendix(lethe: Cont
         "Result: Erased",
         "Filed by Dana Officer",
         "DSR-2026-014",
-        "the subject withdrew consent",
+        "GDPR Art. 17(1)(b): consent withdrawn",
         "Memories: 3",
         "Encryption keys destroyed: 1",
         "NIST SP 800-88",

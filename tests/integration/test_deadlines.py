@@ -15,6 +15,7 @@ from freezegun import freeze_time
 from lethe.keys.protocol import KmsUnavailable
 from lethe.vault import errors
 from lethe.vault.erasure.model import KEY_PENDING
+from lethe.vault.memory import repository as repo
 from lethe.vault.model import Caller, Role
 from lethe.vault.store.tables import events
 from tests.conftest import agent, officer, write_cmd
@@ -28,6 +29,14 @@ def at(text: str) -> datetime:
 
 def file(c, subject=ALICE, tenant="t1", **kw):
     return c.erasure.request(officer(tenant), subject, "gdpr-art17-1a", "DSR-1", **kw)
+
+
+def held_content(c, memory_id: str, tenant: str = "t1") -> str | None:
+    """The memory as the store holds it, opened with its key: not an agent's read (fenced)."""
+    with c.uow.read() as conn:
+        row = repo.by_ids(conn, tenant, [memory_id])[memory_id]
+        item = repo.open_item(conn, c.keyring, row)
+    return None if item is None else item.content
 
 
 def test_a_request_is_due_one_calendar_month_after_receipt_across_month_ends_and_leap_years(lethe):
@@ -123,7 +132,9 @@ def test_a_paused_request_is_not_erased_until_it_is_resumed(lethe):
     assert lethe.erasure.advance(job.id) is False
     held = lethe.erasure.get(officer(), job.id)
     assert held.status == "received" and [s.step for s in held.steps] == ["received"]
-    assert lethe.memories.get(agent(), written.id).content == written.content  # nothing destroyed
+    assert held_content(lethe, written.id) == written.content  # nothing destroyed
+    with pytest.raises(errors.NotFound):  # but agents read it no more (the read fence)
+        lethe.memories.get(agent(), written.id)
     with pytest.raises(errors.SubjectForgotten):  # the fence stays up meanwhile
         lethe.memories.write(agent(), write_cmd("new", subject=ALICE))
     lethe.deadlines.resume(officer(), job.id)
@@ -145,7 +156,7 @@ def test_a_pause_that_commits_while_a_runner_holds_the_job_stops_it_before_anyth
     assert lethe.erasure.advance(job.id) is False
     lethe.erasure._hold_check = checked
     assert [s.step for s in lethe.erasure.get(officer(), job.id).steps] == ["received"]
-    assert lethe.memories.get(agent(), written.id).content == written.content
+    assert held_content(lethe, written.id) == written.content
 
 
 def test_a_request_cannot_be_paused_once_its_erasure_has_begun_or_is_done(lethe, monkeypatch):

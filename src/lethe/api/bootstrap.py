@@ -38,6 +38,7 @@ from lethe.vault.custody.opened_vectors import OpenedVectors
 from lethe.vault.custody.pseudonyms import Pseudonymizer, create_pepper
 from lethe.vault.erasure.compaction import Compactor, compacted_step
 from lethe.vault.erasure.deadline_service import ErasureDeadlines
+from lethe.vault.erasure.legal_bases import LegalBases
 from lethe.vault.erasure.service import ErasureService
 from lethe.vault.errors import StoreNotReady
 from lethe.vault.memory.agent_sessions import AgentSessions
@@ -229,6 +230,7 @@ def build(
             extra_steps=[compacted_step(compactor), reported_step(audit, signer, reports)],
             log=log,
             after_run=[FinalCertificates(uow, kms, reports, log).run_due],
+            legal_bases=LegalBases(settings.extra_legal_bases),
         ),
         deadlines=ErasureDeadlines(uow, log=log),
         compactor=compactor,

@@ -40,6 +40,8 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from lethe.vault.erasure.legal_bases import LegalBases
+from lethe.vault.errors import InvalidCommand
 from lethe.vault.memory.data_policy import DataPolicy
 from lethe.vault.memory.embedding import DEFAULT_MODEL, MODELS, NONE
 from lethe.vault.memory.policy import Limits
@@ -120,6 +122,9 @@ class Settings(BaseSettings):
     session_ttl_seconds: float = Field(default=4 * 3600.0, gt=0, le=30 * 86400.0)
     bootstrap_tenant: str = "default"  # tenant of the admin token `lethe serve` mints on first run
     log_level: str = "INFO"
+    # Legal bases an erasure request may cite beyond the standard list (vault.erasure.legal_bases):
+    # JSON {code: words}, e.g. {"de-bdsg-35": "BDSG § 35: erasure under German federal law"}.
+    extra_legal_bases: dict[str, str] = Field(default_factory=dict)
     # Audit log signing (api/signing_key.py): checkpoint origin line (default derived once
     # and stored in the key dir) and the signing key's passphrase (default: a 0600 file there).
     log_origin: str | None = None
@@ -146,6 +151,16 @@ class Settings(BaseSettings):
     ttl_web_page: Ttl = None
     ttl_agent_inference: Ttl = None
     ttl_summary: Ttl = None
+
+    @field_validator("extra_legal_bases")
+    @classmethod
+    def _legal_bases_are_codes(cls, value: dict[str, str]) -> dict[str, str]:
+        """A malformed or redefining code stops every command at start, not a request later."""
+        try:
+            LegalBases(value)
+        except InvalidCommand as exc:
+            raise ValueError(str(exc)) from None
+        return value
 
     @model_validator(mode="after")
     def _retention_is_consistent(self) -> Settings:

@@ -9,6 +9,7 @@ verification code, shown this once), ``show``, ``extend``, ``pause`` and
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -20,6 +21,7 @@ from rich.table import Column, Table
 from lethe.api.cli.common import ExitCode, console, container, officer, print_json
 from lethe.api.http.schemas.erasure import ErasureFiled, ErasureJobList, ErasureJobOut, ErasurePreviewOut
 from lethe.vault.erasure.deadlines import MAX_EXTENSION_MONTHS
+from lethe.vault.erasure.legal_bases import words
 from lethe.vault.erasure.model import ErasureJob
 from lethe.vault.erasure.preview import preview_erasure
 
@@ -38,7 +40,7 @@ def _days_left(job: ErasureJob) -> str:
     return f"{left} (paused)" if job.paused else left
 
 
-def _show(job: ErasureJob) -> None:
+def _show(job: ErasureJob, basis: Callable[[str], str] = words) -> None:
     colour = "green" if job.completed_at else ("red" if job.last_error else "yellow")
     console.print(
         f"erasure request [bold]{job.id}[/bold]: [{colour}]{job.status}[/{colour}]"
@@ -46,6 +48,7 @@ def _show(job: ErasureJob) -> None:
         f"{f', days left {_days_left(job)}' if job.days_left is not None else ''})"
     )
     console.print(f"  requested by {job.requested_by_name or job.requested_by}")
+    console.print(f"  legal basis: {escape(basis(job.legal_basis))}")
     if job.paused:
         console.print(f"  [yellow]paused[/yellow] since {job.paused_at:%Y-%m-%d %H:%M} (identity check)")
     for e in job.extensions:
@@ -70,10 +73,17 @@ def _show(job: ErasureJob) -> None:
 def forget(
     tenant: str = typer.Option(..., help="Tenant of the subject."),
     subject: str = typer.Option(..., help="Subject id (never logged, never stored in clear)."),
-    basis: str = typer.Option(..., help="Legal basis, e.g. gdpr-art17-1a."),
+    basis: str = typer.Option(
+        ..., help="Legal basis: a code from the list in docs/erasure-semantics.md, e.g. gdpr-art17-1a."
+    ),
     reference: str | None = typer.Option(None, help="Your ticket or case reference."),
     identity_ref: str | None = typer.Option(
         None, "--identity-ref", help="Where the requester's identity was verified (a reference only)."
+    ),
+    idempotency_key: str | None = typer.Option(
+        None,
+        "--idempotency-key",
+        help="Send the same key again within 24 hours to get the same request and code back.",
     ),
     wait: bool = typer.Option(True, help="Run the erasure now and show the outcome."),
     as_json: bool = typer.Option(False, "--json"),
@@ -84,7 +94,7 @@ def forget(
         _preview(tenant, subject, as_json)
         return
     with container() as c:
-        job = c.erasure.request(officer(tenant), subject, basis, reference, identity_ref)
+        job = c.erasure.request(officer(tenant), subject, basis, reference, identity_ref, idempotency_key)
         code = job.verification_code
         assert code is not None
         deadline = time.monotonic() + WAIT_SECONDS
@@ -96,10 +106,11 @@ def forget(
                 break
             time.sleep(0.5)
         job = c.erasure.get(officer(tenant), job.id)
+        basis_words = c.erasure.legal_bases.words
     if as_json:
         print_json(ErasureFiled.from_domain(replace(job, verification_code=code)))
     else:
-        _show(job)
+        _show(job, basis_words)
         console.print(
             f"verification code: [bold]{code}[/bold]\n"
             "  shown this once and never stored: give it to the data subject. With it and the subject id,\n"
@@ -120,6 +131,7 @@ def erasure_list(
     """List erasure requests of a tenant."""
     with container() as c:
         jobs = c.erasure.list(officer(tenant), status=status, overdue=overdue)
+        basis_words = c.erasure.legal_bases.words
     if as_json:
         print_json(ErasureJobList.from_domain(jobs))
         return
@@ -127,7 +139,7 @@ def erasure_list(
         (
             j.id,
             j.status,
-            j.legal_basis,
+            basis_words(j.legal_basis),
             f"{j.received_at:%Y-%m-%d %H:%M}",
             f"{j.due_at:%Y-%m-%d}" + (f" (+{j.extension_months} mo)" if j.extension_months else ""),
             _days_left(j),
@@ -157,7 +169,9 @@ def erasure_list(
     for rid, state, basis, received, due, left, late, report in rows:
         console.print(f"[bold]{rid}[/bold]  {state}" + ("  [red]overdue[/red]" if late else ""))
         days = f", days left {left}" if left else ""
-        console.print(f"  basis {escape(basis)}, received {received}, due {due}{days}")
+        console.print(f"  received {received}, due {due}{days}")
+        # The basis's words run to ~100 characters: wrapped to the terminal, indented.
+        console.print(f"  basis: {escape(basis)}", soft_wrap=False)
         if report:
             console.print(f"  report {report}")
 
@@ -171,10 +185,11 @@ def erasure_show(
     """Show one erasure request with every step and its evidence."""
     with container() as c:
         job = c.erasure.get(officer(tenant), job_id)
+        basis_words = c.erasure.legal_bases.words
     if as_json:
         print_json(ErasureJobOut.from_domain(job))
     else:
-        _show(job)
+        _show(job, basis_words)
 
 
 def _print(job: ErasureJob, as_json: bool) -> None:

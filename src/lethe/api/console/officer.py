@@ -28,16 +28,6 @@ from lethe.vault.errors import InvalidCommand
 
 router = APIRouter()
 
-# GDPR Art. 17(1) grounds, and the CCPA right to delete; the API accepts any short code.
-LEGAL_BASES: tuple[tuple[str, str], ...] = (
-    ("gdpr-art17-1a", "GDPR Art. 17(1)(a): no longer necessary for its purposes"),
-    ("gdpr-art17-1b", "GDPR Art. 17(1)(b): consent withdrawn"),
-    ("gdpr-art17-1c", "GDPR Art. 17(1)(c): objection to processing (Art. 21)"),
-    ("gdpr-art17-1d", "GDPR Art. 17(1)(d): processed unlawfully"),
-    ("gdpr-art17-1e", "GDPR Art. 17(1)(e): erasure required by law"),
-    ("gdpr-art17-1f", "GDPR Art. 17(1)(f): a child's data (information society services)"),
-    ("ccpa-1798.105", "CCPA 1798.105: consumer's request to delete"),
-)
 FINISHED = ("reported", "verified")
 
 
@@ -78,7 +68,8 @@ def requests_list(
 
 @router.get("/requests/new")
 def request_form(request: Request, user: Annotated[User, Depends(viewing("request_erasure"))]) -> Response:
-    return page(request, user, "request_new.html", bases=LEGAL_BASES, title="File an erasure request")
+    bases = container(request).erasure.legal_bases.choices()
+    return page(request, user, "request_new.html", bases=bases, title="File an erasure request")
 
 
 def _code_name(job_id: str) -> str:

@@ -15,7 +15,7 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from lethe.api.console.pages import pages_for
-from lethe.api.console.session import User
+from lethe.api.console.session import User, container
 from lethe.vault.audit.evidence_rows import evidence_rows
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -63,6 +63,7 @@ def page(
         nav=nav,
         path=request.url.path,
         csrf=user.csrf if user is not None else "",
+        basis=container(request).erasure.legal_bases.words,  # people read a legal basis's words
         **context,
     )
     return HTMLResponse(html, status_code=status)

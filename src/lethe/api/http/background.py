@@ -132,6 +132,13 @@ def start_server_work(
         metrics.expirations.inc,
         stagger=True,  # each sweep reads every memory
     )
+    work.every(  # verification codes of keyed filings are kept 24 hours (vault.erasure.filings)
+        settings.sweep_interval_seconds,
+        "erasure_filings_expiry",
+        container.erasure.forget_expired_filings,
+        lambda n: None,
+        stagger=True,
+    )
     work.every(
         settings.erasure_interval_seconds,
         "erasure_runner",

@@ -30,6 +30,7 @@ from lethe.vault.audit.render_kit import latin1 as _latin1
 from lethe.vault.audit.render_kit import text as _text
 from lethe.vault.audit.render_summary import ERASED, NOTHING_HELD_OUTCOME, PARTIAL_OUTCOME, Summary, summarise
 from lethe.vault.audit.verify import VerificationResult
+from lethe.vault.erasure.legal_bases import words as legal_basis_words
 
 __all__ = ["render_html", "render_pdf", "verify_command"]
 
@@ -75,7 +76,7 @@ def _facts(doc: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
             ("Tenant", _text(doc.get("tenant_id"))),
             ("Request id", _text(request.get("id"))),
             ("Reference", _text(request.get("reference"))),
-            ("Legal basis", _text(request.get("legal_basis"))),
+            ("Legal basis", legal_basis_words(_text(request.get("legal_basis")))),
             ("Requested by", _text(request.get("requested_by"))),
             ("Received at", _text(request.get("received_at"))),
             ("Completed at", _text(request.get("completed_at"))),

@@ -27,16 +27,8 @@ from typing import Any
 from lethe.vault.audit.certificate_format import NOTHING_HELD, PARTIAL, RESULTS, CheckFailed, result_of
 from lethe.vault.audit.render_kit import as_list, as_object
 from lethe.vault.audit.verify import VerificationResult
+from lethe.vault.erasure.legal_bases import words as legal_basis_words
 
-LEGAL_BASES = {
-    "gdpr-art17-1a": "GDPR Art. 17(1)(a): the data were no longer needed for their purpose",
-    "gdpr-art17-1b": "GDPR Art. 17(1)(b): the subject withdrew consent",
-    "gdpr-art17-1c": "GDPR Art. 17(1)(c): the subject objected to the processing",
-    "gdpr-art17-1d": "GDPR Art. 17(1)(d): the data were processed unlawfully",
-    "gdpr-art17-1e": "GDPR Art. 17(1)(e): erasure required by law",
-    "gdpr-art17-1f": "GDPR Art. 17(1)(f): data of a child collected for online services",
-    "ccpa-1798.105": "CCPA 1798.105: the consumer's request to delete",
-}
 STEP_NAMES = {
     "received": "Request received",
     "tombstoned": "Memories marked forgotten and taken out of search",
@@ -303,7 +295,7 @@ def summarise(
             ("Organisation space (tenant)", tenant),
             ("Request", f"{request.get('reference') or '-'} (id {request.get('id') or '-'})"),
             ("Filed by", officer),
-            ("Legal basis", LEGAL_BASES.get(basis, basis)),
+            ("Legal basis", legal_basis_words(basis)),
             ("Received", _when(request.get("received_at"))),
             ("Due", _when(request.get("due_at"))),
             ("Completed", completed),

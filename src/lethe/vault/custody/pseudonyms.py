@@ -49,6 +49,10 @@ class Pseudonymizer:
             self._tenant_keys[k] = bytes.fromhex(keyed_digest(self._secret, f"{use}|{tenant_id}".encode()))
         return self._tenant_keys[k]
 
+    def tenant_secret(self, tenant_id: str, use: str) -> bytes:
+        """A 32-byte key of this tenant for one use (e.g. sealing a filing's code), never stored."""
+        return self._tenant_key(tenant_id, use)
+
     def subject_ref(self, tenant_id: str, subject_id: str) -> str:
         """HMAC-SHA256(tenant pepper, NFC(subject_id)), hex."""
         return self.unnormalised_subject_ref(tenant_id, unicodedata.normalize("NFC", subject_id))

@@ -83,8 +83,11 @@ class ErasureJob:
     # The final certificate, once a KMS's scheduled key destruction has taken effect
     final_report_id: str | None = None
     # Set only on the job ``ErasureService.request`` returns: the code keying the subject
-    # commitment, shown once to the officer for the data subject; never stored.
+    # commitment, shown once to the officer for the data subject; never stored in clear (a
+    # filing with an idempotency key keeps it sealed for 24 hours: ``erasure.filings``).
     verification_code: str | None = field(repr=False, default=None)
+    # True on the job ``request`` returns for a retried idempotency key: the first filing's.
+    replayed: bool = False
 
     @property
     def commitment_scheme(self) -> str:

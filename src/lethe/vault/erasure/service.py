@@ -17,6 +17,7 @@ clock stopped while the subject's identity is verified) is never advanced: the c
 sits in the destructive step's own transaction, so a pause that commits first wins.
 
 Exceptions: ``OutOfScope`` (403), ``InvalidCommand`` (422), ``LegalHoldActive`` (409),
+``IdempotencyConflict`` (409),
 ``NotFound`` (404), ``VersionConflict`` (409), ``StoreUnavailable`` (503); each is
 explained in ``ErasureService``'s docstring.
 """
@@ -34,6 +35,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
 
 from lethe.keys.protocol import KeyManager
 from lethe.vault.access.principals import display_names
@@ -41,11 +43,12 @@ from lethe.vault.audit.certificate_format import keyed_subject_commitment, new_v
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
-from lethe.vault.erasure import leases
+from lethe.vault.erasure import filings, leases
 from lethe.vault.erasure import repository as repo
 from lethe.vault.erasure.deadline_service import identity_ref
 from lethe.vault.erasure.deadlines import due_date
 from lethe.vault.erasure.leases import Claim
+from lethe.vault.erasure.legal_bases import LegalBases
 from lethe.vault.erasure.model import (
     KEY_DESTROYED,
     KEY_PENDING,
@@ -79,8 +82,10 @@ class ErasureService:
     Exceptions:
     - ``OutOfScope`` (403): the caller's role may not do that (requests and holds are for
       privacy officers; auditors may also read jobs).
-    - ``InvalidCommand`` (422): a subject id, legal basis, reason or reference out of bounds.
+    - ``InvalidCommand`` (422): a subject id, reason or reference out of bounds; a legal
+      basis not in the vocabulary (the problem lists the accepted codes).
     - ``LegalHoldActive`` (409): a hold on the subject blocks a new request.
+    - ``IdempotencyConflict`` (409): an idempotency key already used for another request.
     - ``NotFound`` (404): unknown job or hold, or another tenant's; a hold already lifted.
     - ``VersionConflict`` (409): reinstating a subject that is not forgotten, or whose
       erasure is still running.
@@ -99,9 +104,12 @@ class ErasureService:
         *,
         log: EventLog,
         after_run: Sequence[Callable[[], object]] = (),
+        legal_bases: LegalBases | None = None,
     ) -> None:
         """``after_run``: work the runner does after each pass over the jobs (e.g. issuing
-        final certificates when a KMS's waiting window closes)."""
+        final certificates when a KMS's waiting window closes). ``legal_bases``: the codes a
+        request may cite (the standard list unless the deployment adds its own)."""
+        self.legal_bases = legal_bases or LegalBases()
         self.uow = uow
         self.keyring = keyring
         self.pseudonyms = pseudonyms
@@ -130,8 +138,14 @@ class ErasureService:
         legal_basis: str,
         reference: str | None,
         identity_verification_ref: str | None = None,
+        idempotency_key: str | None = None,
     ) -> ErasureJob:
         """File a request, due one calendar month later; the erasure fence goes up at once.
+
+        With an ``idempotency_key``, a retry within 24 hours returns the first filing's request
+        and verification code (``replayed`` set) and files nothing (``erasure.filings``); the
+        same key with another request is ``IdempotencyConflict``. Two concurrent filings
+        with one key make one request: the loser of the primary key reads the winner's.
 
         The job returned carries ``verification_code``, the one time it exists outside the
         officer's hands: the subject commitment is an HMAC keyed by it, and only the
@@ -148,9 +162,26 @@ class ErasureService:
         _require(caller, Role.PRIVACY_OFFICER)
         raw = subject_id
         subject_id = normal_subject_id(subject_id)
-        require_text("legal_basis (e.g. gdpr-art17-1a)", legal_basis, 64)
+        self.legal_bases.check(legal_basis)
         require_text("reference", reference, 200, required=False)
+        require_text("idempotency_key", idempotency_key, 128, required=False)
         identity_verification_ref = identity_ref(identity_verification_ref)
+        asked = (subject_id, legal_basis, reference, identity_verification_ref)
+        if not idempotency_key:
+            return self._request(caller, raw, asked, None)
+        try:
+            return self._request(caller, raw, asked, idempotency_key)
+        except IntegrityError:  # a concurrent filing with this key committed first: it is the one
+            return self._request(caller, raw, asked, idempotency_key)
+
+    def _request(
+        self,
+        caller: Caller,
+        raw: str,
+        asked: tuple[str, str, str | None, str | None],
+        idempotency_key: str | None,
+    ) -> ErasureJob:
+        subject_id, legal_basis, reference, identity_verification_ref = asked
         ref = self.pseudonyms.subject_ref(caller.tenant_id, subject_id)
         spellings = {
             self.pseudonyms.unnormalised_subject_ref(caller.tenant_id, form): form
@@ -160,19 +191,43 @@ class ErasureService:
         now = self.clock()
         job_id = str(uuid.uuid4())
         code = new_verification_code()
+        tenant = caller.tenant_id
+        seal_key = self.pseudonyms.tenant_secret(tenant, "erasure-filing-seal")
+        fp = filings.fingerprint(self.pseudonyms.tenant_secret(tenant, "erasure-filing-body"), *asked)
+        replayed = False
         with self.uow.write() as conn:
-            hold = repo.active_hold(conn, caller.tenant_id, ref)
-            if hold is not None:
-                raise LegalHoldActive(f"legal hold {hold.id} blocks erasure of this subject: {hold.reason}")
-            filed = (legal_basis, identity_verification_ref, now, code)
-            self._file(conn, caller, job_id, ref, subject_id, reference, *filed)
-            for legacy_ref, form in sorted(spellings.items()):
-                if self.keyring.current(conn, caller.tenant_id, legacy_ref) is not None:
-                    linked = f"legacy spelling of request {job_id}"
-                    self._file(conn, caller, str(uuid.uuid4()), legacy_ref, form, linked, *filed)
+            prior = filings.find(conn, tenant, idempotency_key, now) if idempotency_key else None
+            if prior is not None and idempotency_key:
+                filings.check_same(prior, fp)
+                job_id, code, replayed = (
+                    prior.job_id,
+                    filings.open_code(seal_key, tenant, idempotency_key, prior),
+                    True,
+                )
+            else:
+                hold = repo.active_hold(conn, tenant, ref)
+                if hold is not None:
+                    raise LegalHoldActive(
+                        f"legal hold {hold.id} blocks erasure of this subject: {hold.reason}"
+                    )
+                filed = (legal_basis, identity_verification_ref, now, code)
+                self._file(conn, caller, job_id, ref, subject_id, reference, *filed)
+                for legacy_ref, form in sorted(spellings.items()):
+                    if self.keyring.current(conn, tenant, legacy_ref) is not None:
+                        linked = f"legacy spelling of request {job_id}"
+                        self._file(conn, caller, str(uuid.uuid4()), legacy_ref, form, linked, *filed)
+                if idempotency_key:
+                    filings.delete_expired(conn, now)  # an expired filing with this key is no retry
+                    sealed = filings.seal_code(seal_key, tenant, idempotency_key, job_id, code)
+                    filings.record(conn, tenant, idempotency_key, job_id, fp, sealed, now)
         job = self._load(job_id)
         assert job is not None
-        return replace(job, verification_code=code)
+        return replace(job, verification_code=code, replayed=replayed)
+
+    def forget_expired_filings(self) -> int:
+        """Delete the filings past their 24-hour window, sealed codes with them (the expiry sweep)."""
+        with self.uow.write() as conn:
+            return filings.delete_expired(conn, self.clock())
 
     def _file(
         self,

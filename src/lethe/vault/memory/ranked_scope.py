@@ -44,6 +44,7 @@ from sqlalchemy.engine import Connection
 from lethe.vault.access.known_tokens import TOKEN_LIVE, check_not_revoked, confirm
 from lethe.vault.clock import to_db
 from lethe.vault.custody.keyring import SubjectKeyring
+from lethe.vault.custody.read_fence import pending
 from lethe.vault.custody.sealing import Reuse, scope_vectors, sealed_by_id
 from lethe.vault.memory.kept_results import KeptResults
 from lethe.vault.memory.ranking import (
@@ -316,6 +317,9 @@ def _read(
     rows = conn.execute(_scope_statement(*shape, model if with_sealed else None), params).all()
     if len(rows) > cap:
         return None
+    fenced = pending(conn, tenant)  # an erasure accepted: its subject is read no more
+    if fenced:  # usually empty; by position, not by name: 0.3 ms for 3,000 rows, not 1 ms
+        rows = [row for row in rows if row[7] not in fenced]  # 7: subject_ref (``_columns``)
     columns = (
         [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(15 if with_sealed else 11)]
     )

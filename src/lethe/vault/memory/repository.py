@@ -24,6 +24,7 @@ from sqlalchemy.engine import Connection
 
 from lethe.vault.clock import from_db, to_db
 from lethe.vault.custody.keyring import SubjectKeyring
+from lethe.vault.custody.read_fence import FENCED
 from lethe.vault.custody.sealing import open_rows, open_rows_with_keys
 from lethe.vault.model import (
     Authority,
@@ -177,6 +178,7 @@ _BY_IDS_WITH_KEYS = (
         )
     )
     .where(*_OF_IDS)
+    .add_columns(FENCED)  # agents' reads skip a subject whose erasure was accepted
 )
 _OF_KEY = (
     idempotency_keys.c.tenant_id == sa.bindparam("tenant_id"),
@@ -203,12 +205,14 @@ def by_id_with_key(conn: Connection, tenant_id: str, memory_id: str) -> Row | No
 
 
 def by_ids_with_keys(conn: Connection, tenant_id: str, memory_ids: Sequence[str]) -> dict[str, Row]:
-    """``by_ids`` with each memory's key row (for ``custody.sealing.open_rows_with_keys``)."""
+    """``by_ids`` with each memory's key row (for ``custody.sealing.open_rows_with_keys``), for
+    agents' reads: a memory of a subject whose erasure was accepted is not among them
+    (``custody.read_fence``)."""
     if not memory_ids:
         return {}
     params = {"tenant_id": tenant_id, "memory_ids": list(memory_ids)}
     # As named tuples: each is opened and mapped to an item, by some 30 attributes (``store.records``).
-    return {r.id: r for r in driver_reads.rows(conn, _BY_IDS_WITH_KEYS, params)}
+    return {r.id: r for r in driver_reads.rows(conn, _BY_IDS_WITH_KEYS, params) if not r.fenced}
 
 
 def by_ids(conn: Connection, tenant_id: str, memory_ids: Sequence[str]) -> dict[str, Row]:

@@ -28,6 +28,7 @@ from sqlalchemy.engine import Connection
 from lethe.vault.clock import to_db, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
+from lethe.vault.custody.read_fence import pending
 from lethe.vault.custody.sealing import open_rows_with_keys
 from lethe.vault.errors import InvalidCommand, OutOfScope
 from lethe.vault.memory import ranked_scope
@@ -172,6 +173,7 @@ class SearchService:
         relevant = lexical.element > 0 if query_terms else sa.false()
         columns = (
             memories.c.id,
+            memories.c.subject_ref,
             memories.c.confidence,
             memories.c.token_estimate,
             lexical,
@@ -189,15 +191,18 @@ class SearchService:
         if q.kinds:
             filters.append(memories.c.kind.in_(list(q.kinds)))
         ranked = sa.select(*columns).where(*filters).order_by(total.desc(), memories.c.id)
-        return _pages(conn, ranked)
+        return _pages(conn, ranked, pending(conn, caller.tenant_id))
 
 
-def _pages(conn: Connection, ranked: sa.Select) -> Iterator[Ranked]:
-    """The SQL ranking, ``PAGE`` rows per round trip, as long as the caller reads on."""
+def _pages(conn: Connection, ranked: sa.Select, fenced: frozenset[str]) -> Iterator[Ranked]:
+    """The SQL ranking, ``PAGE`` rows per round trip, as long as the caller reads on; rows
+    of a subject whose erasure was accepted (``fenced``, ``custody.read_fence``) left out."""
     offset = 0
     while True:
         page = conn.execute(ranked.limit(PAGE).offset(offset)).all()
         for c in page:
+            if c.subject_ref in fenced:
+                continue
             yield (
                 c.id,
                 c.token_estimate,

@@ -351,14 +351,19 @@ def _forgotten(conn: Connection, e: Event) -> None:
             tenant_id=e.tenant_id,
             subject_ref=e.subject_ref,
             forgotten_at=e.occurred_at,
-            generation=e.payload["generation"],
+            # -1 for a subject that never had a key: 0 means "accepted, not yet tombstoned",
+            # the rows every scope read leaves out (``custody.read_fence.pending``).
+            generation=e.payload["generation"] or -1,
             request_id=e.payload.get("request_id"),
         )
     )
 
 
 def _erasure_received(conn: Connection, e: Event) -> None:
-    """The erasure fence goes up when the request is accepted, not when the job first runs."""
+    """The erasure fence goes up when the request is accepted, not when the job first runs:
+    for writes and for reads (``custody.read_fence``). Every scope of the tenant gets a new
+    change token, so no process serves the subject from a scope, vectors or results it keeps."""
+    scope_changes.tenant_changed(conn, e.tenant_id, e.event_id)
     fenced = conn.execute(
         sa.select(forgotten_subjects.c.tenant_id).where(
             forgotten_subjects.c.tenant_id == e.tenant_id, forgotten_subjects.c.subject_ref == e.subject_ref
@@ -377,6 +382,8 @@ def _erasure_received(conn: Connection, e: Event) -> None:
 
 
 def _reinstated(conn: Connection, e: Event) -> None:
+    """The fence comes down, for reads as for writes; kept scopes are read again."""
+    scope_changes.tenant_changed(conn, e.tenant_id, e.event_id)
     conn.execute(
         forgotten_subjects.delete().where(
             forgotten_subjects.c.tenant_id == e.tenant_id, forgotten_subjects.c.subject_ref == e.subject_ref

@@ -163,6 +163,9 @@ forgotten_subjects = sa.Table(
     sa.Column("forgotten_at", sa.String(32), nullable=False),
     sa.Column("generation", sa.Integer, nullable=False),
     sa.Column("request_id", sa.String(36)),
+    # The subjects whose erasure is accepted and not yet tombstoned (generation 0), read
+    # by every scope read (``custody.read_fence.pending``).
+    sa.Index("ix_forgotten_subjects_pending", "tenant_id", "generation"),
 )
 
 subject_keys = sa.Table(
@@ -289,6 +292,21 @@ erasure_jobs = sa.Table(
     sa.Column("identity_verification_ref", sa.String(200)),  # a reference only, never documents
     sa.Index("ix_erasure_jobs_status", "status"),
     sa.Index("ix_erasure_jobs_subject", "tenant_id", "subject_ref"),
+)
+
+# A filing sent with an idempotency key, for 24 hours (vault.erasure.filings): a retry returns
+# the same request and its verification code, kept sealed under a key the database never holds.
+erasure_filings = sa.Table(
+    "erasure_filings",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), primary_key=True),
+    sa.Column("idempotency_key", sa.String(128), primary_key=True),
+    sa.Column("job_id", sa.String(36), nullable=False),
+    sa.Column("fingerprint", sa.String(64), nullable=False),  # keyed HMAC of what was asked
+    sa.Column("sealed_code", sa.LargeBinary, nullable=False),
+    sa.Column("filed_at", sa.DateTime, nullable=False),
+    sa.Column("expires_at", sa.DateTime, nullable=False),
+    sa.Index("ix_erasure_filings_expires", "expires_at"),
 )
 
 erasure_steps = sa.Table(

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import sqlalchemy as sa
+
 from lethe.keys.signing import Ed25519Signer
 from lethe.vault.audit.checkpoint import key_id
 from lethe.vault.audit.export_format import FORMAT, body_sha256, signed_bytes, tally
@@ -39,6 +41,7 @@ from lethe.vault.memory.validation import normal_subject_id
 from lethe.vault.model import Caller, Role
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
+from lethe.vault.store.tables import legal_holds
 from lethe.vault.store.tenancy import for_caller
 from lethe.vault.subject_access.collect import collect
 
@@ -155,7 +158,19 @@ class SubjectAccessService:
         return export
 
     def _refuse_fenced(self, conn: Any, tenant_id: str, subject_ref: str) -> None:
-        if self.keyring.is_fenced(conn, tenant_id, subject_ref):
+        """A subject whose erasure was accepted is exported only while a legal hold keeps its
+        data: the hold is a duty to keep, and the officer's access goes with it."""
+        if self.keyring.is_fenced(conn, tenant_id, subject_ref) and not held(conn, tenant_id, subject_ref):
             raise SubjectForgotten(
                 "this subject was forgotten (or a forget was requested): nothing of it can be exported"
             )
+
+
+def held(conn: Any, tenant_id: str, subject_ref: str) -> bool:
+    """Whether a legal hold that is not lifted covers the subject."""
+    q = sa.select(legal_holds.c.id).where(
+        legal_holds.c.tenant_id == tenant_id,
+        legal_holds.c.subject_ref == subject_ref,
+        legal_holds.c.lifted_at.is_(None),
+    )
+    return conn.execute(q.limit(1)).first() is not None

@@ -15,7 +15,8 @@ from fastapi.responses import JSONResponse
 
 from lethe.api.http.auth import CallerDep
 from lethe.api.http.problems import problem_responses
-from lethe.api.http.routes.deps import ContainerDep, MetricsDep, ResourceId
+from lethe.api.http.routes.deps import ContainerDep, IdempotencyHeader, MetricsDep, ResourceId
+from lethe.api.http.schemas.common import one_idempotency_key
 from lethe.api.http.schemas.erasure import (
     ErasureAccepted,
     ErasureJobList,
@@ -41,25 +42,41 @@ router = APIRouter(tags=["erasure"])
     status_code=202,
     response_model=ErasureAccepted,
     responses={
-        200: {"model": ErasurePreviewOut, "description": "dry_run: what a forget would touch"},
+        200: {
+            "model": ErasurePreviewOut | ErasureAccepted,
+            "description": "dry_run: what a forget would touch (ErasurePreview); a retried "
+            "idempotency key: the first filing (ErasureAccepted)",
+        },
         **problem_responses(401, 403, 409, 413, 422, 429, 503),
     },
 )
 def request_erasure(
-    body: ErasureRequestIn, caller: CallerDep, container: ContainerDep, metrics: MetricsDep
+    body: ErasureRequestIn,
+    caller: CallerDep,
+    container: ContainerDep,
+    metrics: MetricsDep,
+    response: Response,
+    idempotency_key: IdempotencyHeader = None,
 ) -> ErasureAccepted | JSONResponse:
     """File a right-to-forget request; the job runs in the background (due one calendar month later).
 
-    With ``dry_run`` nothing is filed: the 200 answer previews what the forget would touch."""
+    With ``dry_run`` nothing is filed: the 200 answer previews what the forget would touch.
+    With an ``Idempotency-Key`` (or ``idempotency_key``), a retry within 24 hours returns the
+    first filing's request and verification code (200) and files nothing.
+    """
     if body.dry_run:
         found = preview_erasure(
             container.uow, container.pseudonyms, container.keyring, caller, body.subject_id
         )
         return JSONResponse(ErasurePreviewOut.from_domain(found).model_dump(mode="json"))
+    key = one_idempotency_key(body.idempotency_key, idempotency_key)
     job = container.erasure.request(
-        caller, body.subject_id, body.legal_basis, body.reference, body.identity_verification_ref
+        caller, body.subject_id, body.legal_basis, body.reference, body.identity_verification_ref, key
     )
-    metrics.forget_requests.inc()
+    if job.replayed:
+        response.status_code = 200
+    else:
+        metrics.forget_requests.inc()
     return ErasureAccepted.from_domain(job)
 
 

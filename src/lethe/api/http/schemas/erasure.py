@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from lethe.api.http.schemas.common import Out, Strict, SubjectId
+from lethe.api.http.schemas.common import IdempotencyKeyField, Out, Strict, SubjectId
 from lethe.vault.erasure.deadlines import MAX_EXTENSION_MONTHS
 from lethe.vault.erasure.model import ErasureJob, LegalHold
 
@@ -29,13 +29,19 @@ IdentityRef = Field(
 
 class ErasureRequestIn(Strict):
     subject_id: SubjectId
-    legal_basis: str = Field(min_length=1, max_length=64, description="e.g. gdpr-art17-1a")
+    legal_basis: str = Field(
+        min_length=1,
+        max_length=64,
+        description="A code from the documented list (docs/erasure-semantics.md), e.g. gdpr-art17-1a; "
+        "anything else is a 422 listing the accepted codes.",
+    )
     reference: str | None = Field(default=None, max_length=200)
     identity_verification_ref: str | None = IdentityRef
     dry_run: bool = Field(
         default=False,
         description="Only preview what a forget would touch (200): nothing is filed.",
     )
+    idempotency_key: IdempotencyKeyField = None
 
 
 class ExtensionIn(Strict):
