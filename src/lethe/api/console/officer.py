@@ -87,7 +87,7 @@ def preview_request(request: Request, act: Annotated[Act, Depends(acting("reques
         "identity_verification_ref": act.text("identity_verification_ref") or "",
     }
     found = preview_erasure(c.uow, c.pseudonyms, c.keyring, act.user.caller, asked["subject_id"])
-    basis = dict(LEGAL_BASES).get(asked["legal_basis"], asked["legal_basis"])
+    basis = c.erasure.legal_bases.words(asked["legal_basis"])
     return page(
         request,
         act.user,
