@@ -17,7 +17,7 @@ from lethe.vault.erasure.backup import create_backup
 from lethe.vault.model import Provenance, SourceType
 from lethe.vault.store.tables import erasure_jobs, forgotten_subjects, subject_keys
 from tests.api.conftest import Api, assert_problem, bearer, memory_body
-from tests.conftest import agent, officer, write_cmd
+from tests.conftest import agent, officer, reviewer, write_cmd
 
 BASIS = "gdpr-art17-1a"
 
@@ -33,6 +33,7 @@ def _seed(api: Api, subject: str, tmp_path: Path) -> dict[str, Any]:
     summary = c.memories.write(
         agent(), write_cmd("the household drinks tea", subject="bob", provenance=built)
     )
+    c.review.promote(reviewer(), summary.item.id, 1)  # a summary may cite only a live memory
     on_top = Provenance(SourceType.SUMMARY, "summariser", (summary.item.id,))
     meta = c.memories.write(agent(), write_cmd("summary of summaries", subject="carol", provenance=on_top))
     create_backup(c.uow, tmp_path / "backups", log=c.log)

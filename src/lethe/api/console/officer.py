@@ -87,14 +87,12 @@ def preview_request(request: Request, act: Annotated[Act, Depends(acting("reques
         "identity_verification_ref": act.text("identity_verification_ref") or "",
     }
     found = preview_erasure(c.uow, c.pseudonyms, c.keyring, act.user.caller, asked["subject_id"])
-    basis = c.erasure.legal_bases.words(asked["legal_basis"])
     return page(
         request,
         act.user,
         "request_preview.html",
         preview=found,
         asked=asked,
-        basis=basis,
         title="Confirm the erasure request",
     )
 
