@@ -116,7 +116,7 @@ def test_idempotency_key_reused_with_another_body_is_409(api: Api, agent: dict[s
 def test_unknown_route_and_wrong_method_are_problems(api: Api) -> None:
     doc = assert_problem(api.client.get(f"/v1/{CANARY}"), 404)
     assert CANARY not in doc["detail"]
-    assert_problem(api.client.delete("/v1/memories/search"), 405)
+    assert_problem(api.client.patch("/v1/memories/search"), 405)  # DELETE is a route now: /v1/memories/{id}
 
 
 def test_a_store_outage_is_503(api: Api, agent: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from lethe.api.cli.common import console, container, officer, print_json, reviewer
 from lethe.api.http.schemas.memories import MemoryOut
-from lethe.api.http.schemas.review import RetractionOut, ReviewQueueOut
+from lethe.api.http.schemas.review import RetractionOut, ReviewItemOut, ReviewQueueOut
 from lethe.vault.memory.review import MAX_AGE, MAX_PAGE, QueueQuery
 from lethe.vault.memory.validation import MAX_VERSION
 from lethe.vault.model import MemoryItem, SourceType
@@ -110,10 +110,17 @@ def review_list(
 def review_show(
     memory_id: str = typer.Argument(..., metavar="ID"), tenant: str = TENANT, as_json: bool = AS_JSON
 ) -> None:
-    """One quarantined memory, decrypted, with its provenance."""
+    """One quarantined memory, decrypted, with its provenance and the session taint that put it
+    there (as ``GET /v1/review-queue/{id}``)."""
     with container() as c:
         item = c.review.get(reviewer(tenant), memory_id)
-    _emit(item, as_json)
+    if as_json:
+        print_json(ReviewItemOut.from_domain(item))
+        return
+    _show(item)
+    if item.session_taint is not None:
+        taint = item.session_taint
+        console.print(f"  quarantined by its tainted session: {escape(taint.cause)} at {taint.tainted_at}")
 
 
 @review_app.command("promote")
