@@ -23,7 +23,7 @@ from tests.api.conftest import Api, Served, bearer, serve_with_tokens
 from tests.api.mcp_clients import call, over_http, over_stdio
 
 ID_KEY = "a-store-id-key-of-sixteen-bytes+"
-PAGE = Provenance("web_page", "https://evil.example/page")
+PAGE = Provenance("web_page", "https://evil.example/page", url="https://evil.example/page")
 SAID = Provenance("user_statement", "turn-1")
 
 
