@@ -113,6 +113,15 @@ def sign_checkpoint(container: Container) -> int:
 LEASE_RENEW_SECONDS = 2.0
 
 
+def _sweep(container: Container) -> int:
+    """The expiry sweep's turn: memories past their expiry (the count), then the keyed erasure
+    filings past their 24 hours, sealed verification codes with them (``vault.erasure.filings``):
+    once per interval across the deployment, like the memories' sweep, not in every worker."""
+    expired = container.memories.sweep_expired()
+    container.erasure.forget_expired_filings()
+    return expired
+
+
 def start_server_work(
     container: Container, settings: Settings, metrics: Metrics, lease: StoreLease | None = None
 ) -> BackgroundWork:
@@ -127,17 +136,10 @@ def start_server_work(
             container.uow,
             "expiry_sweep",
             settings.sweep_interval_seconds,
-            lambda: container.memories.sweep_expired(),
+            lambda: _sweep(container),
         ),
         metrics.expirations.inc,
         stagger=True,  # each sweep reads every memory
-    )
-    work.every(  # verification codes of keyed filings are kept 24 hours (vault.erasure.filings)
-        settings.sweep_interval_seconds,
-        "erasure_filings_expiry",
-        container.erasure.forget_expired_filings,
-        lambda n: None,
-        stagger=True,
     )
     work.every(
         settings.erasure_interval_seconds,
