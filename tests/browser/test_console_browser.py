@@ -285,7 +285,7 @@ def test_a_request_can_be_filed_with_the_keyboard_alone(visit: Visit, console: C
     keyboard.press("Enter")
     page.wait_for_url("**/console/requests/*-*")
     expect(page.get_by_role("heading", name="Erasure request KBD-1")).to_be_visible()
-    assert "gdpr-art17-1b" in page.locator("dl.facts").inner_text()
+    assert "GDPR Art. 17(1)(b)" in page.locator("dl.facts").inner_text()  # the basis in words, not its code
 
 
 @pytest.mark.parametrize("path", ["/docs", "/redoc"])
