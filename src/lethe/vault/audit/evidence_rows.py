@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from lethe.vault.erasure.legal_bases import words as basis_words
+
 # Labels for the evidence keys the steps record; anything else is its key in words.
 LABELS: dict[str, str] = {
     "legal_basis": "Legal basis",
@@ -168,6 +170,8 @@ def _row(key: str, value: Any, depth: int) -> list[EvidenceRow]:
         return _key_copies(value, depth)
     if key in _SECONDS and isinstance(value, int | float):
         return [EvidenceRow(label, f"{words(value)} s", depth)]
+    if key == "legal_basis" and isinstance(value, str):  # people read the words, not the code
+        return [EvidenceRow(label, basis_words(value), depth)]
     if key == "event_seq" and isinstance(value, int):
         return [EvidenceRow(label, f"#{value}", depth)]
     if isinstance(value, Mapping):
