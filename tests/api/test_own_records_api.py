@@ -22,7 +22,8 @@ import sqlalchemy as sa
 from lethe.client import AsyncLetheClient, LetheClient, NotFound
 from lethe.integrations.langgraph import LetheStore
 from lethe.vault.clock import utcnow
-from lethe.vault.memory.own_records import _cursor_after
+from lethe.vault.memory.cursors import cursor_after
+from lethe.vault.memory.own_records import _CURSOR
 from lethe.vault.model import Role
 from lethe.vault.store.projection import MEMORY_RETRACTED, RETRACTION_RECORDED
 from tests.api.conftest import Api, assert_problem, bearer, memory_body
@@ -247,13 +248,14 @@ def test_another_agents_memory_as_a_cursor_reads_as_an_invalid_cursor(api: Api) 
     a1, a2 = bearer(api.mint(agent="a1")), bearer(api.mint(agent="a2"))
     theirs, mine = write(api, a2, "theirs"), write(api, a1, "mine")
     foreign = assert_problem(
-        api.client.post(LIST, json={"cursor": _cursor_after(theirs["id"])}, headers=a1), 422
+        api.client.post(LIST, json={"cursor": cursor_after(_CURSOR, theirs["id"])}, headers=a1), 422
     )
     unknown = assert_problem(
-        api.client.post(LIST, json={"cursor": _cursor_after(str(uuid.uuid4()))}, headers=a1), 422
+        api.client.post(LIST, json={"cursor": cursor_after(_CURSOR, str(uuid.uuid4()))}, headers=a1), 422
     )
     assert foreign["detail"] == unknown["detail"]  # no oracle for the other agent's ids
-    r = api.client.post(LIST, json={"cursor": _cursor_after(mine["id"])}, headers=a1)  # positive control
+    # positive control
+    r = api.client.post(LIST, json={"cursor": cursor_after(_CURSOR, mine["id"])}, headers=a1)
     assert r.status_code == 200 and r.json() == {"items": [], "next_cursor": None}
 
 

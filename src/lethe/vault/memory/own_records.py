@@ -31,8 +31,6 @@ agent is invalid: it is no oracle for other agents' ids); ``StoreUnavailable`` (
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -47,6 +45,7 @@ from lethe.vault.custody.pseudonyms import Pseudonymizer
 from lethe.vault.custody.sealing import open_rows
 from lethe.vault.errors import InvalidCommand, OutOfScope
 from lethe.vault.memory import repository as repo
+from lethe.vault.memory.cursors import cursor_after, memory_id_of
 from lethe.vault.memory.validation import normal_subject_id
 from lethe.vault.model import Caller, MemoryItem, Role, Status
 from lethe.vault.store.db import UnitOfWork
@@ -155,26 +154,12 @@ class OwnRecords:
             shown = found[1] if r.status == Status.ACTIVE else None  # content
             items.append(repo.to_item(r, found[0], shown, *found[2:]))  # [2:]: the sealed origin, if any
         more = len(rows) > q.limit
-        return OwnPage(items, _cursor_after(page[-1].id) if more else None)
+        return OwnPage(items, cursor_after(_CURSOR, page[-1].id) if more else None)
 
 
 def _position(conn: Connection, caller: Caller, cursor: str) -> int:
     """The ``created_seq`` a cursor points after: that of one of the caller's own memories."""
-    row = repo.by_id(conn, caller.tenant_id, _memory_id_of(cursor))
+    row = repo.by_id(conn, caller.tenant_id, memory_id_of(_CURSOR, cursor))
     if row is None or row.agent_id != caller.agent_id:
         raise InvalidCommand("cursor is not valid: start again without it")
     return int(row.created_seq)
-
-
-def _cursor_after(memory_id: str) -> str:
-    return base64.urlsafe_b64encode(f"{_CURSOR}{memory_id}".encode()).decode().rstrip("=")
-
-
-def _memory_id_of(cursor: str) -> str:
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        text = ""
-    if not text.startswith(_CURSOR) or not 0 < len(text) - len(_CURSOR) <= 64:
-        raise InvalidCommand("cursor is not valid: start again without it")
-    return text[len(_CURSOR) :]

@@ -22,8 +22,6 @@ Exceptions: ``OutOfScope`` (403), ``InvalidCommand`` (422), ``NotFound`` (404),
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import hmac
 import json
@@ -42,6 +40,7 @@ from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.sealing import open_rows
 from lethe.vault.errors import IdempotencyConflict, InvalidCommand, NotFound, OutOfScope, VersionConflict
 from lethe.vault.memory import repository as repo
+from lethe.vault.memory.cursors import cursor_after, memory_id_of
 from lethe.vault.memory.derived import derived_from
 from lethe.vault.memory.retraction import MAX_REASON, Plan, new_entry, record
 from lethe.vault.memory.summaries import promoted_trust
@@ -129,13 +128,13 @@ class ReviewService:
             opened = open_rows(conn, self.keyring, page)
         items = [repo.to_item(r, *opened[(r.tenant_id, r.id)]) for r in page if (r.tenant_id, r.id) in opened]
         more = len(rows) > q.limit
-        return ReviewPage(items, _cursor_after(page[-1].id) if more else None)
+        return ReviewPage(items, cursor_after(_CURSOR, page[-1].id) if more else None)
 
     def _position(self, conn: Connection, tenant_id: str, cursor: str | None) -> int:
         """The ``created_seq`` a cursor points after (0 for the first page)."""
         if cursor is None:
             return 0
-        row = repo.by_id(conn, tenant_id, _memory_id_of(cursor))
+        row = repo.by_id(conn, tenant_id, memory_id_of(_CURSOR, cursor))
         if row is None:
             raise InvalidCommand("cursor is not valid: start again without it")
         return row.created_seq
@@ -292,20 +291,6 @@ def _filters(q: QueueQuery, now: datetime) -> list[sa.ColumnElement[bool]]:
             raise InvalidCommand("older_than must be between 0 seconds and 10 years")
         out.append(memories.c.created_at <= to_db(now - q.older_than))
     return out
-
-
-def _cursor_after(memory_id: str) -> str:
-    return base64.urlsafe_b64encode(f"{_CURSOR}{memory_id}".encode()).decode().rstrip("=")
-
-
-def _memory_id_of(cursor: str) -> str:
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        text = ""
-    if not text.startswith(_CURSOR) or not 0 < len(text) - len(_CURSOR) <= 64:
-        raise InvalidCommand("cursor is not valid: start again without it")
-    return text[len(_CURSOR) :]
 
 
 def _request_hash(action: str, memory_id: str, expected_version: int, reason: str | None) -> str:
