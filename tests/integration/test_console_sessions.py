@@ -120,3 +120,16 @@ def test_signing_in_purges_expired_sessions(
     sessions.open(caller)
     with lethe.uow.read() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(console_sessions)).scalar_one() == 1
+
+
+def test_a_session_in_use_outlives_an_idle_limit_shorter_than_the_touch_interval(
+    lethe: Container, clock: Clock
+) -> None:
+    short = ConsoleSessions(lethe.uow, idle=timedelta(seconds=20), max_age=timedelta(hours=1), clock=clock)
+    session_id = short.open(officer_caller(lethe))
+    for _ in range(10):  # a request every 8 s for 80 s: never 20 s without one
+        clock.now += timedelta(seconds=8)
+        short.resume(session_id)
+    clock.now += timedelta(seconds=20)  # then left alone for the idle limit
+    with pytest.raises(Unauthenticated):
+        short.resume(session_id)

@@ -48,13 +48,20 @@ class PrivatePostgres:
         r = subprocess.run([*self._as_postgres, *argv], capture_output=True, text=True, check=False)
         assert r.returncode == 0, r.stderr + r.stdout
 
-    def start(self) -> None:
+    def _options(self) -> list[str]:
         opts = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
-        log = str(self.root / "log")
-        self._run(_pg_tool("pg_ctl"), "-D", str(self.data), "-o", opts, "-l", log, "-w", "start")
+        return ["-D", str(self.data), "-o", opts, "-l", str(self.root / "log"), "-w"]
+
+    def start(self) -> None:
+        self._run(_pg_tool("pg_ctl"), *self._options(), "start")
 
     def stop(self) -> None:
         self._run(_pg_tool("pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def restart(self) -> None:
+        """``pg_ctl restart -m fast``: every session is ended (its advisory locks with it),
+        open transactions roll back, and the server is back on the same port."""
+        self._run(_pg_tool("pg_ctl"), *self._options(), "-m", "fast", "restart")
 
     def cleanup(self) -> None:
         subprocess.run(

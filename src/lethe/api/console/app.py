@@ -16,6 +16,7 @@ Exceptions: none escape; see the handlers in ``create_console``.
 
 from __future__ import annotations
 
+import math
 import secrets
 from pathlib import Path
 from typing import Annotated
@@ -158,7 +159,7 @@ def create_console(api: FastAPI) -> FastAPI:
             raise refuse_role(caller)
         session_id = container(request).sessions.open(caller)
         response = RedirectResponse("/console/", status_code=303)
-        max_age = int(state.settings.console_session_max_seconds)
+        max_age = math.ceil(state.settings.console_session_max_seconds)  # 0 would delete the cookie
         set_cookie(request, response, SESSION_COOKIE, session_id, max_age)
         clear_cookie(request, response, PRE_SESSION_COOKIE)
         return response

@@ -4,7 +4,9 @@ A person signs in to the web console with a token once; the browser then holds o
 random session id in a cookie. Sessions are rows of ``console_sessions`` (not process
 memory), so every node of a deployment serves the next request. Only the SHA-256 of the
 id is stored: a copy of the table opens no session. A session ends at the first of
-- idle expiry: no request for ``idle`` (the row's ``last_seen_at``),
+- idle expiry: no request for ``idle`` (the row's ``last_seen_at``, written at most every
+  ``TOUCH_EVERY`` or a quarter of ``idle`` if shorter: a session ends between that much
+  before ``idle`` and ``idle`` after its last request),
 - absolute expiry: ``max_age`` after sign-in, however busy,
 - sign-out, or the token it stands for being revoked or expiring (``resume`` returns the
   token id and the caller re-reads the token row on every request).
@@ -36,7 +38,8 @@ from lethe.vault.store.tables import console_sessions
 from lethe.vault.store.tenancy import for_caller, maintenance_job
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{43}$")
-TOUCH_EVERY = timedelta(seconds=30)  # write last_seen_at at most this often per session
+TOUCH_EVERY = timedelta(seconds=30)  # write last_seen_at at most this often per session...
+TOUCH_SHARE = 4  # ...or every quarter of the idle limit, if that is shorter
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,9 @@ class ConsoleSessions:
         self.idle = idle
         self.max_age = max_age
         self.clock = clock
+        # A write per request would be wasted; but a session touched less often than its idle
+        # limit would be ended while in use, so a short limit is touched more often.
+        self.touch_every = min(TOUCH_EVERY, idle / TOUCH_SHARE)
 
     @for_caller
     def open(self, caller: Caller) -> str:
@@ -113,7 +119,7 @@ class ConsoleSessions:
         if now >= session.expires_at or now - session.last_seen_at >= self.idle:
             self.close(session_id)
             raise refused
-        if now - session.last_seen_at >= TOUCH_EVERY:
+        if now - session.last_seen_at >= self.touch_every:
             with self.uow.write() as conn:
                 conn.execute(
                     console_sessions.update()
