@@ -75,9 +75,13 @@ StepFn = Callable[[StepContext, Connection | None], dict[str, Any]]
 
 @dataclass(frozen=True)
 class StepSpec:
+    """A step; ``applies`` (None: always) says whether a job has it at all (the residue hunt
+    runs only for requests with identifiers attached)."""
+
     name: str
     run: StepFn
     transactional: bool = True
+    applies: Callable[[Connection, ErasureJob], bool] | None = None
 
 
 def record_step(
