@@ -23,6 +23,7 @@ import pytest
 import sqlalchemy as sa
 
 from lethe.api.bootstrap import Container
+from lethe.vault.audit.certificate import sign_certificate
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.erasure import residue
 from lethe.vault.erasure.steps import StepFailed
@@ -279,3 +280,23 @@ def test_a_filing_without_identifiers_has_no_hunt_and_no_residue_counts(lethe: C
     assert "residue" not in doc and all(s["name"] != "residue_hunted" for s in doc["steps"])
     assert status(lethe, ids["names_her"]) is Status.ACTIVE  # nothing hunted without identifiers
     assert verify_certificate(raw, lethe.audit.public_key().pem.encode()).ok
+
+
+def test_counts_that_contradict_the_hunts_evidence_fail_the_verifiers_residue_check(lethe: Container) -> None:
+    seed(lethe)
+    job_id = forget(lethe, residue.REVIEW)
+    doc, raw = certificate(lethe, job_id)
+    pem = lethe.audit.public_key().pem.encode()
+    assert verify_certificate(raw, pem).ok  # control: as issued, it verifies
+    # a finding dropped; a pending memory counted as retracted with no decision behind it;
+    # the counts removed while the hunt's step stays
+    claims_done = {**doc["residue"], "pending_review": 0, "retracted": 1}
+    hidden = {k: v for k, v in doc.items() if k != "residue"}
+    for forged in (
+        {**doc, "residue": {**doc["residue"], "found": 0}},
+        {**doc, "residue": claims_done},
+        hidden,
+    ):
+        resigned = sign_certificate(forged, lethe.reports.signer, lethe.audit.origin)
+        checked = verify_certificate(resigned, pem)
+        assert checked.failed == ["residue"], checked.summary()
