@@ -17,12 +17,14 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from html import unescape
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
 from lethe.api.bootstrap import Container
+from lethe.api.report_formats import ReportFormat, render_report
 from lethe.vault.audit.certificate import sign_certificate
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.erasure import residue
@@ -32,6 +34,7 @@ from lethe.vault.memory.review import QueueQuery
 from lethe.vault.model import SearchQuery, SourceType, Status
 from lethe.vault.store.tables import erasure_identifiers, metadata
 from tests.conftest import agent, officer, reviewer, write_cmd
+from tests.integration.test_result_classes import pdf_text
 
 ANA = "ana.garcia@example.com"
 IDENTIFIERS = ["Ana García", "ana.garcia@example.com", "+34 600 123 456"]
@@ -300,3 +303,18 @@ def test_counts_that_contradict_the_hunts_evidence_fail_the_verifiers_residue_ch
         resigned = sign_certificate(forged, lethe.reports.signer, lethe.audit.origin)
         checked = verify_certificate(resigned, pem)
         assert checked.failed == ["residue"], checked.summary()
+
+
+def test_the_html_and_pdf_certificate_state_the_counts_in_words_pending_as_pending(lethe: Container) -> None:
+    seed(lethe)
+    job_id = forget(lethe, residue.REVIEW)
+    report = lethe.reports.load(lethe.erasure.get(officer(), job_id).report_id or "")
+    pem = lethe.audit.public_key().pem.encode()
+    html = unescape(" ".join(render_report(report, pem, ReportFormat.HTML).decode().split()))
+    pdf = pdf_text(render_report(report, pem, ReportFormat.PDF))
+    said = "1 found: 0 retracted, 0 kept with a reviewer's reason, 1 awaiting a reviewer's decision"
+    assert "memories naming them" in html and said in html
+    assert said in pdf
+    assert "Looked up in" in html  # the step's evidence as labelled rows
+    for text in CLEAR:
+        assert text not in html and text not in pdf
