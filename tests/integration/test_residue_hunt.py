@@ -32,6 +32,7 @@ from lethe.vault.erasure.steps import StepFailed
 from lethe.vault.errors import InvalidCommand
 from lethe.vault.memory.review import QueueQuery
 from lethe.vault.model import SearchQuery, SourceType, Status
+from lethe.vault.store import replay
 from lethe.vault.store.tables import erasure_identifiers, metadata
 from tests.conftest import agent, officer, reviewer, write_cmd
 from tests.integration.test_result_classes import pdf_text
@@ -179,6 +180,18 @@ def test_a_reviewer_keeps_a_queued_memory_only_with_a_reason_and_the_certificate
     assert counts["kept"] == [{"memory_id": ids["names_her"], "reason": why}]
     assert (counts["found"], counts["retracted"], counts["pending_review"]) == (1, 0, 0)
     assert verify_certificate(raw, lethe.audit.public_key().pem.encode()).ok
+
+
+def test_a_replay_of_the_log_rebuilds_the_queued_and_retracted_memories_as_they_are(lethe: Container) -> None:
+    ids = seed(lethe)
+    forget(lethe, residue.REVIEW)
+    lethe.erasure.request(
+        officer(), "customer-44", "voluntary", None, identifiers=["Bob"], residue_action="retract"
+    )
+    lethe.erasure.run_pending()
+    assert status(lethe, ids["names_her"]) is Status.QUARANTINED  # control: both outcomes are present
+    assert status(lethe, ids["surname_only"]) is Status.RETRACTED
+    assert replay.check(lethe.uow.engine).differences == []
 
 
 def test_the_hunt_uses_the_keyed_index_terms_and_they_live_only_as_long_as_the_request(
