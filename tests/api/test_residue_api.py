@@ -132,3 +132,17 @@ def test_a_reviewer_keeps_a_queued_memory_over_http_only_with_a_reason(api: Api)
     kept = api.client.post(url, json={"expected_version": version, "reason": "Ticket 12"}, headers=reviewer)
     assert kept.status_code == 200, kept.text
     assert _status(api, named.id) == Status.ACTIVE
+
+
+def test_a_retry_with_the_same_identifiers_is_the_same_filing_and_other_identifiers_conflict(
+    api: Api,
+) -> None:
+    key = {"idempotency_key": "residue-1"}
+    first = _file(api, identifiers=[SECRET], residue="review", **key)
+    again = _file(api, identifiers=[SECRET], residue="review", **key)
+    assert (first.status_code, again.status_code) == (202, 200), again.text
+    assert again.json()["id"] == first.json()["id"]
+    other = _file(api, identifiers=["Someone Else"], residue="review", **key)
+    problem = assert_problem(other, 409)
+    assert "Secretname" not in json.dumps(problem) and "Someone" not in json.dumps(problem)
+    assert len(_jobs(api)) == 1
