@@ -99,7 +99,10 @@ def prepare(
     return Identifiers(residue, tuple(sets))
 
 
-def store(conn: Connection, job_id: str, tenant_id: str, attached: Identifiers) -> None:
+def store(conn: Connection, job_id: str, tenant_id: str, attached: Identifiers | None) -> None:
+    """Keep a request's identifiers (their term hashes; nothing when none were attached)."""
+    if attached is None:
+        return
     conn.execute(
         erasure_identifiers.insert(),
         [

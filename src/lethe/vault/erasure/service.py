@@ -126,9 +126,7 @@ class ErasureService:
         self.after_run = list(after_run)
 
     @property
-    def final_status(self) -> str:
-        """The status of a finished job: its last step (every job has it; the residue hunt,
-        only some jobs have, comes before the certificate)."""
+    def final_status(self) -> str:  # the last step every job has (the residue hunt is not one)
         return next(s.name for s in reversed(self.steps) if s.applies is None)
 
     # -- requests ---------------------------------------------------------------------
@@ -157,10 +155,8 @@ class ErasureService:
         commitment is stored, so the certificate confirms the subject to whoever holds the
         code and the id, and confirms no guess to anyone else.
 
-        ``identifiers`` (names, e-mails, phone or account numbers of the subject) start the
-        residue hunt (``erasure.residue``): other subjects' memories mentioning them are
-        retracted or queued for review, as ``residue_action`` says; only their keyed term
-        hashes are kept, until the request completes.
+        ``identifiers`` and ``residue_action``: the residue hunt (``erasure.residue``); only
+        the identifiers' keyed term hashes are kept, until the request completes.
 
         ``identity_verification_ref`` names where the subject's identity was checked (a
         ticket or case id): a reference only, never identity documents.
@@ -177,23 +173,22 @@ class ErasureService:
         require_text("idempotency_key", idempotency_key, 128, required=False)
         identity_verification_ref = identity_ref(identity_verification_ref)
         attached = residue.prepare(self.pseudonyms, caller.tenant_id, identifiers, residue_action)
-        asked = (subject_id, legal_basis, reference, identity_verification_ref)
+        asked = (subject_id, legal_basis, reference, identity_verification_ref, attached)
         if not idempotency_key:
-            return self._request(caller, raw, asked, None, attached)
+            return self._request(caller, raw, asked, None)
         try:
-            return self._request(caller, raw, asked, idempotency_key, attached)
+            return self._request(caller, raw, asked, idempotency_key)
         except IntegrityError:  # a concurrent filing with this key committed first: it is the one
-            return self._request(caller, raw, asked, idempotency_key, attached)
+            return self._request(caller, raw, asked, idempotency_key)
 
     def _request(
         self,
         caller: Caller,
         raw: str,
-        asked: tuple[str, str, str | None, str | None],
+        asked: tuple[str, str, str | None, str | None, residue.Identifiers | None],
         idempotency_key: str | None,
-        attached: residue.Identifiers | None = None,
     ) -> ErasureJob:
-        subject_id, legal_basis, reference, identity_verification_ref = asked
+        subject_id, legal_basis, reference, identity_verification_ref, attached = asked
         ref = self.pseudonyms.subject_ref(caller.tenant_id, subject_id)
         spellings = {
             self.pseudonyms.unnormalised_subject_ref(caller.tenant_id, form): form
@@ -205,9 +200,7 @@ class ErasureService:
         code = new_verification_code()
         tenant = caller.tenant_id
         seal_key = self.pseudonyms.tenant_secret(tenant, "erasure-filing-seal")
-        fp = filings.fingerprint(
-            self.pseudonyms.tenant_secret(tenant, "erasure-filing-body"), *asked, attached
-        )
+        fp = filings.fingerprint(self.pseudonyms.tenant_secret(tenant, "erasure-filing-body"), *asked)
         replayed = False
         with self.uow.write() as conn:
             prior = filings.find(conn, tenant, idempotency_key, now) if idempotency_key else None
@@ -226,8 +219,7 @@ class ErasureService:
                     )
                 filed = (legal_basis, identity_verification_ref, now, code)
                 self._file(conn, caller, job_id, ref, subject_id, reference, *filed)
-                if attached is not None:
-                    residue.store(conn, job_id, tenant, attached)
+                residue.store(conn, job_id, tenant, attached)
                 for legacy_ref, form in sorted(spellings.items()):
                     if self.keyring.current(conn, tenant, legacy_ref) is not None:
                         linked = f"legacy spelling of request {job_id}"
@@ -426,7 +418,7 @@ class ErasureService:
                 job = self._load(job_id)
                 if job is None or job.completed_at is not None:
                     return job is not None
-                if any(s.step == spec.name for s in job.steps) or not self._applies(job, spec):
+                if any(s.step == spec.name for s in job.steps) or not spec.applies_to(self.uow, job):
                     continue
                 claim = self._claim(job_id)  # renewed before each step; lost if it expired
                 if claim is not Claim.TAKEN:
@@ -453,15 +445,9 @@ class ErasureService:
     def _release(self, job_id: str) -> None:
         leases.release(self.uow, job_id, self.runner_id)
 
-    def _applies(self, job: ErasureJob, spec: StepSpec) -> bool:
-        if spec.applies is None:
-            return True
-        with self.uow.read() as conn:
-            return spec.applies(conn, job)
-
     def _run_step(self, job: ErasureJob, spec: StepSpec) -> bool:
         """Run one step and record it; False if the job's clock was stopped first (paused)."""
-        names = tuple(s.name for s in self.steps if self._applies(job, s))
+        names = tuple(s.name for s in self.steps if s.applies_to(self.uow, job))
         ctx = StepContext(job, self.deps, names)
         if spec.transactional:
             with self.uow.write() as conn:
@@ -477,16 +463,12 @@ class ErasureService:
                     self._record(conn, job, spec.name, evidence, names[-1])
         return True
 
-    def _record(
-        self, conn: Connection, job: ErasureJob, step: str, evidence: dict[str, Any], last: str
-    ) -> None:
-        """Record a step; the job is complete when it is ``last``, the job's last step (a step
-        that does not apply to the job, such as the residue hunt, is not one of its steps)."""
+    def _record(self, conn: Connection, job: ErasureJob, step: str, ev: dict[str, Any], last: str) -> None:
+        """Record a step; the job is complete at ``last``, the last step that applies to it."""
         now = self.clock()
-        record_step(conn, self.log, job, step, now, evidence)
-        done = step == last
-        repo.record_progress(conn, job.id, step, now, completed=done)
-        if done:
+        record_step(conn, self.log, job, step, now, ev)
+        repo.record_progress(conn, job.id, step, now, completed=step == last)
+        if step == last:
             residue.forget(conn, job.id)  # the identifiers' hashes live as long as the request
         log.info("erasure step completed", extra={"request_id": job.id, "step": step})
 

@@ -83,6 +83,13 @@ class StepSpec:
     transactional: bool = True
     applies: Callable[[Connection, ErasureJob], bool] | None = None
 
+    def applies_to(self, uow: UnitOfWork, job: ErasureJob) -> bool:
+        """Whether ``job`` has this step at all."""
+        if self.applies is None:
+            return True
+        with uow.read() as conn:
+            return self.applies(conn, job)
+
 
 def record_step(
     conn: Connection, log: EventLog, job: ErasureJob, step: str, now: datetime, evidence: dict[str, Any]
