@@ -53,7 +53,10 @@ def test_a_search_that_serves_an_untrusted_item_taints_its_session(lethe: Contai
 def test_a_session_costs_a_write_no_round_trip(lethe: Container, tmp_path: Path) -> None:
     c = lethe
     c.memories.write(agent(), write_cmd("Alice likes tea"))  # the subject's key is made once
-    page = write_cmd("a page", provenance=Provenance(SourceType.WEB_PAGE, "https://evil.example", url="https://evil.example"))
+    page = write_cmd(
+        "a page",
+        provenance=Provenance(SourceType.WEB_PAGE, "https://evil.example", url="https://evil.example"),
+    )
     begin = f'"BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({db._EVENT_LOG_LOCK})"'
     for i, (cmd, session) in enumerate(
         [

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 
 import typer
 from rich.markup import escape
@@ -69,6 +70,13 @@ def _show(job: ErasureJob, basis: Callable[[str], str] = words) -> None:
         console.print(f"final certificate (the KMS's waiting window closed): {job.final_report_id}")
 
 
+def _lines(path: Path | None) -> list[str]:
+    """The identifiers in a file, one a line (blank lines skipped)."""
+    if path is None:
+        return []
+    return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 @app.command()
 def forget(
     tenant: str = typer.Option(..., help="Tenant of the subject."),
@@ -88,13 +96,39 @@ def forget(
     wait: bool = typer.Option(True, help="Run the erasure now and show the outcome."),
     as_json: bool = typer.Option(False, "--json"),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only show what the forget would touch."),
+    identifier: list[str] = typer.Option(
+        [],
+        "--identifier",
+        help="A name, e-mail, phone or account number of the subject (repeatable): other subjects' "
+        "memories that mention it are retracted or reviewed (--residue). Kept only as keyed hashes.",
+    ),
+    identifiers_file: Path | None = typer.Option(
+        None,
+        "--identifiers-file",
+        help="A file of identifiers, one a line (keeps them out of the shell's history and process list).",
+    ),
+    residue: str | None = typer.Option(
+        None,
+        "--residue",
+        help="retract or review (default review) other subjects' memories that mention them.",
+    ),
 ) -> None:
     """File a right-to-forget request and run it (crypto-shredding, verification, compaction)."""
     if dry_run:
         _preview(tenant, subject, as_json)
         return
+    identifiers = [*identifier, *_lines(identifiers_file)]
     with container() as c:
-        job = c.erasure.request(officer(tenant), subject, basis, reference, identity_ref, idempotency_key)
+        job = c.erasure.request(
+            officer(tenant),
+            subject,
+            basis,
+            reference,
+            identity_ref,
+            idempotency_key,
+            identifiers=identifiers,
+            residue_action=residue,
+        )
         code = job.verification_code
         assert code is not None
         deadline = time.monotonic() + WAIT_SECONDS

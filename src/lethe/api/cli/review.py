@@ -130,10 +130,13 @@ def review_promote(
     expected_version: int = VERSION,
     idempotency_key: str | None = KEY,
     as_json: bool = AS_JSON,
+    reason: str | None = typer.Option(
+        None, help="Why it is kept (required for a memory an erasure's residue hunt queued)."
+    ),
 ) -> None:
     """Release a quarantined memory: active and verified."""
     with container() as c:
-        decision = c.review.promote(reviewer(tenant), memory_id, expected_version, idempotency_key)
+        decision = c.review.promote(reviewer(tenant), memory_id, expected_version, idempotency_key, reason)
     _emit(decision.item, as_json)
 
 

@@ -72,6 +72,11 @@ def request_form(request: Request, user: Annotated[User, Depends(viewing("reques
     return page(request, user, "request_new.html", bases=bases, title="File an erasure request")
 
 
+def _identifiers(text: str | None) -> list[str]:
+    """The residue hunt's identifiers typed into the form, one a line."""
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
 def _code_name(job_id: str) -> str:
     return f"verification_code:{job_id}"
 
@@ -85,6 +90,8 @@ def preview_request(request: Request, act: Annotated[Act, Depends(acting("reques
         "legal_basis": _required(act, "legal_basis", "the legal basis"),
         "reference": act.text("reference") or "",
         "identity_verification_ref": act.text("identity_verification_ref") or "",
+        "identifiers": act.text("identifiers") or "",
+        "residue": act.text("residue") or "review",
     }
     found = preview_erasure(c.uow, c.pseudonyms, c.keyring, act.user.caller, asked["subject_id"])
     return page(
@@ -109,6 +116,8 @@ def file_request(request: Request, act: Annotated[Act, Depends(acting("request_e
         _required(act, "legal_basis", "the legal basis"),
         act.text("reference"),
         act.text("identity_verification_ref"),
+        identifiers=_identifiers(act.text("identifiers")),
+        residue_action=act.text("residue") if act.text("identifiers") else None,
     )
     request.app.state.api.state.metrics.forget_requests.inc()
     if job.verification_code is not None:

@@ -51,7 +51,7 @@ def promote(
     request: Request, memory_id: ResourceId, act: Annotated[Act, Depends(acting("promote_memory"))]
 ) -> Response:
     decision = container(request).review.promote(
-        act.user.caller, memory_id, _version(act), act.text("idempotency_key")
+        act.user.caller, memory_id, _version(act), act.text("idempotency_key"), act.text("reason")
     )
     if decision.first:
         request.app.state.api.state.metrics.promotions.inc()

@@ -58,6 +58,7 @@ from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.erasure import repository as erasure_repo
+from lethe.vault.erasure import residue
 from lethe.vault.erasure.model import RECEIVED, ErasureJob, ErasureStep
 from lethe.vault.erasure.steps import StepContext, StepFailed, StepSpec
 from lethe.vault.errors import LogInconsistent, NotFound, OutOfScope
@@ -151,6 +152,15 @@ def other_processes(steps: Sequence[ErasureStep]) -> dict[str, str] | None:
         ),
     }
 
+
+RESIDUE_STATEMENT = (
+    "Other subjects' memories were looked up by the identifiers attached to the request, "
+    "through the keyed search index only (no memory was decrypted to search): a memory is "
+    "found when every word of an identifier is posted on it, as the index posts words (exact, "
+    "lower-cased; any order). What the index does not hold (another spelling, a word of one "
+    "character, memories that left retrieval) is not found. Counts are as of this certificate: "
+    "memories still awaiting a reviewer are shown as pending."
+)
 
 NOT_COMPACTED = (
     "dead ciphertext in the event log",
@@ -283,9 +293,11 @@ def build_certificate(
     consistency_proofs: Sequence[tuple[int, list[bytes]]],
     backups_before: Sequence[dict[str, Any]],
     supersedes: dict[str, Any] | None = None,
+    residue_found: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The unsigned certificate document (plain JSON values only); ``supersedes`` (the
-    first certificate's report id and SHA-256) makes it the final certificate."""
+    first certificate's report id and SHA-256) makes it the final certificate;
+    ``residue_found`` (``erasure.residue.outcomes``) adds the residue hunt's counts."""
     names = [r.step.step for r in steps]
     plain_steps = [{"name": r.step.step, "evidence": r.step.evidence} for r in steps]
     result, missing = result_of(plain_steps)
@@ -342,6 +354,7 @@ def build_certificate(
         ),
         "key_destruction": key_destruction([r.step for r in steps]),
         **({"supersedes": supersedes} if supersedes is not None else {}),
+        **({"residue": {**residue_found, "statement": RESIDUE_STATEMENT}} if residue_found else {}),
         "what_remains": remains,
         "backup_coverage": {
             "statement": backup_statement,
@@ -515,6 +528,12 @@ class ErasureReports:
         with self._uow.read() as conn:
             canonical = _canonical_events(conn, [s.event_seq for s in steps])
             before = _backups_before(conn, _forget_seq(steps))
+            hunted = next((s for s in steps if s.step == residue.RESIDUE_HUNTED), None)
+            found = (
+                None
+                if hunted is None
+                else residue.outcomes(conn, job.tenant_id, hunted.evidence, hunted.event_seq)
+            )
         size = head.tree_size
         records = [
             CertifiedStep(s, canonical[s.event_seq], self.audit.inclusion_proof(s.event_seq - 1, size))
@@ -538,6 +557,7 @@ class ErasureReports:
             consistency_proofs=consistency,
             backups_before=before,
             supersedes=supersedes,
+            residue_found=found,
         )
         data = sign_certificate(document, self.signer, self.audit.origin)
         check = verify_certificate(data, self.signer.public_key_pem(), tenant=job.tenant_id)

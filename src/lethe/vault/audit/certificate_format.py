@@ -151,6 +151,44 @@ def result_of(steps: list[dict[str, Any]]) -> tuple[str, list[tuple[str, int | N
     return (PARTIAL, missing) if missing else (ERASED, [])
 
 
+RESIDUE_STEP = "residue_hunted"
+
+
+def check_residue(doc: dict[str, Any], steps: list[dict[str, Any]]) -> str:
+    """v3's optional ``residue`` counts say what the ``residue_hunted`` step's evidence says:
+    the same identifiers, choice and memories found; ``retract``: every one retracted by the
+    hunt, none kept or pending; ``review``: each queued memory counted once as retracted
+    (rejected), kept (with a reviewer's reason), pending or expired. A hunt without counts,
+    or counts without a hunt, fails. Raises ``CheckFailed``; returns a summary in words."""
+    step = next((s for s in steps if s.get("name") == RESIDUE_STEP), None)
+    counts = doc.get("residue")
+    if step is None and counts is None:
+        return "no identifiers were attached"
+    if step is None or not isinstance(counts, dict):
+        raise CheckFailed("residue: the counts and the residue_hunted step must come together")
+    ev = field_of(step, "evidence", dict, "residue_hunted.")
+    for key in ("residue", "identifiers", "found", "queued_for_review", "derived_retracted"):
+        if counts.get(key) != ev.get(key):
+            raise CheckFailed(f"residue: {key} differs from the residue_hunted step's evidence")
+    kept, rejected = field_of(counts, "kept", list), field_of(counts, "rejected", list)
+    pending, expired = field_of(counts, "pending_review", int), field_of(counts, "expired_in_review", int)
+    retracted = field_of(counts, "retracted", int)
+    for i, k in enumerate(kept + rejected):
+        if not field_of(k, "reason", str, f"residue decision {i}.").strip():
+            raise CheckFailed("residue: a reviewer's decision states no reason")
+    if ev.get("residue") == "retract":
+        if retracted != ev.get("retracted") or retracted != ev.get("found") or kept or rejected or pending:
+            raise CheckFailed("residue: retract was chosen but the counts do not show every memory retracted")
+        return f"{retracted} memory(ies) of other subjects found and retracted"
+    if retracted != len(rejected) or retracted + len(kept) + pending + expired != ev.get("queued_for_review"):
+        raise CheckFailed("residue: the review outcomes do not add up to the memories queued")
+    if ev.get("queued_for_review") != ev.get("found"):
+        raise CheckFailed("residue: review was chosen but not every memory found was queued")
+    return (
+        f"{ev.get('found')} found: {retracted} retracted, {len(kept)} kept with a reason, {pending} pending"
+    )
+
+
 # -- typed accessors: every malformed field becomes a named failure -------------------------
 
 

@@ -83,6 +83,15 @@ LABELS: dict[str, str] = {
     "wrapped_key_bytes_found": "Wrapped key bytes found in its files",
     "files_scanned": "Files scanned",
     "performed": "Performed",
+    "lookup": "Looked up in",
+    "identifiers": "Identifiers attached (kept only as keyed hashes)",
+    "residue": "Chosen for what they find",
+    "found": "Other subjects' memories found",
+    "memory_ids": "Those memories",
+    "retracted": "Retracted",
+    "derived_retracted": "Summaries built on them retracted",
+    "queued_for_review": "Queued for a reviewer's decision",
+    "retraction_id": "Retraction",
 }
 # Pairs shown on one row as "before → after".
 _PAIRS = (

@@ -35,6 +35,7 @@ STEP_NAMES = {
     "derived_purged": "Summaries built on them removed",
     "key_destroyed": "The subject's encryption key destroyed",
     "verified": "Checked: nothing readable remains",
+    "residue_hunted": "Other people's memories that name them looked up",
     "compacted": "Leftover ciphertext removed from the database files",
     "reported": "Certificate issued",
 }
@@ -103,6 +104,20 @@ def _first_sentence(text: Any) -> str:
         return "-"
     end = _SENTENCE_END.search(text)
     return text if end is None else text[: end.start() + 1]
+
+
+def residue_row(doc: dict[str, Any]) -> tuple[str, str] | None:
+    """The residue hunt's counts in words (requests filed with identifiers only): pending
+    decisions are said to be pending, never done."""
+    counts = doc.get("residue")
+    if not isinstance(counts, dict):
+        return None
+    found, retracted = _int(counts.get("found")), _int(counts.get("retracted"))
+    kept, pending = len(as_list(counts.get("kept"))), _int(counts.get("pending_review"))
+    parts = [f"{retracted} retracted"]
+    if counts.get("residue") == "review":
+        parts += [f"{kept} kept with a reviewer's reason", f"{pending} awaiting a reviewer's decision"]
+    return ("Other people's memories naming them", f"{found} found: {', '.join(parts)}")
 
 
 def result_class(doc: dict[str, Any]) -> str:
@@ -209,6 +224,9 @@ def summarise(
         ("Search index entries", str(index_removed)),
         (keys_label, str(_int(keys.get("keys_destroyed")))),
     ]
+    residue = residue_row(doc)
+    if residue is not None:
+        erased.append(residue)
     vectors = _int(tombstoned.get("sealed_vectors_before")) - _int(tombstoned.get("sealed_vectors_after"))
     if vectors > 0:
         erased.insert(2, ("Sealed embeddings", str(vectors)))

@@ -28,6 +28,8 @@ subject id with the request's verification code, and an older checkpoint they ke
   ``nothing_held`` needs no memory forgotten and no key generation at all; ``partial``
   names in ``missing`` exactly the parts the evidence shows not done (and the other
   classes name none);
+- ``residue`` (v3 only): the residue hunt's counts (``residue``), when identifiers were
+  attached, agree with its ``residue_hunted`` step (``certificate_format.check_residue``);
 - ``subject_commitment`` (with ``subject_id`` and, for v2, ``verification_code``): v2
   recomputes HMAC-SHA256 keyed by the code over tenant and subject id, and refuses to
   confirm any subject id without the code (the certificate holds no salt: a list of
@@ -81,12 +83,14 @@ from lethe.vault.audit.certificate_format import (
     KEYED_SCHEME,
     MAX_DOCUMENT_BYTES,
     RECEIVED_EVENT,
+    RESIDUE_STEP,
     RESULTS,
     SALTED_SCHEME,
     SIGNATURE_DOMAIN,
     STEP_EVENT,
     CheckFailed,
     b64_bytes,
+    check_residue,
     compute_subject_commitment,
     field_of,
     json_object,
@@ -654,6 +658,9 @@ def verify_certificate(
     v.run("evidence", v.evidence)
     if v.doc.get("format") == FORMAT_V3:
         v.run("result", v.result)
+        names = [s.get("name") for s in steps if isinstance(s, dict)] if isinstance(steps, list) else []
+        if "residue" in v.doc or RESIDUE_STEP in names:
+            v.run("residue", lambda: check_residue(v.doc, steps_of(v.doc)))
     if "supersedes" in v.doc or previous is not None:
         v.run("chain", v.chain)
     if tenant is not None:

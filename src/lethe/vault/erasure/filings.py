@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -43,10 +44,20 @@ class Filing:
 
 
 def fingerprint(
-    key: bytes, subject_id: str, legal_basis: str, reference: str | None, identity_ref: str | None
+    key: bytes,
+    subject_id: str,
+    legal_basis: str,
+    reference: str | None,
+    identity_ref: str | None,
+    attached: Any = None,
 ) -> str:
-    """A keyed digest of what was asked: equal for a retry, different for another request."""
-    body = json.dumps([subject_id, legal_basis, reference, identity_ref], ensure_ascii=False)
+    """A keyed digest of what was asked: equal for a retry, different for another request.
+    ``attached`` (the residue hunt's identifiers, as keyed term hashes) counts only when given,
+    so filings without identifiers keep their fingerprints."""
+    asked: list[Any] = [subject_id, legal_basis, reference, identity_ref]
+    if attached is not None:
+        asked.append([attached.residue, [list(t) for t in attached.term_sets]])
+    body = json.dumps(asked, ensure_ascii=False)
     return keyed_digest(key, body.encode())
 
 

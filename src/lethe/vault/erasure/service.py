@@ -43,7 +43,7 @@ from lethe.vault.audit.certificate_format import keyed_subject_commitment, new_v
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
-from lethe.vault.erasure import filings, leases
+from lethe.vault.erasure import filings, leases, residue
 from lethe.vault.erasure import repository as repo
 from lethe.vault.erasure.deadline_service import identity_ref
 from lethe.vault.erasure.deadlines import due_date
@@ -60,6 +60,7 @@ from lethe.vault.erasure.model import (
     LegalHold,
     Reinstatement,
 )
+from lethe.vault.erasure.residue_step import residue_step
 from lethe.vault.erasure.steps import StepContext, StepDeps, StepFailed, StepSpec, core_steps, record_step
 from lethe.vault.errors import LegalHoldActive, NotFound, OutOfScope, VersionConflict
 from lethe.vault.memory.validation import normal_subject_id, require_text
@@ -121,12 +122,12 @@ class ErasureService:
         # turns here instead: a second thread waits and then finds the steps recorded.
         self._advancing = threading.Lock()
         self.deps = StepDeps(uow, kms, keyring, self.log, clock)
-        self.steps: list[StepSpec] = [*core_steps(), *extra_steps]
+        self.steps: list[StepSpec] = [*core_steps(), residue_step(), *extra_steps]
         self.after_run = list(after_run)
 
     @property
-    def final_status(self) -> str:
-        return self.steps[-1].name
+    def final_status(self) -> str:  # the last step every job has (the residue hunt is not one)
+        return next(s.name for s in reversed(self.steps) if s.applies is None)
 
     # -- requests ---------------------------------------------------------------------
 
@@ -139,6 +140,8 @@ class ErasureService:
         reference: str | None,
         identity_verification_ref: str | None = None,
         idempotency_key: str | None = None,
+        identifiers: Sequence[str] | None = None,
+        residue_action: str | None = None,
     ) -> ErasureJob:
         """File a request, due one calendar month later; the erasure fence goes up at once.
 
@@ -151,6 +154,9 @@ class ErasureService:
         officer's hands: the subject commitment is an HMAC keyed by it, and only the
         commitment is stored, so the certificate confirms the subject to whoever holds the
         code and the id, and confirms no guess to anyone else.
+
+        ``identifiers`` and ``residue_action``: the residue hunt (``erasure.residue``); only
+        the identifiers' keyed term hashes are kept, until the request completes.
 
         ``identity_verification_ref`` names where the subject's identity was checked (a
         ticket or case id): a reference only, never identity documents.
@@ -166,7 +172,8 @@ class ErasureService:
         require_text("reference", reference, 200, required=False)
         require_text("idempotency_key", idempotency_key, 128, required=False)
         identity_verification_ref = identity_ref(identity_verification_ref)
-        asked = (subject_id, legal_basis, reference, identity_verification_ref)
+        attached = residue.prepare(self.pseudonyms, caller.tenant_id, identifiers, residue_action)
+        asked = (subject_id, legal_basis, reference, identity_verification_ref, attached)
         if not idempotency_key:
             return self._request(caller, raw, asked, None)
         try:
@@ -178,10 +185,10 @@ class ErasureService:
         self,
         caller: Caller,
         raw: str,
-        asked: tuple[str, str, str | None, str | None],
+        asked: tuple[str, str, str | None, str | None, residue.Identifiers | None],
         idempotency_key: str | None,
     ) -> ErasureJob:
-        subject_id, legal_basis, reference, identity_verification_ref = asked
+        subject_id, legal_basis, reference, identity_verification_ref, attached = asked
         ref = self.pseudonyms.subject_ref(caller.tenant_id, subject_id)
         spellings = {
             self.pseudonyms.unnormalised_subject_ref(caller.tenant_id, form): form
@@ -212,6 +219,7 @@ class ErasureService:
                     )
                 filed = (legal_basis, identity_verification_ref, now, code)
                 self._file(conn, caller, job_id, ref, subject_id, reference, *filed)
+                residue.store(conn, job_id, tenant, attached)
                 for legacy_ref, form in sorted(spellings.items()):
                     if self.keyring.current(conn, tenant, legacy_ref) is not None:
                         linked = f"legacy spelling of request {job_id}"
@@ -410,7 +418,7 @@ class ErasureService:
                 job = self._load(job_id)
                 if job is None or job.completed_at is not None:
                     return job is not None
-                if any(s.step == spec.name for s in job.steps):
+                if any(s.step == spec.name for s in job.steps) or not spec.applies_to(self.uow, job):
                     continue
                 claim = self._claim(job_id)  # renewed before each step; lost if it expired
                 if claim is not Claim.TAKEN:
@@ -439,25 +447,29 @@ class ErasureService:
 
     def _run_step(self, job: ErasureJob, spec: StepSpec) -> bool:
         """Run one step and record it; False if the job's clock was stopped first (paused)."""
-        ctx = StepContext(job, self.deps, tuple(s.name for s in self.steps))
+        names = tuple(s.name for s in self.steps if s.applies_to(self.uow, job))
+        ctx = StepContext(job, self.deps, names)
         if spec.transactional:
             with self.uow.write() as conn:
                 if repo.step_done(conn, job.id, spec.name):
                     return True  # another runner finished it first
                 if repo.is_paused(conn, job.id):
                     return False  # identity is being verified: nothing is destroyed meanwhile
-                self._record(conn, job, spec.name, spec.run(ctx, conn))
+                self._record(conn, job, spec.name, spec.run(ctx, conn), names[-1])
         else:
             evidence = spec.run(ctx, None)
             with self.uow.write() as conn:
                 if not repo.step_done(conn, job.id, spec.name):
-                    self._record(conn, job, spec.name, evidence)
+                    self._record(conn, job, spec.name, evidence, names[-1])
         return True
 
-    def _record(self, conn: Connection, job: ErasureJob, step: str, evidence: dict[str, Any]) -> None:
+    def _record(self, conn: Connection, job: ErasureJob, step: str, ev: dict[str, Any], last: str) -> None:
+        """Record a step; the job is complete at ``last``, the last step that applies to it."""
         now = self.clock()
-        record_step(conn, self.log, job, step, now, evidence)
-        repo.record_progress(conn, job.id, step, now, completed=step == self.final_status)
+        record_step(conn, self.log, job, step, now, ev)
+        repo.record_progress(conn, job.id, step, now, completed=step == last)
+        if step == last:
+            residue.forget(conn, job.id)  # the identifiers' hashes live as long as the request
         log.info("erasure step completed", extra={"request_id": job.id, "step": step})
 
     def _note_failure(self, job: ErasureJob, spec: StepSpec, reason: str) -> None:

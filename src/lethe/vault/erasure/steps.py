@@ -75,9 +75,20 @@ StepFn = Callable[[StepContext, Connection | None], dict[str, Any]]
 
 @dataclass(frozen=True)
 class StepSpec:
+    """A step; ``applies`` (None: always) says whether a job has it at all (the residue hunt
+    runs only for requests with identifiers attached)."""
+
     name: str
     run: StepFn
     transactional: bool = True
+    applies: Callable[[Connection, ErasureJob], bool] | None = None
+
+    def applies_to(self, uow: UnitOfWork, job: ErasureJob) -> bool:
+        """Whether ``job`` has this step at all."""
+        if self.applies is None:
+            return True
+        with uow.read() as conn:
+            return self.applies(conn, job)
 
 
 def record_step(

@@ -48,8 +48,8 @@ from lethe.vault.memory.validation import require_text, require_version
 from lethe.vault.model import GONE, Caller, MemoryItem, Role, SourceType, Status
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
-from lethe.vault.store.projection import MEMORY_PROMOTED, apply
-from lethe.vault.store.tables import memories
+from lethe.vault.store.projection import MEMORY_PROMOTED, MEMORY_QUEUED, apply
+from lethe.vault.store.tables import events, memories
 from lethe.vault.store.tenancy import for_caller
 
 MAX_PAGE = 100
@@ -156,16 +156,29 @@ class ReviewService:
 
     @for_caller
     def promote(
-        self, caller: Caller, memory_id: str, expected_version: int, idempotency_key: str | None = None
+        self,
+        caller: Caller,
+        memory_id: str,
+        expected_version: int,
+        idempotency_key: str | None = None,
+        reason: str | None = None,
     ) -> Decision:
         """Release a quarantined memory: active, trust ``verified`` (a summary's capped at the
-        lowest of its inputs', ``memory.summaries``)."""
+        lowest of its inputs', ``memory.summaries``). Keeping a memory an erasure's residue
+        hunt queued (it mentions a forgotten person) needs a ``reason``: the certificate
+        of that erasure states it."""
+        require_text("reason", reason, MAX_REASON, required=False)
 
         def promote_it(conn: Connection, row: Any, decided: dict[str, Any], now: datetime) -> None:
+            if not reason and _queued_by_erasure(conn, row):
+                raise InvalidCommand(
+                    "this memory mentions a person whose erasure was requested: keeping it needs a reason"
+                )
             payload = {
                 "version": row.version + 1,
                 "trust": promoted_trust(row.provenance).value,  # a summary: never above its inputs
                 "promoted_by": caller.principal,
+                **({"reason": reason} if reason else {}),
                 **decided,
             }
             event = Event(
@@ -173,7 +186,7 @@ class ReviewService:
             )
             apply(conn, self.log.append(conn, event))
 
-        return self._decide(caller, PROMOTE, memory_id, expected_version, idempotency_key, None, promote_it)
+        return self._decide(caller, PROMOTE, memory_id, expected_version, idempotency_key, reason, promote_it)
 
     @for_caller
     def reject(
@@ -271,6 +284,18 @@ class ReviewService:
                 ciphertext=ciphertext,
             )
         return open_rows(conn, self.keyring, [sealed]).get((row.tenant_id, row.id))
+
+
+def _queued_by_erasure(conn: Connection, row: Any) -> bool:
+    """Whether the memory's latest event put it in the queue for an erasure's residue hunt."""
+    e = events
+    latest = conn.execute(
+        sa.select(e.c.type)
+        .where(e.c.memory_id == row.id, e.c.tenant_id == row.tenant_id)
+        .order_by(e.c.seq.desc())
+        .limit(1)
+    ).scalar()
+    return bool(latest == MEMORY_QUEUED)
 
 
 def _require_reviewer(caller: Caller) -> None:

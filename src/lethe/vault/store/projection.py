@@ -42,6 +42,8 @@ MEMORY_EXPIRED = "memory.expired"
 MEMORY_RETENTION_CONFIRMED = "memory.retention_confirmed"
 MEMORY_TOMBSTONED = "memory.tombstoned"
 MEMORY_RETRACTED = "memory.retracted"
+# An erasure's residue hunt queued another subject's memory for a reviewer (``erasure.residue``)
+MEMORY_QUEUED = "memory.queued_for_review"
 RETRACTION_RECORDED = "retraction.recorded"
 SUBJECT_FORGOTTEN = "subject.forgotten"
 SUBJECT_REINSTATED = "subject.reinstated"
@@ -211,6 +213,11 @@ def _record_decision(conn: Connection, e: Event, action: str, principal: str) ->
 def _promoted(conn: Connection, e: Event) -> None:
     _transition(conn, e, "active", memories.c.status == "quarantined", trust=e.payload["trust"])
     _record_decision(conn, e, "promote", e.payload["promoted_by"])
+
+
+def _queued(conn: Connection, e: Event) -> None:
+    """Back to the review queue (it leaves retrieval, stays indexed) until a reviewer decides."""
+    _transition(conn, e, "quarantined", memories.c.status.in_(("active", "quarantined")))
 
 
 def _superseded(conn: Connection, e: Event) -> None:
@@ -394,6 +401,7 @@ def _reinstated(conn: Connection, e: Event) -> None:
 _HANDLERS: dict[str, Callable[[Connection, Event], None]] = {
     MEMORY_WRITTEN: _written,
     MEMORY_PROMOTED: _promoted,
+    MEMORY_QUEUED: _queued,
     MEMORY_SUPERSEDED: _superseded,
     MEMORY_EXPIRED: _expired,
     MEMORY_RETENTION_CONFIRMED: _retention_confirmed,

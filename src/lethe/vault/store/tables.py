@@ -309,6 +309,21 @@ erasure_filings = sa.Table(
     sa.Index("ix_erasure_filings_expires", "expires_at"),
 )
 
+# Identifiers of a subject attached to an erasure request (names, e-mails, phones, account
+# numbers), kept only as the keyed term hashes the search index posts (``erasure.residue``):
+# one row per identifier, its hashes space-separated, for the life of the request (deleted
+# when it completes). ``residue`` is what the officer chose for other subjects' memories
+# that mention them: ``retract`` or ``review``.
+erasure_identifiers = sa.Table(
+    "erasure_identifiers",
+    metadata,
+    sa.Column("job_id", sa.String(36), primary_key=True),
+    sa.Column("position", sa.Integer, primary_key=True),
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("term_hashes", sa.Text, nullable=False),
+    sa.Column("residue", sa.String(16), nullable=False),
+)
+
 erasure_steps = sa.Table(
     "erasure_steps",
     metadata,

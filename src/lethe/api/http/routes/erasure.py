@@ -71,7 +71,14 @@ def request_erasure(
         return JSONResponse(ErasurePreviewOut.from_domain(found).model_dump(mode="json"))
     key = one_idempotency_key(body.idempotency_key, idempotency_key)
     job = container.erasure.request(
-        caller, body.subject_id, body.legal_basis, body.reference, body.identity_verification_ref, key
+        caller,
+        body.subject_id,
+        body.legal_basis,
+        body.reference,
+        body.identity_verification_ref,
+        key,
+        identifiers=body.identifiers,
+        residue_action=body.residue,
     )
     if job.replayed:
         response.status_code = 200

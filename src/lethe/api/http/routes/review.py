@@ -95,7 +95,7 @@ def promote_memory(
 ) -> MemoryOut:
     """Release a quarantined memory: active and verified. A retried key returns the first result."""
     key = one_idempotency_key(body.idempotency_key, idempotency_key)
-    decision = container.review.promote(caller, memory_id, body.expected_version, key)
+    decision = container.review.promote(caller, memory_id, body.expected_version, key, body.reason)
     if decision.first:
         metrics.promotions.inc()
     return MemoryOut.from_domain(decision.item)

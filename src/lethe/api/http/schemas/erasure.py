@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from lethe.api.http.schemas.common import IdempotencyKeyField, Out, Strict, SubjectId
 from lethe.vault.erasure.deadlines import MAX_EXTENSION_MONTHS
 from lethe.vault.erasure.model import ErasureJob, LegalHold
+from lethe.vault.erasure.residue import MAX_IDENTIFIER_CHARS, MAX_IDENTIFIERS
 
 IdentityRef = Field(
     default=None,
@@ -42,6 +43,20 @@ class ErasureRequestIn(Strict):
         description="Only preview what a forget would touch (200): nothing is filed.",
     )
     idempotency_key: IdempotencyKeyField = None
+    identifiers: list[str] | None = Field(
+        default=None,
+        max_length=MAX_IDENTIFIERS,
+        description=f"Up to {MAX_IDENTIFIERS} identifiers of the subject (names, e-mail addresses, phone or "
+        f"account numbers; each at most {MAX_IDENTIFIER_CHARS} characters): other subjects' memories that "
+        "mention them are found through the keyed search index and retracted or queued for review "
+        "(`residue`). Kept only as keyed hashes, until the request completes.",
+    )
+    residue: Literal["retract", "review"] | None = Field(
+        default=None,
+        description="What happens to other subjects' memories that mention the identifiers: `retract` "
+        "them, or `review` (queued for a reviewer, who keeps one with a reason or rejects it). "
+        "Default `review` when identifiers are given.",
+    )
 
 
 class ExtensionIn(Strict):

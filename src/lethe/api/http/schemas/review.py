@@ -14,6 +14,13 @@ from lethe.vault.memory.validation import MAX_VERSION
 class PromoteIn(Strict):
     expected_version: int = Field(ge=1, le=MAX_VERSION, strict=True, description="The current version.")
     idempotency_key: IdempotencyKeyField = None
+    reason: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_REASON,
+        description="Why it is kept: required (else 422) for a memory an erasure's residue hunt queued "
+        "(it mentions a person whose erasure was requested); stated in that erasure's certificate.",
+    )
 
 
 class RejectIn(PromoteIn):
