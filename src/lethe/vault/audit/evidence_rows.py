@@ -83,6 +83,11 @@ LABELS: dict[str, str] = {
     "wrapped_key_bytes_found": "Wrapped key bytes found in its files",
     "files_scanned": "Files scanned",
     "performed": "Performed",
+    "refused": "Destruction refused by the KMS",
+    "error": "What the KMS answered",
+    "asked_since": "Asked since",
+    "gave_up_at": "Stopped asking at",
+    "window_seconds": "Lethe's window",
 }
 # Pairs shown on one row as "before → after".
 _PAIRS = (
@@ -90,7 +95,7 @@ _PAIRS = (
     ("sealed_vectors_before", "sealed_vectors_after", "Sealed vectors"),
     ("bytes_before", "bytes_after", "Store size in bytes"),
 )
-_SECONDS = {"plaintext_bound_seconds"}
+_SECONDS = {"plaintext_bound_seconds", "window_seconds"}
 
 
 @dataclass(frozen=True)
