@@ -231,6 +231,7 @@ def build(
             log=log,
             after_run=[FinalCertificates(uow, kms, reports, log).run_due],
             legal_bases=LegalBases(settings.extra_legal_bases),
+            kms_refusal_window=timedelta(seconds=settings.erasure_kms_refusal_window_seconds),
         ),
         deadlines=ErasureDeadlines(uow, log=log),
         compactor=compactor,

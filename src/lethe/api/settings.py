@@ -106,6 +106,9 @@ class Settings(BaseSettings):
     rate_limit_storage: str = "memory://"
     sweep_interval_seconds: float = Field(default=30.0, gt=0)
     erasure_interval_seconds: float = Field(default=1.0, gt=0)
+    # A KMS that refuses a key's destruction is asked again this long (from when it became
+    # due); past it, the request ends in a final certificate whose result is ``partial``.
+    erasure_kms_refusal_window_seconds: float = Field(default=7 * 86400.0, ge=0)
     compaction_interval_seconds: float = Field(default=3600.0, gt=0)
     checkpoint_interval_seconds: float = Field(default=60.0, gt=0)  # sign the audit log's head this often
     # Give freed heap pages back to the kernel this often (api.http.allocator.trim; 0: never).

@@ -28,14 +28,20 @@ def inventory(
     backups_before: int,
     cache_ttl_seconds: float,
     sweep_seconds: float,
+    refused: int = 0,
 ) -> dict[str, Any]:
     """The copies of the subject's key material and the fate of each, with the verdict.
     ``sweep_seconds``: how long past its TTL a process may still hold a cached key (the
-    caller's sweep of expired plaintext)."""
+    caller's sweep of expired plaintext). ``refused``: key generations the KMS refused to
+    destroy (they are live at the KMS: no Purge is claimed)."""
     scheduled = [r for r in receipts if r.scheduled and not r.material_destroyed]
     bound = float(cache_ttl_seconds + sweep_seconds)
     none = "none: the subject had no key"  # a request that found nothing claims no destruction
-    if not receipts:
+    if refused:
+        kek_fate = f"{refused} generation(s) NOT destroyed: the KMS refused, and still holds them usable" + (
+            f"; {len(receipts)} other generation(s) destroyed" if receipts else ""
+        )
+    elif not receipts:
         kek_fate = none
     elif scheduled:
         until = max(r.pending_until or r.destroyed_at for r in scheduled)
@@ -52,18 +58,28 @@ def inventory(
     else:
         kek_fate = "hard-deleted at the KMS (not soft-deleted) and read back absent"
     copies = [
-        {"copy": f"key-encryption key at the KMS ({backend})", "count": len(receipts), "fate": kek_fate},
+        {
+            "copy": f"key-encryption key at the KMS ({backend})",
+            "count": len(receipts) + refused,
+            "fate": kek_fate,
+        },
         {
             "copy": "wrapped data keys in the store",
             "count": wrapped_in_store,
-            "fate": "kept, marked destroyed: ciphertext under the destroyed key-encryption key"
+            "fate": (
+                "kept; those of the refused generation(s) still unwrap at the KMS"
+                if refused
+                else "kept, marked destroyed: ciphertext under the destroyed key-encryption key"
+            )
             if wrapped_in_store
             else none,
         },
         {
             "copy": "wrapped data keys in Lethe backups taken before the erasure",
             "count": backups_before,
-            "fate": "unchanged and useless: backups never contain the key dir or the KMS",
+            "fate": "unchanged; those of the refused generation(s) still unwrap at the KMS"
+            if refused
+            else "unchanged and useless: backups never contain the key dir or the KMS",
         },
         {
             "copy": "plaintext data keys in DEK caches",
@@ -71,11 +87,16 @@ def inventory(
             "fate": none
             if not receipts and not wrapped_in_store
             else (
-                "revoked in the erasing process before destruction; other processes never use theirs "
+                f"revoked in the erasing process{'' if refused else ' before destruction'}; "
+                "other processes never use theirs "
                 "(every read checks the key's state first) and drop them, with the vectors and search "
                 f"results they opened, within {bound:g} s of caching "
                 f"(the {cache_ttl_seconds:g} s TTL and one {sweep_seconds:g} s sweep); "
-                "a destroyed key can never be unwrapped again"
+                + (
+                    "a refused key stays revoked in Lethe, but the KMS can still unwrap it"
+                    if refused
+                    else "a destroyed key can never be unwrapped again"
+                )
             ),
         },
         {
@@ -86,7 +107,7 @@ def inventory(
             "fate": "outside Lethe's reach: expire them under the KMS or host operator's policy",
         },
     ]
-    purge = not scheduled and all(r.material_destroyed for r in receipts)
+    purge = not scheduled and not refused and all(r.material_destroyed for r in receipts)
     return {
         "copies": copies,
         # How long after caching another process may hold plaintext (keys, and what they opened);

@@ -64,6 +64,13 @@ def _show(job: ErasureJob, basis: Callable[[str], str] = words) -> None:
         summary = ", ".join(f"{k}={v}" for k, v in s.evidence.items() if isinstance(v, int | bool | str))
         table.add_row(s.step, f"{s.completed_at:%Y-%m-%d %H:%M:%S}", str(s.event_seq), summary[:120])
     console.print(table)
+    refused = next((s.evidence.get("refused") for s in job.steps if s.step == "key_destroyed"), None)
+    if refused:  # no line may say the key is destroyed: the KMS refused past the window
+        gens = ", ".join(str(r.get("generation")) for r in refused)
+        console.print(
+            f"  [red]partial[/red]: the KMS refused to destroy key generation(s) {gens}; Lethe stopped "
+            "asking when its window closed. The certificate says partial and names them (final)."
+        )
     if job.report_id:
         console.print(f"report: lethe report get {job.report_id} --format pdf -o erasure-{job.id[:8]}.pdf")
     if job.final_report_id:

@@ -54,6 +54,7 @@ from lethe.vault.audit.certificate_format import (
 )
 from lethe.vault.audit.checkpoint import key_id
 from lethe.vault.audit.log import AuditLog, b64
+from lethe.vault.audit.refused_wording import with_refusals
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import iso, utcnow
@@ -311,7 +312,7 @@ def build_certificate(
     if COMPACTED not in names and not nothing:
         remains.append({"item": NOT_COMPACTED[0], "why": NOT_COMPACTED[1]})
     backup_statement = NOTHING_HELD_BACKUP_STATEMENT if nothing else BACKUP_STATEMENT
-    return {
+    document: dict[str, Any] = {
         "format": FORMAT,
         "result": result,
         "missing": missing_parts(plain_steps, missing),
@@ -372,6 +373,7 @@ def build_certificate(
             "signature_domain": SIGNATURE_DOMAIN.decode().replace("\n", "\\n"),
         },
     }
+    return with_refusals(document)  # a KMS's refusal rewrites what a destroyed key would say
 
 
 def _subject(job: ErasureJob) -> dict[str, Any]:

@@ -112,7 +112,7 @@ def keyed_subject_commitment(code: str, tenant_id: str, subject_id: str) -> str:
 def result_of(steps: list[dict[str, Any]]) -> tuple[str, list[tuple[str, int | None]]]:
     """The result class the steps' evidence supports, and the parts missing (``partial``).
 
-    The key generations in the evidence are those with a destruction receipt
+    The key generations in the evidence are those with a destruction receipt or a refusal
     (``key_destroyed``) or a probe (``verified``). A generation is confirmed destroyed when
     its probe shows it destroyed, or a ``key_irrecoverable`` receipt shows its material
     destroyed. ``nothing_held``: no memory forgotten and no generation at all; ``erased``:
@@ -137,8 +137,8 @@ def result_of(steps: list[dict[str, Any]]) -> tuple[str, list[tuple[str, int | N
         return g
 
     receipts, probes = items("key_destroyed", "receipts"), items("verified", "key_probes")
-    final = items(KEY_IRRECOVERABLE, "receipts")
-    generations = {generation(x) for x in receipts + probes}
+    final, refused = items(KEY_IRRECOVERABLE, "receipts"), items("key_destroyed", "refused")
+    generations = {generation(x) for x in receipts + probes + refused}
     confirmed = {generation(p) for p in probes if p.get("destroyed") is True} | {
         generation(r) for r in final if r.get("material_destroyed") is True
     }
@@ -187,6 +187,16 @@ def check_residue(doc: dict[str, Any], steps: list[dict[str, Any]]) -> str:
     return (
         f"{ev.get('found')} found: {retracted} retracted, {len(kept)} kept with a reason, {pending} pending"
     )
+
+
+def refused_generations(steps: list[dict[str, Any]]) -> set[Any]:
+    """The generations whose destruction the KMS refused past Lethe's window (``refused`` in
+    the ``key_destroyed`` evidence): missing for good, as Lethe stopped asking."""
+    for s in steps:
+        ev = s.get("evidence")
+        if s.get("name") == "key_destroyed" and isinstance(ev, dict) and isinstance(ev.get("refused"), list):
+            return {r.get("generation") for r in ev["refused"] if isinstance(r, dict)}
+    return set()
 
 
 # -- typed accessors: every malformed field becomes a named failure -------------------------

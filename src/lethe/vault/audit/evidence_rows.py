@@ -92,6 +92,11 @@ LABELS: dict[str, str] = {
     "derived_retracted": "Summaries built on them retracted",
     "queued_for_review": "Queued for a reviewer's decision",
     "retraction_id": "Retraction",
+    "refused": "Destruction refused by the KMS",
+    "error": "What the KMS answered",
+    "asked_since": "Asked since",
+    "gave_up_at": "Stopped asking at",
+    "window_seconds": "Lethe's window",
 }
 # Pairs shown on one row as "before → after".
 _PAIRS = (
@@ -99,7 +104,7 @@ _PAIRS = (
     ("sealed_vectors_before", "sealed_vectors_after", "Sealed vectors"),
     ("bytes_before", "bytes_after", "Store size in bytes"),
 )
-_SECONDS = {"plaintext_bound_seconds"}
+_SECONDS = {"plaintext_bound_seconds", "window_seconds"}
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ records keep token ids). The outcome follows the certificate's result class (v3'
 - **Nothing held**: Lethe held no memory and no key of the subject; the request is
   recorded and certified as such, and no sentence says a key was destroyed;
 - **Partial**: some part could not be done yet (a KMS keeping key material through its
-  waiting window, ...), each named;
+  waiting window, ...), or will not be (a KMS that refused a key's destruction past Lethe's
+  window: its sentences say the key still works at the KMS), each named;
 - **Not erased**: the key destruction or its verification is missing or failed;
 - **Not verified**: the certificate does not verify; nothing in it should be relied on.
 
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lethe.vault.audit.certificate_format import NOTHING_HELD, PARTIAL, RESULTS, CheckFailed, result_of
+from lethe.vault.audit.refused_wording import refused_of, still_held
 from lethe.vault.audit.render_kit import as_list, as_object
 from lethe.vault.audit.verify import VerificationResult
 from lethe.vault.erasure.legal_bases import words as legal_basis_words
@@ -53,6 +55,11 @@ NOTHING_STEP_NAMES = {
 }
 # a partial request's key: unusable, its destruction not confirmed (the final certificate says so)
 PARTIAL_STEP_NAMES = {"key_destroyed": "The subject's encryption key made unusable; its destruction pending"}
+# a key the KMS refused to destroy past Lethe's window: said so, and that Lethe stopped asking
+REFUSED_STEP_NAMES = {
+    "key_destroyed": "The key manager refused to destroy the subject's encryption key; Lethe stopped asking",
+    "verified": "Checked: nothing readable through Lethe; the refused key still works at the key manager",
+}
 ERASED, WITH_EXCEPTIONS, NOTHING_HELD_OUTCOME, PARTIAL_OUTCOME, NOT_ERASED, NOT_VERIFIED = (
     "Erased",
     "Erased with exceptions",
@@ -186,6 +193,7 @@ def summarise(
     completed = _when(request.get("completed_at"))
     cls = result_class(doc)
     nothing = cls == NOTHING_HELD
+    refused = sorted(g for g in refused_of(as_list(doc.get("steps"))) if isinstance(g, int))
     filed_as = request.get("reference") or request.get("id") or "-"
     did = {
         NOTHING_HELD: (
@@ -197,7 +205,7 @@ def summarise(
         PARTIAL: (
             f"carried out the request filed as {filed_as} to erase everything it held about one person "
             f"(the data subject) in the space '{tenant}' in part, by {completed}: what could not be "
-            f"done yet is named above."
+            f"done {'' if refused else 'yet '}is named above."
         ),
     }.get(
         cls,
@@ -224,6 +232,10 @@ def summarise(
         ("Search index entries", str(index_removed)),
         (keys_label, str(_int(keys.get("keys_destroyed")))),
     ]
+    if refused:  # what the KMS did and what it refused, each counted from the receipts
+        done = _int(keys.get("keys_destroyed"))
+        erased[-1:] = [("Encryption keys destroyed", str(done))] if done else []
+        erased.append(("Encryption keys the key manager refused to destroy", str(len(refused))))
     residue = residue_row(doc)
     if residue is not None:
         erased.append(residue)
@@ -254,6 +266,16 @@ def summarise(
             "index, and put up the erasure fence: any new memory about this subject is refused until a "
             "privacy officer reinstates them."
         )
+    elif refused:
+        method = (
+            "Cryptographic erase, not completed: each memory was stored encrypted under a key of this "
+            f"subject alone, and {kms} refused to destroy key generation(s) "
+            f"{', '.join(map(str, refused))} each time Lethe asked, until Lethe's window closed and it "
+            "stopped asking. Lethe no longer uses those keys: the memories are marked forgotten and out "
+            "of search, and new memories about the subject are refused. But whoever can use those keys at "
+            f"the key manager can still decrypt the subject's ciphertext in {still_held('compacted' in ev)}. "
+            "This is the final certificate of this request; it does not claim the erasure done."
+        )
     elif cls == PARTIAL and not pending:
         method = (
             "Cryptographic erase, not completed: each memory was stored encrypted under a key of this "
@@ -270,7 +292,7 @@ def summarise(
     steps = as_list(doc.get("steps"))
     names = {
         NOTHING_HELD: {**STEP_NAMES, **NOTHING_STEP_NAMES},
-        PARTIAL: {**STEP_NAMES, **PARTIAL_STEP_NAMES},
+        PARTIAL: {**STEP_NAMES, **(REFUSED_STEP_NAMES if refused else PARTIAL_STEP_NAMES)},
     }.get(cls, STEP_NAMES)
     timeline = [
         (_when(s.get("completed_at")), names.get(str(s.get("name")), str(s.get("name"))))
@@ -292,6 +314,10 @@ def summarise(
         "Lethe held nothing of this subject, so no backup holds their content; restoring one keeps "
         "new memories about them refused."
         if nothing
+        else "Backups hold the database only, never the keys: the subject's content in a backup is "
+        "ciphertext, readable to whoever can use the keys the key manager refused to destroy; "
+        "restoring one does not bring the subject back into Lethe."
+        if refused
         else "Backups hold the database only, never the keys: the subject's content in any backup is "
         "unreadable, and restoring one does not bring the subject back."
     )

@@ -21,13 +21,15 @@ subject id with the request's verification code, and an older checkpoint they ke
 - ``step_order``: the core steps, in order, first; leaf indices increasing; times
   non-decreasing and agreeing with the request's received/completed times;
 - ``evidence``: every step carries evidence, and the evidence supports the claim (keys
-  unusable, probes show them destroyed, nothing retrievable, no index entries);
+  unusable, probes show them destroyed, nothing retrievable, no index entries; a probe
+  said ``refused`` only for a generation whose refusal the ``key_destroyed`` step logged);
 - ``result`` (v3 only): the stated result class is the one the evidence supports
   (``certificate_format.result_of``): ``erased`` needs at least one key generation and
   every generation confirmed destroyed by its probe or a ``key_irrecoverable`` receipt;
   ``nothing_held`` needs no memory forgotten and no key generation at all; ``partial``
   names in ``missing`` exactly the parts the evidence shows not done (and the other
-  classes name none);
+  classes name none); a part said ``final`` is one whose destruction the KMS refused past
+  Lethe's window (``refused`` in the ``key_destroyed`` evidence), and only such a part;
 - ``residue`` (v3 only): the residue hunt's counts (``residue``), when identifiers were
   attached, agree with its ``residue_hunted`` step (``certificate_format.check_residue``);
 - ``subject_commitment`` (with ``subject_id`` and, for v2, ``verification_code``): v2
@@ -98,6 +100,7 @@ from lethe.vault.audit.certificate_format import (
     note_checkpoint,
     older_note_of,
     optional_str,
+    refused_generations,
     result_of,
     signed_bytes,
     step_name,
@@ -419,9 +422,15 @@ class _Verifier:
             for r in receipts
             if r.get("destruction") == "scheduled" and r.get("material_destroyed") is not True
         }
+        refused = destroyed.get("refused", [])
+        if not isinstance(refused, list) or any(not isinstance(r, dict) for r in refused):
+            raise CheckFailed("key_destroyed: the refused generations are not a list of objects")
+        refused_gens = {r.get("generation") for r in refused}
+        if refused_gens & {r.get("generation") for r in receipts}:
+            raise CheckFailed("key_destroyed: a generation has both a receipt and a refusal")
         verified = by_name.get("verified", {})
         probes = verified.get("key_probes")
-        if not isinstance(probes, list) or any(not _probe_ok(p, scheduled) for p in probes):
+        if not isinstance(probes, list) or any(not _probe_ok(p, scheduled, refused_gens) for p in probes):
             raise CheckFailed("verified: a key probe does not show the key destroyed")
         self.key_destruction(destroyed, scheduled)
         for key in ("retrievable_memories", "projection_rows_with_ciphertext", "index_entries"):
@@ -431,6 +440,9 @@ class _Verifier:
             raise CheckFailed("verified: the erasure fence is not up")
         if not receipts and not probes:
             return "no key to destroy; nothing retrievable, no index entries"
+        if refused:
+            done = f", {len(receipts)} other(s) destroyed" if receipts else ""
+            return f"{len(refused)} key(s) refused by the KMS{done}; {len(probes)} probe(s) say which"
         return f"{len(receipts)} key(s) destroyed, {len(probes)} probe(s) show them gone"
 
     def result(self) -> str:
@@ -441,11 +453,15 @@ class _Verifier:
         if stated != derived:
             raise CheckFailed(f"the certificate says {stated!r} but its evidence shows {derived!r}")
         named = []
+        refused = refused_generations(steps_of(self.doc))
         for i, m in enumerate(missing):
             why = field_of(m, "why", str, f"missing[{i}].")
             if not why.strip():
                 raise CheckFailed(f"missing[{i}] does not say why")
             named.append((field_of(m, "part", str, f"missing[{i}]."), m.get("generation")))
+            # "final" (no later certificate will supply it) only where the KMS's refusal is logged
+            if "final" in m and m["final"] is not (m.get("generation") in refused):
+                raise CheckFailed(f"missing[{i}] is said final or not against the logged refusals")
         if named != parts:
             raise CheckFailed("the parts said missing are not those the evidence shows not done")
         if derived == "partial":
@@ -597,12 +613,16 @@ class _Verifier:
         return [b64_bytes(p, "a consistency proof hash") for p in field_of(given, "proof", list)]
 
 
-def _probe_ok(probe: Any, scheduled: set[Any]) -> bool:
-    """Destroyed, or (its destruction scheduled by the KMS) unusable and pending."""
+def _probe_ok(probe: Any, scheduled: set[Any], refused: set[Any]) -> bool:
+    """Destroyed; or (its destruction scheduled by the KMS) unusable and pending; or (the KMS
+    refused its destruction, as the key_destroyed step logged) said refused. The last two
+    make the result ``partial``, which the ``result`` check holds the certificate to."""
     if not isinstance(probe, dict):
         return False
     if probe.get("destroyed") is True:
         return True
+    if probe.get("refused") is True:
+        return probe.get("generation") in refused
     return (
         probe.get("pending") is True
         and probe.get("unwrap_failed") is True

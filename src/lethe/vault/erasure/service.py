@@ -31,7 +31,7 @@ import unicodedata
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -60,6 +60,7 @@ from lethe.vault.erasure.model import (
     LegalHold,
     Reinstatement,
 )
+from lethe.vault.erasure.refusals import REFUSAL_WINDOW
 from lethe.vault.erasure.residue_step import residue_step
 from lethe.vault.erasure.steps import StepContext, StepDeps, StepFailed, StepSpec, core_steps, record_step
 from lethe.vault.errors import LegalHoldActive, NotFound, OutOfScope, VersionConflict
@@ -106,10 +107,13 @@ class ErasureService:
         log: EventLog,
         after_run: Sequence[Callable[[], object]] = (),
         legal_bases: LegalBases | None = None,
+        kms_refusal_window: timedelta = REFUSAL_WINDOW,
     ) -> None:
         """``after_run``: work the runner does after each pass over the jobs (e.g. issuing
         final certificates when a KMS's waiting window closes). ``legal_bases``: the codes a
-        request may cite (the standard list unless the deployment adds its own)."""
+        request may cite (the standard list unless the deployment adds its own).
+        ``kms_refusal_window``: how long a KMS that refuses a key's destruction is asked
+        again before the job ends in a ``partial`` certificate (``erasure.refusals``)."""
         self.legal_bases = legal_bases or LegalBases()
         self.uow = uow
         self.keyring = keyring
@@ -121,7 +125,7 @@ class ErasureService:
         # (a server's runner and a request, or a test, on the same container), so they take
         # turns here instead: a second thread waits and then finds the steps recorded.
         self._advancing = threading.Lock()
-        self.deps = StepDeps(uow, kms, keyring, self.log, clock)
+        self.deps = StepDeps(uow, kms, keyring, self.log, clock, kms_refusal_window)
         self.steps: list[StepSpec] = [*core_steps(), residue_step(), *extra_steps]
         self.after_run = list(after_run)
 
@@ -471,6 +475,11 @@ class ErasureService:
         if step == last:
             residue.forget(conn, job.id)  # the identifiers' hashes live as long as the request
         log.info("erasure step completed", extra={"request_id": job.id, "step": step})
+        if step == KEY_DESTROYED and ev.get("refused"):
+            log.warning(
+                "the KMS refused key destruction past its window: the certificate will be partial",
+                extra={"request_id": job.id, "step": step, "refused": len(ev["refused"])},
+            )
 
     def _note_failure(self, job: ErasureJob, spec: StepSpec, reason: str) -> None:
         status = KEY_PENDING if spec.name == KEY_DESTROYED else job.status

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -26,8 +26,8 @@ from lethe.keys.protocol import DestructionReceipt, KeyManager, KmsError, KmsUna
 from lethe.vault.clock import iso
 from lethe.vault.custody import plaintext_expiry
 from lethe.vault.custody.keyring import DESTROYED, SubjectKeyring
+from lethe.vault.erasure import refusals, vector_samples
 from lethe.vault.erasure import repository as erasure_repo
-from lethe.vault.erasure import vector_samples
 from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
 from lethe.vault.erasure.model import (
     DERIVED_PURGED,
@@ -56,6 +56,7 @@ class StepDeps:
     keyring: SubjectKeyring
     log: EventLog
     clock: Callable[[], datetime]
+    refusal_window: timedelta = refusals.REFUSAL_WINDOW  # how long a KMS's refusal is asked again
 
 
 @dataclass(frozen=True)
@@ -160,8 +161,9 @@ def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
     with deps.uow.read() as conn:
         gens = deps.keyring.generations(conn, job.tenant_id, job.subject_ref)
         backups_before = conn.execute(sa.select(sa.func.count()).select_from(backups)).scalar_one()
-    receipts = []
+    receipts, refused = [], []
     done: list[DestructionReceipt] = []
+    final = refusals.window_closed(job, deps.clock(), deps.refusal_window)
     for g in gens:
         deps.keyring.revoke(job.tenant_id, job.subject_ref, g.generation)
         if g.state == DESTROYED:
@@ -171,9 +173,15 @@ def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
         except KmsUnavailable as exc:
             raise StepFailed("KMS unavailable; key destruction pending") from exc
         except KmsError as exc:
-            raise StepFailed(f"KMS refused key destruction ({type(exc).__name__})") from exc
+            if not final:
+                raise StepFailed(f"KMS refused key destruction ({type(exc).__name__})") from exc
+            refused.append(_refused(ctx, g, type(exc).__name__))
+            continue
         if not r.key_unusable:
-            raise StepFailed("the KMS did not make the key unusable")
+            if not final:
+                raise StepFailed("the KMS did not make the key unusable")
+            refused.append(_refused(ctx, g, "key left usable"))
+            continue
         with deps.uow.write() as conn:
             deps.keyring.mark_destroyed(conn, [g.key_name], deps.clock())
         done.append(r)
@@ -195,6 +203,8 @@ def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
         "kms_backend": deps.kms.backend,
         "keys_destroyed": len(receipts),
         "receipts": receipts,
+        # generations the KMS refused to destroy past the refusal window (``erasure.refusals``)
+        **({"refused": refused} if refused else {}),
         "destruction": "scheduled" if scheduled else "immediate",
         "key_copies": inventory(
             backend=deps.kms.backend,
@@ -203,10 +213,26 @@ def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
             backups_before=int(backups_before),
             cache_ttl_seconds=deps.keyring.cache.ttl_seconds,
             sweep_seconds=plaintext_expiry.SWEEP_SECONDS,
+            refused=len(refused),
         ),
         "key_config": {"exportable": False, "plaintext_backup_allowed": False},
         "dek_cache": "revoked in this process; other processes refuse theirs and drop them on expiry",
     }
+
+
+def _refused(ctx: StepContext, g: Any, error: str) -> dict[str, Any]:
+    """A generation whose destruction the KMS refused past the window: logged, and
+    (elsewhere) warned about, as an operator must look at the KMS."""
+    deps = ctx.deps
+    return refusals.refusal(
+        generation=g.generation,
+        key_ref=g.key_name,
+        backend=deps.kms.backend,
+        error=error,
+        job=ctx.job,
+        now=deps.clock(),
+        window=deps.refusal_window,
+    )
 
 
 def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
@@ -215,6 +241,7 @@ def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     deps, job = ctx.deps, ctx.job
     gens = deps.keyring.generations(conn, job.tenant_id, job.subject_ref)
     pending = _scheduled_generations(job)
+    refused = refusals.refused_generations(job)
     probes = []
     for g in gens:
         try:
@@ -229,6 +256,8 @@ def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
                 "destroyed": p.destroyed,
                 # unusable, its material awaiting the KMS's scheduled destruction
                 "pending": not p.destroyed and p.unwrap_failed and g.generation in pending,
+                # the KMS refused its destruction past the window: probed, said, not retried
+                **({"refused": True} if g.generation in refused and not p.destroyed else {}),
             }
         )
     retrievable = memory_repo.count_unforgotten(conn, job.tenant_id, job.subject_ref)
@@ -239,7 +268,7 @@ def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     failures = [
         f"generation {p['generation']} key still usable"
         for p in probes
-        if not (p["destroyed"] or p["pending"])
+        if not (p["destroyed"] or p["pending"] or p.get("refused"))
     ]
     if retrievable:
         failures.append(f"{retrievable} memories still retrievable")
