@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Literal, TypedDict
 
@@ -126,7 +127,7 @@ class _ServeOptions(TypedDict):
     log_config: None
     server_header: bool
     loop: Literal["uvloop"]
-    http: Literal["httptools"]
+    http: type[asyncio.Protocol]  # httptools, with a deadline for headers
 
 
 @app.command()
@@ -148,6 +149,7 @@ def serve(
     import uvicorn  # the web stack loads only for the command that serves it
 
     from lethe.api.http.app import create_app
+    from lethe.api.http.header_timeout import serving_protocol
     from lethe.api.http.listeners import serve_workers
     from lethe.api.http.logging import configure_logging
 
@@ -184,9 +186,10 @@ def serve(
         "log_config": None,
         "server_header": False,
         # C event loop and HTTP parser (both wheels are dependencies): about 10 % more searches
-        # per second on two nodes than asyncio's loop and h11 (docs/operations.md).
+        # per second on two nodes than asyncio's loop and h11 (docs/operations.md). The
+        # parser's protocol closes a connection whose request headers are late.
         "loop": "uvloop",
-        "http": "httptools",
+        "http": serving_protocol(settings.header_read_timeout_seconds),
     }
     if workers == 1:  # this process serves (each of N workers tunes itself in the app factory)
         from lethe.api.http import allocator

@@ -4,6 +4,8 @@
   bearer middleware with ``LetheTokenVerifier``. No or a bad token: 401 with
   ``WWW-Authenticate: Bearer error="invalid_token", ..., resource_metadata="<url>"``; a
   role with no tools (reviewer, admin): 403 ``insufficient_scope``.
+- ``GET /mcp``: 405 (``Allow: POST``), as the Streamable HTTP transport allows a server
+  that offers no event stream; this one is stateless, so it has nothing to push.
 - ``GET /.well-known/oauth-protected-resource`` and ``.../mcp`` (RFC 9728): the resource
   ``<public url>/mcp``, its scope ``mcp``, bearer tokens in the header; the authorization
   server named is Lethe itself, which issues tokens out of band (``lethe token create``,
@@ -42,6 +44,7 @@ from lethe.api.mcp.on_demand import METADATA, PATH, public_url
 from lethe.api.mcp.server import LetheMCPServer, asgi_connector, build_server
 from lethe.api.settings import Settings
 
+NO_STREAM = "this MCP endpoint is stateless and offers no event stream: POST JSON-RPC requests to it"
 LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
 LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
 
@@ -72,6 +75,12 @@ class McpGate:
                         raise _Answered from None
             await send(message)
 
+        if scope["type"] == "http" and scope["method"] == "GET" and scope["path"] == PATH:
+            # The transport is stateless: there is no server-initiated message to stream, and
+            # the SDK's answer to GET was an event stream held open for ever (one per request).
+            refused = problem_response(405, "Method not allowed", NO_STREAM, PATH, headers={"Allow": "POST"})
+            await refused(scope, receive, send)
+            return
         if self.app is None:
             raise RuntimeError("/mcp is served only while the app runs (its lifespan)")
         # The agent's session, passed on to the tools' HTTP calls (the API checks its form).
