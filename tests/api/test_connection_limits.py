@@ -6,6 +6,7 @@
   keep-alive connection that pauses less than the deadline between requests keeps working.
 - ``GET /mcp`` is a 405 (``Allow: POST``): the stateless transport streams nothing, and an
   event stream held open per request was an easy way to pin sockets; POST still serves.
+- A client that hangs up mid-body is logged as status 499 (client closed request), not 500.
 """
 
 from __future__ import annotations
@@ -111,6 +112,40 @@ def test_get_mcp_is_405_and_holds_no_stream(server: Server) -> None:
         timeout=30,
     )
     assert listed.status_code == 200 and listed.json()["result"]["tools"]
+
+
+def access_lines(server: Server) -> list[dict[str, object]]:
+    lines = []
+    for line in server.lines():
+        if line.startswith("{"):
+            record = json.loads(line)
+            if record.get("logger") == "lethe.access":
+                lines.append(record)
+    return lines
+
+
+def test_a_client_hanging_up_mid_body_is_logged_as_499_not_500(server: Server) -> None:
+    before = len(access_lines(server))
+    with connect(server) as sock:
+        sock.sendall(
+            b"POST /v1/memories HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n" + b'{"content"'
+        )
+        time.sleep(0.3)
+    deadline = time.monotonic() + 10
+    while len(access_lines(server)) == before:
+        assert time.monotonic() < deadline, "no access line for the hung-up request"
+        time.sleep(0.1)
+    hung_up = access_lines(server)[before:]
+    assert [(x["method"], x["status"]) for x in hung_up] == [("POST", 499)]
+    assert not any("unhandled error" in line for line in server.lines())
+    # A request that is answered keeps its real status (the control).
+    httpx.post(f"{server.url}/v1/memories", json={"content": "x"}, timeout=5)
+    deadline = time.monotonic() + 10
+    while len(access_lines(server)) < before + 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert access_lines(server)[before + 1]["status"] == 401
 
 
 def test_a_header_timeout_outside_its_bounds_is_refused(tmp_path: Path) -> None:
