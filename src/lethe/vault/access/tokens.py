@@ -281,6 +281,11 @@ class TokenService:
             return None
         return _caller(info)
 
+    def accepted(self, token: str | None) -> bool:
+        """Whether ``authenticate`` accepted this token before in this process (and has not
+        forgotten it since): no statement is sent."""
+        return well_formed(token) and self.known.get(hash_token(token)) is not None  # type: ignore[arg-type]
+
     def forget(self, token: str) -> None:
         """Drop a token from ``recall`` (its read found it revoked): it is looked up again."""
         self.known.forget(hash_token(token))
