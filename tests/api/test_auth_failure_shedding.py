@@ -79,6 +79,10 @@ def test_bad_tokens_past_the_limit_cost_no_lookup_and_an_accepted_token_keeps_wo
     assert reads.lookups == LIMIT  # main: 100, one per bad token
 
     assert listing(client, accepted) == 200
+    # A refusal of an accepted token (a purpose it lacks) looks it up again, and it stays accepted.
+    other_purpose = {"query": "tea", "purpose": "billing"}
+    assert client.post("/v1/memories/search", json=other_purpose, headers=bearer(accepted)).status_code == 403
+    assert listing(client, accepted) == 200
     before = reads.lookups
     assert listing(client, fresh) == 429  # unseen: shed too
     assert (

@@ -283,13 +283,15 @@ async def recalled_then(
             raise
         except (ApiProblem, OutOfScope):
             tokens.forget(token)
-            _authenticate(request, token)  # 401 if it was revoked, else the refusal stands
+            # 401 if it was revoked, else the refusal stands. It was accepted a moment ago:
+            # looked up even from an address past its failure limit.
+            _authenticate(request, token, shed=False)
             raise
 
     return await anyio.to_thread.run_sync(run, limiter=limiter)
 
 
-def _authenticate(request: Request, token: str) -> Caller:
+def _authenticate(request: Request, token: str, shed: bool = True) -> Caller:
     """``TokenService.authenticate``, a failure charged to the client's address.
 
     From an address past its failure limit, a token this process has not accepted before is
@@ -298,7 +300,7 @@ def _authenticate(request: Request, token: str) -> Caller:
     NAT does not lock out agents already at work (tests/api/test_auth_failure_shedding.py).
     """
     tokens = request.app.state.tokens
-    if not tokens.accepted(token):
+    if shed and not tokens.accepted(token):
         _check_failures(request)
     try:
         return tokens.authenticate(token)
