@@ -2,7 +2,8 @@
 # Runs Lethe on its embedded default (SQLite + local KMS in ./lethe-data): creates the
 # virtualenv, installs Lethe with semantic recall (the embedding model ships inside its
 # wheel: nothing is downloaded at run time), initialises the data dir on first run and
-# serves HTTP. A restart with nothing changed skips the install.
+# serves HTTP. The first start writes the admin token to ./lethe-data/admin-token (0600;
+# the output says where, never the token). A restart with nothing changed skips the install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}

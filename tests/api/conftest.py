@@ -134,16 +134,12 @@ class Served:
 
 def serve_with_tokens(tmp_path: Any, extra_env: dict[str, str] | None = None) -> Served:
     """Start ``lethe serve`` on a fresh store; the first-run admin token mints the others."""
-    import re
-
     import httpx
 
     from tests.api.test_serve import start_server
 
     server = start_server(tmp_path, extra_env or {})
-    found = re.search(r"admin token for tenant \S+ .*: (lethe_[A-Za-z0-9_-]{43})", server.out.read_text())
-    assert found is not None
-    tokens = {"admin": found.group(1)}
+    tokens = {"admin": server.first_admin_token()}
     specs = {
         "agent": {"role": "agent", "agent_id": "a1", "purposes": ["support"]},
         "agent2": {"role": "agent", "agent_id": "a2", "purposes": ["support", "billing"]},

@@ -8,7 +8,6 @@ canary subject id and a real token, then reads every line the server printed.
 from __future__ import annotations
 
 import json
-import re
 import signal
 import socket
 import subprocess
@@ -21,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from lethe.api.first_admin import ADMIN_TOKEN_FILE
 from tests.children import lethe_command, lethe_env
 
 pytestmark = pytest.mark.slow
@@ -67,6 +67,11 @@ class Server:
 
     def lines(self) -> list[str]:
         return self.out.read_text().splitlines() + self.err.read_text().splitlines()
+
+    def first_admin_token(self) -> str:
+        """The admin token the first start minted, from its 0600 file in the data dir (it is
+        never printed: ``api.first_admin``)."""
+        return (Path(self.env["LETHE_DATA_DIR"]) / ADMIN_TOKEN_FILE).read_text().strip()
 
 
 def start_server(tmp_path: Path, extra_env: dict[str, str], workers: int = 1) -> Server:
@@ -187,15 +192,16 @@ def test_seed_scenario_against_a_real_server(any_server: Server) -> None:
         assert http.get(f"/v1/memories/{item['id']}", headers=a).status_code == 404
         assert http.get("/healthz").status_code == 200
 
-    # The first run printed an admin token once, with the docs URL; it works.
+    # The first run wrote an admin token to a 0600 file and printed where, not the token; it works.
     stdout = server.out.read_text()
     assert f"OpenAPI docs: {server.url}/docs" in stdout
-    admin = re.search(r"admin token for tenant default .*: (lethe_[A-Za-z0-9_-]{43})", stdout)
-    assert admin is not None, stdout
+    admin = server.first_admin_token()
+    assert f"written to {Path(server.env['LETHE_DATA_DIR']) / ADMIN_TOKEN_FILE}" in stdout
+    assert admin.startswith("lethe_") and all(admin not in line for line in server.lines())
     r = httpx.post(
         f"{server.url}/v1/admin/tokens",
         json={"role": "auditor"},
-        headers={"Authorization": f"Bearer {admin.group(1)}"},
+        headers={"Authorization": f"Bearer {admin}"},
         timeout=30,
     )
     assert r.status_code == 201 and r.json()["tenant_id"] == "default"

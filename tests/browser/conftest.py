@@ -13,7 +13,6 @@ where they fail.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,9 +69,7 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     env = {"LETHE_ERASURE_INTERVAL_SECONDS": "0.3", "LETHE_RATE_LIMIT": "100000/minute"}
     server = start_server(tmp, env)
     try:
-        found = re.search(r"admin token for tenant \S+ .*: (lethe_[A-Za-z0-9_-]{43})", server.out.read_text())
-        assert found is not None
-        tokens = {"admin": found.group(1)}
+        tokens = {"admin": server.first_admin_token()}
         with httpx.Client(
             base_url=server.url, timeout=30, headers={"Authorization": f"Bearer {tokens['admin']}"}
         ) as h:

@@ -97,6 +97,8 @@ class Settings(BaseSettings):
     # HTTP server (api/): request size and read time, rate limits, background work.
     max_body_bytes: int = Field(default=64 * 1024, gt=0)
     body_read_timeout_seconds: float = Field(default=30.0, gt=0, le=3600)  # the whole body, else 408
+    # A request's headers, from the connection's start or the previous response; else closed.
+    header_read_timeout_seconds: float = Field(default=10.0, gt=0, le=3600)
     rate_limit: str = "600/minute"  # per token; syntax of the `limits` package
     # Searches one server process runs at once (the others wait their turn, holding no
     # thread); unset: ``searches_at_once``, by the database.

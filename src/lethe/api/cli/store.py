@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Literal, TypedDict
 
@@ -10,6 +11,7 @@ from rich.markup import escape
 
 from lethe.api.bootstrap import require_initialised
 from lethe.api.cli.common import ExitCode, console, container, err, fail, load_settings, print_json
+from lethe.api.first_admin import mint_first_admin
 from lethe.api.store_lease import exclusive_lease, shared_lease
 from lethe.vault.errors import StoreNotReady, VaultError
 from lethe.vault.model import Role
@@ -125,7 +127,7 @@ class _ServeOptions(TypedDict):
     log_config: None
     server_header: bool
     loop: Literal["uvloop"]
-    http: Literal["httptools"]
+    http: type[asyncio.Protocol]  # httptools, with a deadline for headers
 
 
 @app.command()
@@ -136,7 +138,8 @@ def serve(
         1, "--workers", min=1, max=64, help="Server processes on this port (each runs the background work)."
     ),
 ) -> None:
-    """Run the HTTP API on an initialised store (`lethe init`); the first run mints an admin token."""
+    """Run the HTTP API on an initialised store (`lethe init`); the first run mints an admin token
+    (its secret written to `admin-token` in the data dir)."""
     # One BLAS thread per server process (set before numpy loads; an operator's own value
     # wins). A search's products are small (scope x 256), and BLAS threads that spin for
     # work on the cores the other workers need halved search throughput: 2 workers, 16
@@ -146,6 +149,7 @@ def serve(
     import uvicorn  # the web stack loads only for the command that serves it
 
     from lethe.api.http.app import create_app
+    from lethe.api.http.header_timeout import serving_protocol
     from lethe.api.http.listeners import serve_workers
     from lethe.api.http.logging import configure_logging
 
@@ -157,12 +161,13 @@ def serve(
         for line in c.created:
             console.print(f"created {line}")
         tokens = c.tokens
-        if not tokens.any_with_role(Role.ADMIN):
-            token, info = tokens.create(
-                Role.ADMIN, settings.bootstrap_tenant, description="minted by the first `lethe serve`"
-            )
-            typer.echo(f"admin token for tenant {info.tenant_id} (shown once, store it now): {token}")
-            typer.echo(f"token id: {info.id}")
+        try:
+            first = mint_first_admin(tokens, settings.bootstrap_tenant, settings.data_dir)
+        except OSError as exc:
+            fail(str(exc), ExitCode.SETUP)
+        if first is not None:
+            for line in first.lines():
+                typer.echo(line)
         elif "bootstrap_tenant" in settings.model_fields_set and not tokens.any_with_role(
             Role.ADMIN, settings.bootstrap_tenant
         ):
@@ -181,9 +186,10 @@ def serve(
         "log_config": None,
         "server_header": False,
         # C event loop and HTTP parser (both wheels are dependencies): about 10 % more searches
-        # per second on two nodes than asyncio's loop and h11 (docs/operations.md).
+        # per second on two nodes than asyncio's loop and h11 (docs/operations.md). The
+        # parser's protocol closes a connection whose request headers are late.
         "loop": "uvloop",
-        "http": "httptools",
+        "http": serving_protocol(settings.header_read_timeout_seconds),
     }
     if workers == 1:  # this process serves (each of N workers tunes itself in the app factory)
         from lethe.api.http import allocator

@@ -4,7 +4,8 @@ A minted token is shown once, on the page that answers the form, and never again
 revoking a token also ends its console sessions.
 
 Exceptions: core errors become error pages (``api.console.app``); ``InvalidCommand``
-(422) for a lifetime that is not a whole number of days.
+(422) for a lifetime that is not a whole number of days within the API's bound
+(parsed as the API's own type, ``api.http.schemas.numbers``).
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from fastapi.responses import RedirectResponse, Response
 from lethe.api.console.render import page
 from lethe.api.console.session import Act, User, acting, container, viewing
 from lethe.api.http.routes.deps import ResourceId
-from lethe.vault.errors import InvalidCommand
+from lethe.api.http.schemas.numbers import TokenTtlSeconds, days_from_form
+from lethe.vault.access.tokens import MAX_TOKEN_TTL
 from lethe.vault.model import Role
 
 router = APIRouter()
 ROLES = [r.value for r in Role]
+TTL_REFUSAL = f"the lifetime is a whole number of days from 1 to {MAX_TOKEN_TTL.days}"
 
 
 @router.get("/tokens")
@@ -34,8 +37,7 @@ def tokens(request: Request, user: Annotated[User, Depends(viewing("list_tokens"
 @router.post("/tokens")
 def mint(request: Request, act: Annotated[Act, Depends(acting("create_token"))]) -> Response:
     days = act.text("ttl_days")
-    if days is not None and not days.isdigit():
-        raise InvalidCommand("the lifetime is a whole number of days")
+    ttl = days_from_form(days, TokenTtlSeconds, TTL_REFUSAL) if days is not None else None
     purposes = [p.strip() for p in (act.text("purposes") or "").split(",") if p.strip()]
     c = container(request)
     token, info = c.tokens.create(
@@ -43,7 +45,7 @@ def mint(request: Request, act: Annotated[Act, Depends(acting("create_token"))])
         act.user.caller.tenant_id,
         agent_id=act.text("agent_id"),
         purposes=purposes,
-        ttl=timedelta(days=int(days)) if days else None,
+        ttl=timedelta(seconds=ttl) if ttl is not None else None,
         description=act.text("description"),
         display_name=act.text("display_name"),
         email=act.text("email"),

@@ -45,6 +45,7 @@ from lethe.api.console.session import (
     set_cookie,
     signed_in_form,
 )
+from lethe.api.http.auth import client_address
 from lethe.api.http.problems import ApiProblem
 from lethe.vault.errors import Unauthenticated, VaultError
 
@@ -149,10 +150,12 @@ def create_console(api: FastAPI) -> FastAPI:
         if not expected or not secrets.compare_digest(csrf_token, expected):
             return _sign_in_page(request, 403, "The form expired or did not come from this page; try again.")
         state = api_state(request)
+        address = client_address(request)
+        if not state.tokens.accepted(token.strip()):
+            state.auth_failure_limiter.check(address)  # 429 past the limit, before any lookup
         try:
             caller = state.tokens.authenticate(token.strip())
         except Unauthenticated:
-            address = request.client.host if request.client else "unknown"
             state.auth_failure_limiter.charge(address)
             return _sign_in_page(request, 401, "That token is not valid (unknown, expired or revoked).")
         if not may_use_console(caller.role):

@@ -20,6 +20,7 @@ from fastapi.responses import RedirectResponse, Response
 from lethe.api.console.render import page
 from lethe.api.console.session import Act, User, acting, container, viewing
 from lethe.api.http.routes.deps import ResourceId
+from lethe.api.http.schemas.numbers import ExtensionMonths, from_form
 from lethe.api.report_formats import ReportFormat, officer_name, render_report, render_subject_export
 from lethe.vault.access.one_time import OneTimeValues
 from lethe.vault.erasure.model import ErasureJob
@@ -27,6 +28,7 @@ from lethe.vault.erasure.preview import preview_erasure
 from lethe.vault.errors import InvalidCommand
 
 router = APIRouter()
+EXTENSION_REFUSAL = "an extension is 1 or 2 months"
 
 FINISHED = ("reported", "verified")
 
@@ -176,12 +178,10 @@ def certificate_download(request: Request, user: User, report_id: str, fmt: Repo
 def extend(
     request: Request, job_id: ResourceId, act: Annotated[Act, Depends(acting("extend_erasure_request"))]
 ) -> Response:
-    months = _required(act, "months", "the number of months")
-    if months not in ("1", "2"):
-        raise InvalidCommand("an extension is 1 or 2 months")
+    months = from_form(ExtensionMonths, _required(act, "months", "the number of months"), EXTENSION_REFUSAL)
     told = _date(act, "subject_notified_at", "the date the subject was told")
     container(request).deadlines.extend(
-        act.user.caller, job_id, int(months), _required(act, "reason", "the reason"), told
+        act.user.caller, job_id, months, _required(act, "reason", "the reason"), told
     )
     return RedirectResponse(f"/console/requests/{job_id}", status_code=303)
 

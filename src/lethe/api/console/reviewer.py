@@ -18,6 +18,7 @@ from fastapi.responses import RedirectResponse, Response
 from lethe.api.console.render import page
 from lethe.api.console.session import Act, User, acting, container, viewing
 from lethe.api.http.routes.deps import ResourceId
+from lethe.api.http.schemas.numbers import Version, from_form
 from lethe.vault.errors import InvalidCommand
 from lethe.vault.memory.review import QueueQuery
 
@@ -40,10 +41,9 @@ def queue(
 
 
 def _version(act: Act) -> int:
-    raw = act.text("expected_version") or ""
-    if not raw.isdigit():
-        raise InvalidCommand("the form lost the memory's version; reload the queue")
-    return int(raw)
+    return from_form(
+        Version, act.text("expected_version") or "", "the form lost the memory's version; reload the queue"
+    )
 
 
 @router.post("/review/{memory_id}/promote")

@@ -34,6 +34,7 @@ from lethe.api.http import allocator, problems
 from lethe.api.http.auth import ROUTE_ROLES, RateLimiter
 from lethe.api.http.background import start_server_work
 from lethe.api.http.docs import install_docs
+from lethe.api.http.html_headers import HtmlHeadersMiddleware
 from lethe.api.http.logging import RequestContextMiddleware, configure_logging
 from lethe.api.http.metrics import InstrumentedKms, Metrics
 from lethe.api.http.middleware import BodyLimitMiddleware
@@ -116,6 +117,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         max_bytes=settings.max_body_bytes,
         read_timeout=settings.body_read_timeout_seconds,
     )
+    app.add_middleware(HtmlHeadersMiddleware)  # every text/html answer, the console's included
     app.add_middleware(RequestContextMiddleware)  # added last: outermost
     running_mcp = mount_optional_mcp(app, settings)
     app.openapi = lambda: openapi_schema(app)  # type: ignore[method-assign]

@@ -8,10 +8,12 @@ the agents' hot routes, in the thread of the route's work (``authorised_then``),
    route missing from the table is refused for everyone: fail closed),
 3. charges one request to the token's rate limit (429 with ``Retry-After``).
 A failed authentication (no token, or one that is not valid) is charged to its client
-address instead, and past that limit the answer is 429 rather than 401: bad tokens cost
-a lookup each and must not be free to send by the thousand. Successful requests are
-never charged to the address, so a valid token keeps working from a noisy address
-(behind a shared NAT, say); guessing one is hopeless anyway (256 random bits).
+address instead, and past that limit the answer is 429 rather than 401, given before the
+token is looked up: bad tokens must not buy a database lookup each by the thousand.
+Successful requests are never charged to the address, and a token this process accepted
+before is looked up and served even from an address past its limit, so agents at work
+keep working from a noisy address (behind a shared NAT, say); a token it has not seen is
+refused there until the window passes. Guessing one is hopeless anyway (256 random bits).
 The caller's scope (tenant, agent, purposes) comes only from the token. Search and write
 (``recalled_then``) skip step 1's lookup for a token their process accepted before, and read
 the token's revocation with their work's own first statement instead.
@@ -24,7 +26,8 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Annotated, TypeVar
 
 import anyio
@@ -112,23 +115,41 @@ class RateLimiter:
         self.limiter = MovingWindowRateLimiter(limit_storage(storage_uri))
 
     def charge(self, key: str) -> None:
-        try:
+        """Count one request for ``key``; ``ApiProblem`` 429 past the limit (503: storage down)."""
+        with self._storage_guard():
             if self.limiter.hit(self.item, self.namespace, key):
                 return
+        raise self._over(key)
+
+    def check(self, key: str) -> None:
+        """Refuse (429) a ``key`` already at its limit, without counting this request: so a
+        caller can shed work before doing it, and charge only what failed."""
+        with self._storage_guard():
+            if self.limiter.test(self.item, self.namespace, key):
+                return
+        raise self._over(key)
+
+    def _over(self, key: str) -> ApiProblem:
+        with self._storage_guard():
             reset = self.limiter.get_window_stats(self.item, self.namespace, key).reset_time
+        retry_after = max(1, math.ceil(reset - time.time()))
+        return ApiProblem(
+            429,
+            "Too many requests",
+            f"{self.what} is limited to {self.spec}",
+            {"Retry-After": str(retry_after)},
+        )
+
+    @contextmanager
+    def _storage_guard(self) -> Iterator[None]:
+        try:
+            yield
         except StorageError as exc:
             # The exception's text can name the storage's address; the type is enough.
             log.warning("rate limit storage failed", extra={"error": type(exc.storage_error).__name__})
             raise ApiProblem(
                 503, "Service unavailable", "the rate limit storage is unreachable", {"Retry-After": "1"}
             ) from None
-        retry_after = max(1, math.ceil(reset - time.time()))
-        raise ApiProblem(
-            429,
-            "Too many requests",
-            f"{self.what} is limited to {self.spec}",
-            {"Retry-After": str(retry_after)},
-        )
 
     def reachable(self) -> bool:
         """Whether the storage answers (always, in memory)."""
@@ -173,10 +194,18 @@ def _route_name(request: Request) -> str:
     return getattr(request.scope.get("route"), "name", "")
 
 
+def client_address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def _check_failures(request: Request) -> None:
+    """429 if the client's address is past its failed-authentication limit (nothing charged)."""
+    request.app.state.auth_failure_limiter.check(client_address(request))
+
+
 def _charge_failure(request: Request) -> None:
     """A failed authentication is charged to its client address (``ApiProblem`` 429 past the limit)."""
-    address = request.client.host if request.client else "unknown"
-    request.app.state.auth_failure_limiter.charge(address)
+    request.app.state.auth_failure_limiter.charge(client_address(request))
 
 
 async def presented(
@@ -254,16 +283,27 @@ async def recalled_then(
             raise
         except (ApiProblem, OutOfScope):
             tokens.forget(token)
-            _authenticate(request, token)  # 401 if it was revoked, else the refusal stands
+            # 401 if it was revoked, else the refusal stands. It was accepted a moment ago:
+            # looked up even from an address past its failure limit.
+            _authenticate(request, token, shed=False)
             raise
 
     return await anyio.to_thread.run_sync(run, limiter=limiter)
 
 
-def _authenticate(request: Request, token: str) -> Caller:
-    """``TokenService.authenticate``, a failure charged to the client's address."""
+def _authenticate(request: Request, token: str, shed: bool = True) -> Caller:
+    """``TokenService.authenticate``, a failure charged to the client's address.
+
+    From an address past its failure limit, a token this process has not accepted before is
+    refused (429) before it is looked up: the limit sheds the lookups, not only the answers.
+    One it has accepted is still looked up and served, so a noisy neighbour behind the same
+    NAT does not lock out agents already at work (tests/api/test_auth_failure_shedding.py).
+    """
+    tokens = request.app.state.tokens
+    if shed and not tokens.accepted(token):
+        _check_failures(request)
     try:
-        return request.app.state.tokens.authenticate(token)
+        return tokens.authenticate(token)
     except Unauthenticated:
         _charge_failure(request)
         raise

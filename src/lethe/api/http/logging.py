@@ -8,7 +8,9 @@ and uvicorn's access log (which prints raw paths) is switched off.
 
 ``RequestContextMiddleware`` is the outermost layer: it assigns the request id, writes
 the request line, and turns an exception that escaped every handler into a bare 500
-problem so no server component prints its message.
+problem so no server component prints its message. A request whose client hung up before
+it was answered (mid-body, say) is logged with status 499, "client closed request", not
+500 (tests/api/test_connection_limits.py).
 
 Exceptions: none raised; errors are logged by type only.
 """
@@ -34,6 +36,9 @@ ACCESS = logging.getLogger("lethe.access")
 log = logging.getLogger("lethe.api")
 
 SCOPE_KEY = "lethe.request"
+# The status an access line gives a request whose client hung up before it was answered
+# (nginx's "client closed request"): not a 5xx, which would page someone for a client's act.
+CLIENT_CLOSED = 499
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 # Only these record attributes are copied into a line: a stray ``extra`` cannot leak.
 FIELDS = (
@@ -97,6 +102,7 @@ class RequestContext:
 
     request_id: str
     token_id: str | None = None
+    client_closed: bool = False  # the client hung up before the request was answered
 
 
 def request_context(scope: Scope) -> RequestContext | None:
@@ -124,7 +130,7 @@ class RequestContextMiddleware:
             return
         ctx = RequestContext(_incoming_request_id(scope))
         scope[SCOPE_KEY] = ctx
-        status = 500
+        status: int | None = None  # no response sent: the client hung up, or an error
         started = False
 
         async def send_with_id(message: Message) -> None:
@@ -141,6 +147,7 @@ class RequestContextMiddleware:
             await self.app(scope, receive, send_with_id)
         except Exception as exc:
             log.error("unhandled error", exc_info=exc, extra={"request_id": ctx.request_id})
+            status = status or 500
             if not started:
                 response = problem_response(
                     500, "Internal error", "the server could not complete the request", scope.get("path", "")
@@ -153,7 +160,7 @@ class RequestContextMiddleware:
                 extra={
                     "method": scope.get("method"),
                     "route": getattr(route, "path", None),
-                    "status": status,
+                    "status": status or (CLIENT_CLOSED if ctx.client_closed else 500),
                     "duration_ms": round((time.perf_counter() - start) * 1000, 3),
                     "request_id": ctx.request_id,
                     "token_id": ctx.token_id,

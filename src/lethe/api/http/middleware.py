@@ -14,6 +14,7 @@ import asyncio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lethe.api.http import problems
+from lethe.api.http.logging import request_context
 
 
 class BodyLimitMiddleware:
@@ -42,7 +43,10 @@ class BodyLimitMiddleware:
             detail = f"the request body did not arrive within {self.read_timeout:g} seconds"
             await self._refuse(scope, receive, send, 408, "Request timeout", detail)
             return
-        if body is None:  # the client went away
+        if body is None:  # the client went away: nothing to answer, logged as a hang-up
+            ctx = request_context(scope)
+            if ctx is not None:
+                ctx.client_closed = True
             return
         if len(body) > self.max_bytes:
             await self._refuse(scope, receive, send, 413, "Request body too large", self._too_large)

@@ -146,6 +146,26 @@ class TokenService:
         ``created_by`` is the principal minting it (an admin's token id, or ``cli``);
         ``source_types`` what it may assert (None: its role's default).
         """
+        token, info = self._new(
+            role, tenant_id, agent_id, purposes, ttl, description, display_name, email, source_types
+        )
+        with acting_for(tenant_id), self.uow.write() as conn:
+            self._insert(conn, token, info, created_by)
+        return token, info
+
+    def _new(
+        self,
+        role: Role | str,
+        tenant_id: str,
+        agent_id: str | None = None,
+        purposes: Iterable[str] = (),
+        ttl: timedelta | None = None,
+        description: str | None = None,
+        display_name: str | None = None,
+        email: str | None = None,
+        source_types: Iterable[str] | None = None,
+    ) -> tuple[str, TokenInfo]:
+        """A new token and what may be shown about it, its scope checked; nothing stored yet."""
         try:
             role = Role(role)
         except ValueError:
@@ -182,32 +202,52 @@ class TokenService:
             email=email,
             source_types=asserts,
         )
-        with acting_for(tenant_id), self.uow.write() as conn:
-            conn.execute(
-                api_tokens.insert().values(
-                    id=info.id,
-                    token_hash=hash_token(token),
-                    role=role.value,
-                    tenant_id=tenant_id,
-                    agent_id=agent_id,
-                    purposes=json.dumps(list(purposes)),
-                    description=description,
-                    display_name=display_name,
-                    email=email,
-                    source_types=None if asserts is None else json.dumps(list(asserts)),
-                    created_at=to_db(now),
-                    expires_at=to_db(info.expires_at) if info.expires_at else None,
-                )
-            )
-            payload = {
-                "token_id": info.id,
-                "role": role.value,
-                "agent_id": agent_id,
-                "created_by": created_by,
-                "source_types": None if asserts is None else list(asserts),  # who granted what trust
-            }
-            self.log.append(conn, Event(TOKEN_CREATED, tenant_id, payload, occurred_at=iso(now)))
         return token, info
+
+    def create_first_admin(self, tenant_id: str, description: str) -> tuple[str, TokenInfo] | None:
+        """Mint an admin token for ``tenant_id`` unless the store has an admin token (of any
+        tenant); None when it has one.
+
+        The check and the insert are one write transaction, and write transactions hold the
+        store's write lock (PostgreSQL's advisory lock, SQLite's ``BEGIN IMMEDIATE``), so any
+        number of concurrent first starts mint exactly one (tests/api/test_bootstrap_once.py).
+        A maintenance transaction (``token roles``): the admin may be another tenant's.
+        """
+        token, info = self._new(Role.ADMIN, tenant_id, description=description)
+        with maintenance("token roles"), self.uow.write() as conn:
+            exists = sa.select(api_tokens.c.id).where(api_tokens.c.role == Role.ADMIN.value).limit(1)
+            if conn.execute(exists).first() is not None:
+                return None
+            self._insert(conn, token, info, "system")
+        return token, info
+
+    def _insert(self, conn: sa.Connection, token: str, info: TokenInfo, created_by: str) -> None:
+        """Store a minted token's row (its hash, never the token) and its audit event."""
+        asserts = info.source_types
+        conn.execute(
+            api_tokens.insert().values(
+                id=info.id,
+                token_hash=hash_token(token),
+                role=info.role.value,
+                tenant_id=info.tenant_id,
+                agent_id=info.agent_id,
+                purposes=json.dumps(list(info.purposes)),
+                description=info.description,
+                display_name=info.display_name,
+                email=info.email,
+                source_types=None if asserts is None else json.dumps(list(asserts)),
+                created_at=to_db(info.created_at),
+                expires_at=to_db(info.expires_at) if info.expires_at else None,
+            )
+        )
+        payload = {
+            "token_id": info.id,
+            "role": info.role.value,
+            "agent_id": info.agent_id,
+            "created_by": created_by,
+            "source_types": None if asserts is None else list(asserts),  # who granted what trust
+        }
+        self.log.append(conn, Event(TOKEN_CREATED, info.tenant_id, payload, occurred_at=iso(info.created_at)))
 
     def authenticate(self, token: str | None) -> Caller:
         """The caller a bearer token stands for; ``Unauthenticated`` for anything else."""
@@ -240,6 +280,11 @@ class TokenService:
         if info is None or not info.active(self.clock()):
             return None
         return _caller(info)
+
+    def accepted(self, token: str | None) -> bool:
+        """Whether ``authenticate`` accepted this token before in this process (and has not
+        forgotten it since): no statement is sent."""
+        return well_formed(token) and self.known.get(hash_token(token)) is not None  # type: ignore[arg-type]
 
     def forget(self, token: str) -> None:
         """Drop a token from ``recall`` (its read found it revoked): it is looked up again."""

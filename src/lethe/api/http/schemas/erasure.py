@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from lethe.api.http.schemas.common import IdempotencyKeyField, Out, Strict, SubjectId
-from lethe.vault.erasure.deadlines import MAX_EXTENSION_MONTHS
+from lethe.api.http.schemas.numbers import ExtensionMonths
 from lethe.vault.erasure.model import ErasureJob, LegalHold
 from lethe.vault.erasure.residue import MAX_IDENTIFIER_CHARS, MAX_IDENTIFIERS
 
@@ -62,7 +62,7 @@ class ErasureRequestIn(Strict):
 class ExtensionIn(Strict):
     """One extension of the deadline (GDPR Art. 12(3)): at most two months in total."""
 
-    months: int = Field(ge=1, le=MAX_EXTENSION_MONTHS, strict=True, description="1 or 2, at most 2 in total")
+    months: ExtensionMonths
     reason: str = Field(min_length=1, max_length=500, description="Why the request needs longer.")
     subject_notified_at: datetime = Field(
         description="When the subject was told of the extension and its reasons (within the first month)."

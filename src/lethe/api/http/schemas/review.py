@@ -6,13 +6,13 @@ from pydantic import Field
 
 from lethe.api.http.schemas.common import IdempotencyKeyField, Out, Strict
 from lethe.api.http.schemas.memories import MAX_TTL_SECONDS, MemoryOut
+from lethe.api.http.schemas.numbers import Version
 from lethe.api.http.schemas.sessions import SessionTaintOut
 from lethe.vault.memory.retraction import MAX_REASON, MAX_SOURCE_REF
-from lethe.vault.memory.validation import MAX_VERSION
 
 
 class PromoteIn(Strict):
-    expected_version: int = Field(ge=1, le=MAX_VERSION, strict=True, description="The current version.")
+    expected_version: Version
     idempotency_key: IdempotencyKeyField = None
     reason: str | None = Field(
         default=None,
@@ -35,7 +35,7 @@ class RetentionIn(Strict):
     """A reviewer's confirmation: keep the memory ``ttl_seconds`` from now (default: its kind's
     default TTL), up to its kind's maximum; it only ever extends."""
 
-    expected_version: int = Field(ge=1, le=MAX_VERSION, strict=True, description="The current version.")
+    expected_version: Version
     ttl_seconds: int | None = Field(default=None, gt=0, le=MAX_TTL_SECONDS, strict=True)
 
 

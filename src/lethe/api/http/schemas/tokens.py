@@ -8,7 +8,8 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from lethe.api.http.schemas.common import Out, Strict
-from lethe.vault.access.tokens import MAX_DISPLAY_NAME, MAX_EMAIL, MAX_TOKEN_TTL, TokenInfo
+from lethe.api.http.schemas.numbers import TokenTtlSeconds
+from lethe.vault.access.tokens import MAX_DISPLAY_NAME, MAX_EMAIL, TokenInfo
 from lethe.vault.model import Role, SourceType
 
 _SOURCE_TYPES = (
@@ -25,7 +26,7 @@ class TokenCreate(Strict):
     )
     agent_id: str | None = Field(default=None, max_length=64, description="Required for agent tokens.")
     purposes: list[str] = Field(default_factory=list, max_length=50)
-    ttl_seconds: int | None = Field(default=None, gt=0, le=int(MAX_TOKEN_TTL.total_seconds()), strict=True)
+    ttl_seconds: TokenTtlSeconds | None = None
     description: str | None = Field(default=None, max_length=200)
     display_name: str | None = Field(
         default=None, min_length=1, max_length=MAX_DISPLAY_NAME, description="Who the token stands for."
