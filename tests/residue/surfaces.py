@@ -42,9 +42,14 @@ def _headers(d: Deployment, role: str, request_id: str | None = None) -> dict[st
     return h
 
 
+# No keep-alive: each request opens a connection of its own, so the kernel (SO_REUSEPORT) picks
+# one of node A's workers per request; one client, so its setup is paid once.
+_HTTP = httpx.Client(timeout=60, limits=httpx.Limits(max_keepalive_connections=0))
+
+
 def _call(method: str, url: str, headers: dict[str, str], body: Any = None) -> httpx.Response:
-    """One request on a connection of its own (a worker of node A is picked per connection)."""
-    return httpx.request(method, url, headers=headers, json=body, timeout=60)
+    """One request on a connection of its own."""
+    return _HTTP.request(method, url, headers=headers, json=body)
 
 
 def _items(r: httpx.Response) -> list[Any]:
@@ -301,3 +306,11 @@ def others_still_served(d: Deployment) -> dict[str, bool]:
         r = _call("GET", f"{node.url}/v1/memories/{d.other_ids[0]}", _headers(d, "agent"))
         out[f"read {label}"] = r.status_code == 200
     return out
+
+
+def recall_of(d: Deployment, node: Server) -> str:
+    """How the node ranked a search: "hybrid" (sealed vectors too) or "lexical"."""
+    body = {"query": "Bo Lindqvist", "purpose": "support"}
+    r = _call("POST", f"{node.url}/v1/memories/search", _headers(d, "agent"), body)
+    assert r.status_code == 200, r.text
+    return r.json()["recall"]

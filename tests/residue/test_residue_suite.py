@@ -112,9 +112,10 @@ def residue(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         after = run_phase(d, "after", mk, scraped, pg)
         lap("after")
         still = s.others_still_served(d)
+        recall = {"node A": s.recall_of(d, d.node_a), "node B": s.recall_of(d, d.node_b)}
         figures = tally(backend, before, after, skipped_surfaces())
         figures.seconds = time.monotonic() - started
-        yield figures, hygiene_before, log_lines_with_markers(d, mk), still
+        yield figures, hygiene_before, log_lines_with_markers(d, mk), still, recall
     finally:
         d.stop()
         if pg is not None:
@@ -123,7 +124,7 @@ def residue(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 
 
 def test_no_residue_of_a_forgotten_subject_on_any_surface(residue: Any) -> None:
-    figures, hygiene_before, hygiene_after, still = residue
+    figures, hygiene_before, hygiene_after, still, recall = residue
     FIGURES.append(figures)
     write(figures)
     print("\n" + summary(figures))
@@ -132,5 +133,8 @@ def test_no_residue_of_a_forgotten_subject_on_any_surface(residue: Any) -> None:
     assert figures.residues == [], figures.residues
     # The after run is not empty because the surfaces broke: the other subject is still served.
     assert all(still.values()), still
+    # Both recalls were probed: node A ranks with sealed vectors (the semantic extra), node B lexically.
+    semantic = importlib.util.find_spec("wordllama") is not None
+    assert recall == {"node A": "hybrid" if semantic else "lexical", "node B": "lexical"}, recall
     # The logs never held the subject (before or after): content, ids, identifiers, provenance.
     assert hygiene_before == [] and hygiene_after == []
