@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,7 @@ set -euo pipefail
 # HTTP stays `received` while the README extends, pauses and resumes it (by default the runner
 # starts it within a second, and a request can be paused only before its erasure begins).
 SERVER_ENV = {"LETHE_ERASURE_INTERVAL_SECONDS": "3600"}
+RUNNABLE_FENCE = re.compile(r"^ {0,3}```(?:sh|bash|shell|console|python|py)\s*$", re.M)
 NOT_CARRIED = {"PWD", "OLDPWD", "SHLVL", "_", "LETHE_DOCS_STATE", "SHELLOPTS", "BASHOPTS"}
 
 
@@ -97,58 +99,88 @@ def run(
     return r, {k: v for k, v in pairs if k not in NOT_CARRIED}
 
 
+@dataclass
+class Outcome:
+    tally: dict[str, tuple[int, int, float]]  # per doc: blocks run, opted out, seconds
+    failures: list[str]
+
+    @property
+    def ran(self) -> int:
+        return sum(t[0] for t in self.tally.values())
+
+    @property
+    def opted_out(self) -> int:
+        return sum(t[1] for t in self.tally.values())
+
+
+def run_docs(docs: list[Path], srv: Server, admin: str, cwd: Path) -> Outcome:
+    """Run every runnable block of ``docs`` in order (the first doc's final state is where
+    every later doc starts); check excerpts; count what ran and what opted out."""
+    venv_bin = str(Path(sys.executable).parent)
+    reader = {**srv.env, "PATH": f"{venv_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}", "HOME": str(cwd)}
+    after_first = reader
+    outcome = Outcome({}, [])
+    for n, doc in enumerate(docs):
+        env, done, skipped, started = (reader if n == 0 else after_first), 0, 0, time.monotonic()
+        for block in blocks(doc):
+            if block.excerpt_of is not None and not is_excerpt(
+                block.code, (ROOT / block.excerpt_of).read_text()
+            ):
+                outcome.failures.append(f"{block.where}: not an excerpt of {block.excerpt_of}")
+            if block.not_run is not None or block.excerpt_of is not None:
+                skipped += 1
+                continue
+            r, env = run(block, reader_text(block, srv.url, admin), env, cwd)
+            done += 1
+            if r.returncode != 0:
+                outcome.failures.append(
+                    f"{block.where} ({block.info}) exited {r.returncode}\n--- block\n{block.code}"
+                    f"--- stdout\n{r.stdout[-3000:]}\n--- stderr\n{r.stderr[-3000:]}"
+                )
+        if n == 0:
+            after_first = env
+        fenced = len(RUNNABLE_FENCE.findall(doc.read_text(encoding="utf-8")))
+        if done + skipped != fenced:
+            outcome.failures.append(f"{doc.name}: {fenced} runnable blocks, {done} ran, {skipped} opted out")
+        outcome.tally[doc.name] = (done, skipped, time.monotonic() - started)
+    return outcome
+
+
 @pytest.mark.slow
 def test_every_runnable_block_of_the_docs_runs(
     server: tuple[Server, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    srv, admin = server
     started = time.monotonic()
-    venv_bin = str(Path(sys.executable).parent)
-    reader = {
-        **srv.env,
-        "PATH": f"{venv_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-        "HOME": str(tmp_path),
-    }
-    after_readme = reader
-    failures: list[str] = []
-    tally: dict[str, tuple[int, int, float]] = {}
-    ran: list[Block] = []
-    runnable: list[Block] = []
-    for doc in DOCS:
-        env = reader if doc.name == "README.md" else after_readme
-        done = skipped = 0
-        doc_started = time.monotonic()
-        for block in blocks(doc):
-            if block.excerpt_of is not None:
-                source = (ROOT / block.excerpt_of).read_text()
-                if not is_excerpt(block.code, source):
-                    failures.append(f"{block.where}: not an excerpt of {block.excerpt_of}")
-            if block.not_run is not None or block.excerpt_of is not None:
-                skipped += 1
-                continue
-            runnable.append(block)
-            r, env = run(block, reader_text(block, srv.url, admin), env, tmp_path)
-            ran.append(block)
-            done += 1
-            if r.returncode != 0:
-                failures.append(
-                    f"{block.where} ({block.info}) exited {r.returncode}\n--- block\n{block.code}"
-                    f"--- stdout\n{r.stdout[-3000:]}\n--- stderr\n{r.stderr[-3000:]}"
-                )
-        if doc.name == "README.md":
-            after_readme = env
-        tally[doc.name] = (done, skipped, time.monotonic() - doc_started)
-    seconds = time.monotonic() - started
-    total_ran = sum(t[0] for t in tally.values())
-    total_out = sum(t[1] for t in tally.values())
+    outcome = run_docs(DOCS, *server, tmp_path)
     with capsys.disabled():
-        print(f"\ndocs blocks: {total_ran} ran, {total_out} opted out, {seconds:.1f} s")
-        for name, (done, skipped, spent) in tally.items():
+        seconds = time.monotonic() - started
+        print(f"\ndocs blocks: {outcome.ran} ran, {outcome.opted_out} opted out, {seconds:.1f} s")
+        for name, (done, skipped, spent) in outcome.tally.items():
             if done or skipped:
                 print(f"  {name}: {done} ran, {skipped} opted out, {spent:.1f} s")
-    assert ran == runnable, "every block that does not opt out runs"
-    assert total_ran > 0
-    assert not failures, "\n\n".join(failures)
+    assert outcome.ran > 0
+    assert not outcome.failures, "\n\n".join(outcome.failures)
+
+
+@pytest.mark.slow
+def test_a_stale_block_fails_and_state_carries_between_blocks(
+    server: tuple[Server, str], tmp_path: Path
+) -> None:
+    good, stale = tmp_path / "good.md", tmp_path / "stale.md"
+    good.write_text(
+        "```sh\nexport LETHE=http://127.0.0.1:8080\nN=$(curl -s $LETHE/v1/admin/tokens"
+        ' -H "Authorization: Bearer lethe_..." | jq ".items | length")\n```\n\n'
+        '```sh\ntest "$N" -ge 1\n```\n\n```python\nimport os\nassert int(os.environ["N"]) >= 1\n```\n'
+        "\n<!-- not-run: a sample -->\n```sh\nexit 1\n```\n"
+    )
+    stale.write_text("```sh\ncurl -s $LETHE/v1/no-such-route\n```\n\n```python\nraise SystemExit(3)\n```\n")
+    (tmp_path / "wd").mkdir()
+    outcome = run_docs([good, stale], *server, tmp_path / "wd")
+    assert outcome.tally["good.md"][:2] == (3, 1)
+    assert [f.split("\n")[0] for f in outcome.failures] == [
+        "stale.md:1 (sh) exited 22",
+        "stale.md:5 (python) exited 3",
+    ]
 
 
 def test_a_marker_must_say_why(tmp_path: Path) -> None:
