@@ -50,7 +50,10 @@ set -euo pipefail
 # HTTP stays `received` while the README extends, pauses and resumes it (by default the runner
 # starts it within a second, and a request can be paused only before its erasure begins).
 SERVER_ENV = {"LETHE_ERASURE_INTERVAL_SECONDS": "3600"}
-RUNNABLE_FENCE = re.compile(r"^ {0,3}```(?:sh|bash|shell|console|python|py)\s*$", re.M)
+# Counted apart from the extractor, so a block it fails to see is a failure, not a silent pass.
+RUNNABLE_FENCE = re.compile(
+    r"^ {0,3}(?:`{3,}|~{3,}) *(?:sh|bash|shell|console|python|py)(?:[ \t].*)?$", re.M | re.I
+)
 NOT_CARRIED = {"PWD", "OLDPWD", "SHLVL", "_", "LETHE_DOCS_STATE", "SHELLOPTS", "BASHOPTS"}
 
 
