@@ -28,11 +28,12 @@ export LETHE_TEST_POSTGRES_URL=${LETHE_TEST_POSTGRES_URL:-postgresql+psycopg://p
 
 # The console's browser tests drive Debian's Chromium (Playwright's own download is not reachable);
 # its screenshot command renders a certificate PDF page with pdftoppm (poppler-utils); the bench's
-# HTTP figure and its tests use wrk as the load generator.
-if { [ ! -x /usr/bin/chromium ] || ! command -v pdftoppm >/dev/null 2>&1 || ! command -v wrk >/dev/null 2>&1; } \
+# HTTP figure and its tests use wrk as the load generator; the docs' shell blocks (tests/docs) use jq.
+if { [ ! -x /usr/bin/chromium ] || ! command -v pdftoppm >/dev/null 2>&1 || ! command -v wrk >/dev/null 2>&1 \
+  || ! command -v jq >/dev/null 2>&1; } \
   && command -v apt-get >/dev/null 2>&1; then
-  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium poppler-utils wrk) >/dev/null 2>&1 \
-    || echo "warning: could not install chromium, poppler-utils and wrk; the browser tests will fail under CI" >&2
+  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium poppler-utils wrk jq) >/dev/null 2>&1 \
+    || echo "warning: could not install chromium, poppler-utils, wrk and jq; the browser tests will fail under CI" >&2
 fi
 
 .venv/bin/ruff check .
