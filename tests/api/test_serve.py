@@ -195,6 +195,7 @@ def test_seed_scenario_against_a_real_server(any_server: Server) -> None:
     # The first run wrote an admin token to a 0600 file and printed where, not the token; it works.
     stdout = server.out.read_text()
     assert f"OpenAPI docs: {server.url}/docs" in stdout
+    assert f"console: {server.url}/console" in stdout and f"{server.url}/verify" in stdout
     admin = server.first_admin_token()
     assert f"written to {Path(server.env['LETHE_DATA_DIR']) / ADMIN_TOKEN_FILE}" in stdout
     assert admin.startswith("lethe_") and all(admin not in line for line in server.lines())

@@ -5,7 +5,8 @@ stale fails here.
 The reader's setting: ``lethe`` on ``PATH`` (the README's ``export PATH="$PWD/.venv/bin:$PATH"``),
 ``LETHE_DATA_DIR`` naming the server's store (the CLI runs on the server), and the two values
 the README asks the reader to fill in, ``http://127.0.0.1:8080`` (the server's address; here a
-free port) and ``lethe_...`` (the admin token the first start printed); a ``<report-id>`` is
+free port) and ``lethe_...`` or ``$(cat lethe-data/admin-token)`` (the admin token the first
+start wrote); a ``<report-id>`` is
 the certificate the README's auditor block fetched (``$REPORT``). The README runs first;
 every other doc starts where the README left the reader (its variables, its files), in one
 working directory. Blocks of one doc run in order and share their variables: each shell block
@@ -60,16 +61,21 @@ NOT_CARRIED = {"PWD", "OLDPWD", "SHLVL", "_", "LETHE_DOCS_STATE", "SHELLOPTS", "
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str]]:
     srv = start_server(tmp_path_factory.mktemp("docs-server"), SERVER_ENV)
-    printed = re.search(r"admin token for tenant \S+ .*: (lethe_[A-Za-z0-9_-]{43})", srv.out.read_text())
-    assert printed is not None, "the first start prints the admin token"
-    yield srv, printed.group(1)
+    admin = srv.first_admin_token()  # the 0600 file the first start wrote (README: lethe-data/admin-token)
+    assert admin.startswith("lethe_"), "the first start writes the admin token to its file"
+    yield srv, admin
     srv.stop()
 
 
 def reader_text(block: Block, url: str, admin: str) -> str:
     """The block as the reader runs it: their server's address and admin token filled in."""
     code = block.commands() if block.lang == "shell" else block.code
-    fill_in = {"http://127.0.0.1:8080": url, "lethe_...": admin, "<report-id>": "$REPORT"}
+    fill_in = {
+        "http://127.0.0.1:8080": url,
+        "$(cat lethe-data/admin-token)": admin,  # the reader's data dir is not the test server's
+        "lethe_...": admin,
+        "<report-id>": "$REPORT",
+    }
     for placeholder, value in fill_in.items():
         code = code.replace(placeholder, value)
     return code

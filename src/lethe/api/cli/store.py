@@ -177,7 +177,9 @@ def serve(
                 "is minted on the first start only, and this store has one. Mint one with "
                 f"`lethe token create --tenant {tenant} --role admin`."
             )
-    typer.echo(f"OpenAPI docs: http://{shown}:{port}/docs")
+    base = f"http://{shown}:{port}"
+    typer.echo(f"console: {base}/console  ·  verify a certificate: {base}/verify")
+    typer.echo(f"OpenAPI docs: {base}/docs")
     configure_logging(settings.log_level)
     options: _ServeOptions = {
         "host": host,
