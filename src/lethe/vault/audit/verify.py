@@ -89,6 +89,7 @@ from lethe.vault.audit.certificate_format import (
     b64_bytes,
     compute_subject_commitment,
     field_of,
+    fold_subject_id,
     json_object,
     keyed_subject_commitment,
     note_checkpoint,
@@ -515,11 +516,14 @@ class _Verifier:
                     "this certificate confirms a subject id only together with the verification "
                     "code given when the request was filed; without it no id can be confirmed"
                 )
-            try:
-                computed = keyed_subject_commitment(self.verification_code, tenant, self.subject_id)
+            try:  # the id as Lethe folds it, or as typed (requests filed before ids were folded)
+                keyed = {
+                    keyed_subject_commitment(self.verification_code, tenant, spelling)
+                    for spelling in (fold_subject_id(self.subject_id), self.subject_id)
+                }
             except ValueError as exc:
                 raise CheckFailed(f"the verification code is malformed: {exc}") from exc
-            if computed != claimed:
+            if claimed not in keyed:
                 raise CheckFailed(
                     "the certificate is not about this subject id, or the verification code is "
                     "not this request's (commitment differs)"

@@ -43,6 +43,7 @@ from lethe.vault.audit.certificate_format import keyed_subject_commitment, new_v
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
+from lethe.vault.custody.subject_aliases import aliases_of
 from lethe.vault.erasure import filings, leases
 from lethe.vault.erasure import repository as repo
 from lethe.vault.erasure.deadline_service import identity_ref
@@ -155,8 +156,9 @@ class ErasureService:
         ``identity_verification_ref`` names where the subject's identity was checked (a
         ticket or case id): a reference only, never identity documents.
 
-        Stores written before subject ids were NFC-normalised may hold the subject under
-        the spelling it was sent in: when such a legacy ref holds keys, a linked request
+        Stores written before subject ids were NFC-normalised, or before default-ignorable
+        code points were removed from them (``custody.subject_aliases``), may hold the subject
+        under the spelling it was sent in: when such a legacy ref holds keys, a linked request
         for it is filed too (same basis, reference naming the primary request).
         """
         _require(caller, Role.PRIVACY_OFFICER)
@@ -212,6 +214,8 @@ class ErasureService:
                     )
                 filed = (legal_basis, identity_verification_ref, now, code)
                 self._file(conn, caller, job_id, ref, subject_id, reference, *filed)
+                for alias in aliases_of(conn, tenant, ref):  # spellings folded since (0027)
+                    spellings.setdefault(alias, subject_id)
                 for legacy_ref, form in sorted(spellings.items()):
                     if self.keyring.current(conn, tenant, legacy_ref) is not None:
                         linked = f"legacy spelling of request {job_id}"

@@ -56,6 +56,7 @@ TENANT_TABLES = (
     "erasure_final_reports",
     "console_sessions",
     "agent_sessions",
+    "subject_aliases",
 )
 # Tables keyed by an erasure job: a row is visible when its job is (the job's own policy).
 JOB_TABLES = ("erasure_steps", "erasure_extensions")
