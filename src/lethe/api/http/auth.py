@@ -25,7 +25,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from typing import Annotated, TypeVar
+from typing import Annotated, NoReturn, TypeVar
 
 import anyio
 from fastapi import Depends, Request
@@ -112,16 +112,29 @@ class RateLimiter:
         self.limiter = MovingWindowRateLimiter(limit_storage(storage_uri))
 
     def charge(self, key: str) -> None:
+        if not self._storage(lambda: self.limiter.hit(self.item, self.namespace, key)):
+            self.refuse(key)
+
+    def admits(self, key: str) -> bool:
+        """Whether one more request for ``key`` stays within the limit (charges nothing)."""
+        return self._storage(lambda: self.limiter.test(self.item, self.namespace, key))
+
+    def _storage(self, call: Callable[[], bool]) -> bool:
         try:
-            if self.limiter.hit(self.item, self.namespace, key):
-                return
-            reset = self.limiter.get_window_stats(self.item, self.namespace, key).reset_time
+            return call()
         except StorageError as exc:
             # The exception's text can name the storage's address; the type is enough.
             log.warning("rate limit storage failed", extra={"error": type(exc.storage_error).__name__})
             raise ApiProblem(
                 503, "Service unavailable", "the rate limit storage is unreachable", {"Retry-After": "1"}
             ) from None
+
+    def refuse(self, key: str) -> NoReturn:
+        """The 429 for ``key``, with the seconds until its window frees a request."""
+        try:
+            reset = self.limiter.get_window_stats(self.item, self.namespace, key).reset_time
+        except StorageError:
+            reset = time.time() + 1
         retry_after = max(1, math.ceil(reset - time.time()))
         raise ApiProblem(
             429,

@@ -126,6 +126,24 @@ def keyed_subject_commitment(code: str, tenant_id: str, subject_id: str) -> str:
     return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
+REQUEST_SUBJECT_REF = "request_subject_ref"  # v3: the per-request subject reference its events carry
+
+
+def events_subject_ref(doc: dict[str, Any]) -> str:
+    """The subject reference every embedded event must carry: v3's per-request
+    ``subject.request_subject_ref`` (requests filed since certificates stopped naming the
+    stable ref), else ``subject.subject_ref`` (v1, v2, and v3 requests filed before). A
+    certificate naming both, or a v1/v2 one naming a per-request ref, fails."""
+    subject = field_of(doc, "subject", dict)
+    if REQUEST_SUBJECT_REF in subject:
+        if doc.get("format") != FORMAT_V3:
+            raise CheckFailed("only a v3 certificate carries a per-request subject reference")
+        if "subject_ref" in subject:
+            raise CheckFailed("the subject carries both a stable and a per-request reference")
+        return field_of(subject, REQUEST_SUBJECT_REF, str, "subject.")
+    return field_of(subject, "subject_ref", str, "subject.")
+
+
 def result_of(steps: list[dict[str, Any]]) -> tuple[str, list[tuple[str, int | None]]]:
     """The result class the steps' evidence supports, and the parts missing (``partial``).
 

@@ -61,13 +61,14 @@ from lethe.vault.erasure.model import (
     LegalHold,
     Reinstatement,
 )
+from lethe.vault.erasure.request_ref import log_receipt, request_ref
 from lethe.vault.erasure.steps import StepContext, StepDeps, StepFailed, StepSpec, core_steps, record_step
 from lethe.vault.errors import LegalHoldActive, NotFound, OutOfScope, VersionConflict
 from lethe.vault.memory.validation import normal_subject_id, require_text
 from lethe.vault.model import Caller, Role
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
-from lethe.vault.store.projection import ERASURE_RECEIVED, SUBJECT_REINSTATED, apply
+from lethe.vault.store.projection import SUBJECT_REINSTATED, apply
 from lethe.vault.store.tenancy import for_caller, maintenance_job
 
 log = logging.getLogger("lethe.erasure")
@@ -270,10 +271,10 @@ class ErasureService:
             "due_at": iso(due),
             "subject_commitment": commitment,  # the log commits to it; it tests no guess without the code
         }
-        ev = self.log.append(
-            conn, Event(ERASURE_RECEIVED, caller.tenant_id, payload, subject_ref=ref, occurred_at=iso(now))
-        )
-        apply(conn, ev)  # the erasure fence: no write for this subject is accepted from now on
+        # The certificate embeds this event: it carries a per-request reference, never ``ref``
+        # (``erasure.request_ref``); the fence goes up on ``ref`` with it.
+        event_ref = request_ref(self.pseudonyms, caller.tenant_id, job_id, ref)
+        ev = log_receipt(conn, self.log, caller.tenant_id, payload, ref, event_ref, iso(now))
         repo.insert_step(
             conn, job_id, RECEIVED, now, ev.seq, {"legal_basis": legal_basis, "due_at": iso(due)}
         )
