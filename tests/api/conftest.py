@@ -108,6 +108,8 @@ def api_settings(settings: Settings, **overrides: Any) -> Settings:
     base = {
         "rate_limit": "100000/minute",
         "auth_failure_rate_limit": "100000/minute",
+        "subject_sweep_rate_limit": "100000/minute",
+        "subject_sweep_tenant_rate_limit": "100000/minute",
         "sweep_interval_seconds": 3600.0,
     }
     return settings.model_copy(update={**base, **overrides})

@@ -17,9 +17,10 @@ import sqlalchemy as sa
 
 from lethe.api.bootstrap import build, initialise
 from lethe.api.settings import Settings
+from lethe.vault import errors
 from lethe.vault.erasure.backup import create_backup
 from lethe.vault.store.db import make_engine
-from lethe.vault.store.schema import upgrade
+from lethe.vault.store.schema import downgrade, upgrade
 from tests.api.test_serve import lethe_command, start_server
 from tests.children import lethe_env, python_on_a_new_store
 from tests.conftest import agent, officer, write_cmd
@@ -164,3 +165,32 @@ def test_a_restore_is_refused_while_a_server_uses_the_store(tmp_path: Path) -> N
         server.stop()
     restored = run_lethe(tmp_path / "data", "backup", "restore", manifest)
     assert restored.returncode == 0, restored.stderr
+
+
+def test_migrate_folds_subject_ids_written_before_0028(tmp_path: Path, monkeypatch) -> None:
+    """`lethe migrate` re-derives the refs of ids holding invisible characters (0028): forgetting
+    "alice-x" then reaches a memory an earlier release wrote for "alice\u200b-x"."""
+    settings = Settings(data_dir=tmp_path / "data")
+    c = build(settings, create=True)
+    with monkeypatch.context() as m:  # written as the release before 0028 did: NFC only
+        m.setattr("lethe.vault.memory.service.normal_subject_id", lambda s: s)
+        old = c.memories.write(agent(), write_cmd("old memory", subject="alice\u200b-x")).item
+    kept = c.memories.write(agent(), write_cmd("someone else", subject="alice-y")).item
+    c.close()
+    engine = make_engine(settings.db_url)
+    downgrade(engine, "0027")
+    engine.dispose()
+    migrated = run_lethe(settings.data_dir, "migrate")
+    assert migrated.returncode == 0, migrated.stderr
+    assert "upgraded from 0027" in migrated.stdout and "re-derived: 1 " in migrated.stdout
+    again = run_lethe(settings.data_dir, "migrate")
+    assert again.returncode == 0 and "re-derived: 0 " in again.stdout, again.stderr
+    c = build(settings)
+    try:
+        c.erasure.request(officer(), "alice-x", "gdpr-art17-1a", None)
+        c.erasure.run_pending()
+        with pytest.raises(errors.NotFound):
+            c.memories.get(agent(), old.id)
+        assert c.memories.get(agent(), kept.id).id == kept.id
+    finally:
+        c.close()

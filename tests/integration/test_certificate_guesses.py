@@ -108,7 +108,8 @@ def test_a_v1_certificate_and_a_v2_one_of_a_request_filed_before_codes_still_ver
 
     # The same facts as the v1 issuer signed them: v1 format, v1 signature domain.
     def as_v1(d: dict[str, Any]) -> dict[str, Any]:
-        subject = {k: d["subject"][k] for k in ("commitment", "salt", "scheme", "subject_ref")}
+        subject = {k: d["subject"][k] for k in ("commitment", "salt", "scheme")}
+        subject["subject_ref"] = d["subject"]["request_subject_ref"]  # v1 names the ref its events carry
         verification = {**d["verification"], "signature_domain": "lethe-erasure-certificate/v1\\n"}
         return {**d, "format": FORMAT_V1, "subject": subject, "verification": verification}
 

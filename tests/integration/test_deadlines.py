@@ -197,7 +197,7 @@ def test_deadline_commands_are_for_the_tenants_privacy_officers_and_leave_audit_
     with lethe.uow.read() as conn:
         q = sa.select(events.c.type, events.c.payload).where(events.c.type.like("erasure.%"))
         rows = conn.execute(q.order_by(events.c.seq)).all()
-    kinds = ["erasure.received", "erasure.extended", "erasure.paused", "erasure.resumed"]
+    kinds = ["erasure.received", "erasure.fenced", "erasure.extended", "erasure.paused", "erasure.resumed"]
     assert [r.type for r in rows] == kinds
     assert all("secret reason" not in r.payload and ALICE not in r.payload for r in rows)
 

@@ -104,6 +104,10 @@ class Settings(BaseSettings):
     # thread); unset: ``searches_at_once``, by the database.
     search_concurrency: int | None = Field(default=None, ge=1, le=64)
     auth_failure_rate_limit: str = "30/minute"  # failed authentications per client address
+    # Subjects a token (and a tenant) may name that it has not named in the window: writes and
+    # exports about new subject ids, the erasure fence's oracle (``api.http.subject_sweeps``).
+    subject_sweep_rate_limit: str = "120/minute"
+    subject_sweep_tenant_rate_limit: str = "1200/minute"
     # Where rate-limit counts live: per process (memory://) or shared by every node (redis://...).
     rate_limit_storage: str = "memory://"
     sweep_interval_seconds: float = Field(default=30.0, gt=0)
@@ -223,7 +227,9 @@ class Settings(BaseSettings):
             raise ValueError(f"unknown embedding model {model!r}; known: {', '.join((*MODELS, NONE))}")
         return model
 
-    @field_validator("rate_limit", "auth_failure_rate_limit")
+    @field_validator(
+        "rate_limit", "auth_failure_rate_limit", "subject_sweep_rate_limit", "subject_sweep_tenant_rate_limit"
+    )
     @classmethod
     def _rate_limit_parses(cls, spec: str) -> str:
         """A limit the `limits` package cannot read is a start-up error, not a surprise later."""

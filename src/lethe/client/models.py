@@ -71,8 +71,7 @@ class Memory:
     id: str
     tenant_id: str
     agent_id: str
-    subject_ref: str
-    subject_id: str | None
+    subject_id: str | None  # no subject_ref: servers stopped sending it (older ones' is ignored)
     purpose: str
     kind: str
     content: str | None

@@ -13,6 +13,7 @@ from lethe.api.bootstrap import require_initialised
 from lethe.api.cli.common import ExitCode, console, container, err, fail, load_settings, print_json
 from lethe.api.first_admin import mint_first_admin
 from lethe.api.store_lease import exclusive_lease, shared_lease
+from lethe.vault.custody.subject_aliases import rederive
 from lethe.vault.errors import StoreNotReady, VaultError
 from lethe.vault.model import Role
 from lethe.vault.store import replay as replaying
@@ -45,14 +46,17 @@ def migrate() -> None:
         if not before.known:
             raise StoreNotReady(f"the store's schema {before.current} is newer than this Lethe's")
         if before.up_to_date:
-            console.print(f"schema already at {before.head}; nothing to do")
-            return
-        with exclusive_lease(settings.data_dir, engine, "a migration"):
-            upgrade(engine)
+            console.print(f"schema already at {before.head}")
+        else:
+            with exclusive_lease(settings.data_dir, engine, "a migration"):
+                upgrade(engine)
+            console.print(f"schema upgraded from {before.current or 'nothing'} to {before.head}")
         engine.dispose()
     except VaultError as exc:
         fail(str(exc), ExitCode.SETUP)
-    console.print(f"schema upgraded from {before.current or 'nothing'} to {before.head}")
+    with container() as c:  # after 0028, needs the KMS and the pepper (custody.subject_aliases)
+        added = rederive(c.uow, c.keyring, c.pseudonyms)
+    console.print(f"subject references re-derived: {added} earlier spelling(s) folded into their subject")
 
 
 @app.command()

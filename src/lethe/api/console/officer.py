@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import RedirectResponse, Response
 
 from lethe.api.console.render import page
-from lethe.api.console.session import Act, User, acting, container, viewing
+from lethe.api.console.session import Act, User, acting, api_state, container, viewing
 from lethe.api.http.routes.deps import ResourceId
 from lethe.api.http.schemas.numbers import ExtensionMonths, from_form
 from lethe.api.report_formats import ReportFormat, officer_name, render_report, render_subject_export
@@ -247,9 +247,9 @@ def export(request: Request, act: Annotated[Act, Depends(acting("request_subject
     except ValueError:
         raise InvalidCommand("the format is json, html or pdf") from None
     c = container(request)
-    exported = c.subject_access.export(
-        act.user.caller, _required(act, "subject_id", "the subject id"), fmt.value
-    )
+    subject_id = _required(act, "subject_id", "the subject id")
+    api_state(request).subject_sweeps.charge(act.user.caller, subject_id)  # as the API's export
+    exported = c.subject_access.export(act.user.caller, subject_id, fmt.value)
     pem = c.audit.public_key().pem.encode("ascii")
     content = render_subject_export(exported.document, exported.tenant_id, pem, fmt)
     name = f"subject-export-{exported.id}.{fmt.value}"

@@ -48,6 +48,7 @@ from lethe.api.http.routes import (
     subject_access,
     tokens,
 )
+from lethe.api.http.subject_sweeps import SubjectSweeps
 from lethe.api.http.verify_page import install_verifier
 from lethe.api.mcp.on_demand import OnDemandMcp, sdk_installed
 from lethe.api.settings import Settings
@@ -102,6 +103,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.auth_failure_limiter = RateLimiter(
         settings.auth_failure_rate_limit,
         "failed authentication from this address",
+        storage_uri=settings.rate_limit_storage,
+    )
+    app.state.subject_sweeps = SubjectSweeps(
+        settings.subject_sweep_rate_limit,
+        settings.subject_sweep_tenant_rate_limit,
+        lambda tenant: app.state.container.pseudonyms.tenant_secret(tenant, "subject-sweep"),
         storage_uri=settings.rate_limit_storage,
     )
     problems.install(app, metrics)

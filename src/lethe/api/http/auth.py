@@ -28,7 +28,7 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, TypeVar
+from typing import Annotated, NoReturn, TypeVar
 
 import anyio
 from fastapi import Depends, Request
@@ -124,9 +124,16 @@ class RateLimiter:
     def check(self, key: str) -> None:
         """Refuse (429) a ``key`` already at its limit, without counting this request: so a
         caller can shed work before doing it, and charge only what failed."""
+        if not self.admits(key):
+            self.refuse(key)
+
+    def admits(self, key: str) -> bool:
+        """Whether one more request for ``key`` stays within the limit (charges nothing)."""
         with self._storage_guard():
-            if self.limiter.test(self.item, self.namespace, key):
-                return
+            return bool(self.limiter.test(self.item, self.namespace, key))
+
+    def refuse(self, key: str) -> NoReturn:
+        """The 429 for ``key``, with the seconds until its window frees a request."""
         raise self._over(key)
 
     def _over(self, key: str) -> ApiProblem:

@@ -48,6 +48,7 @@ from lethe.vault.audit.certificate_format import (
     KEY_IRRECOVERABLE,
     KEYED_SCHEME,
     NOTHING_HELD,
+    REQUEST_SUBJECT_REF,
     SIGNATURE_DOMAIN,
     result_of,
     signed_bytes,
@@ -335,7 +336,7 @@ def build_certificate(
             # stopped clock moved the job's due date later, each by its own audit event
             "due_at": next(s.evidence["due_at"] for s in job.steps if s.step == RECEIVED),
         },
-        "subject": _subject(job),
+        "subject": _subject(job, _events_ref(steps)),
         "steps": [
             {
                 "name": r.step.step,
@@ -376,13 +377,22 @@ def build_certificate(
     return with_refusals(document)  # a KMS's refusal rewrites what a destroyed key would say
 
 
-def _subject(job: ErasureJob) -> dict[str, Any]:
+def _events_ref(steps: Sequence[CertifiedStep]) -> str:
+    """The subject reference the request's events carry (its received event's)."""
+    ref = json.loads(steps[0].event).get("subject_ref")
+    return ref if isinstance(ref, str) else ""
+
+
+def _subject(job: ErasureJob, events_ref: str) -> dict[str, Any]:
     """The subject commitment: keyed by the request's verification code (no salt, no code:
-    the certificate confirms no guess), or salted for requests filed before codes existed."""
+    the certificate confirms no guess), or salted for requests filed before codes existed.
+    With the per-request reference its events carry (``erasure.request_ref``), never the
+    stable ``subject_ref`` an agent may have seen; requests filed before carry the stable one."""
+    ref_key = "subject_ref" if events_ref == job.subject_ref else REQUEST_SUBJECT_REF
     subject: dict[str, Any] = {
         "commitment": job.subject_commitment,
         "commitment_scheme": job.commitment_scheme,
-        "subject_ref": job.subject_ref,
+        ref_key: events_ref,
     }
     if job.commitment_scheme == KEYED_SCHEME:
         return {**subject, "scheme": KEYED_SCHEME_TEXT}

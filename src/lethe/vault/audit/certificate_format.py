@@ -24,6 +24,7 @@ import binascii
 import hashlib
 import hmac
 import json
+import re
 import secrets
 import unicodedata
 from datetime import datetime
@@ -57,6 +58,22 @@ RECEIVED_EVENT, STEP_EVENT = "erasure.received", "erasure.step"
 KEY_IRRECOVERABLE = "key_irrecoverable"  # the step logged when a KMS's waiting window closed
 MAX_DOCUMENT_BYTES = 32 * 1024 * 1024
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+# Unicode's Default_Ignorable_Code_Point property (DerivedCoreProperties.txt, Unicode 15.1;
+# Python's unicodedata does not expose it): code points a renderer shows as nothing.
+_DEFAULT_IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+
+
+def fold_subject_id(value: str) -> str:
+    """``value`` without default-ignorable code points, then NFC (removing one, such as a
+    zero-width space between a letter and its combining accent, can let them compose): the
+    subject id as Lethe keys it (``memory.validation.normal_subject_id``) and commits to it."""
+    return unicodedata.normalize("NFC", _DEFAULT_IGNORABLE.sub("", value))
 
 
 class CheckFailed(Exception):
@@ -103,10 +120,28 @@ def keyed_subject_commitment(code: str, tenant_id: str, subject_id: str) -> str:
     NFC(subject id))), all text UTF-8. Without the code nobody can recompute it, so a list
     of candidate ids tests nothing."""
     tenant = tenant_id.encode()
-    subject = unicodedata.normalize("NFC", subject_id).encode()
+    subject = unicodedata.normalize("NFC", subject_id).encode()  # the caller folds (``fold_subject_id``)
     message = COMMITMENT_DOMAIN + len(tenant).to_bytes(4, "big") + tenant + subject
     key = normal_verification_code(code).encode("ascii")
     return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+REQUEST_SUBJECT_REF = "request_subject_ref"  # v3: the per-request subject reference its events carry
+
+
+def events_subject_ref(doc: dict[str, Any]) -> str:
+    """The subject reference every embedded event must carry: v3's per-request
+    ``subject.request_subject_ref`` (requests filed since certificates stopped naming the
+    stable ref), else ``subject.subject_ref`` (v1, v2, and v3 requests filed before). A
+    certificate naming both, or a v1/v2 one naming a per-request ref, fails."""
+    subject = field_of(doc, "subject", dict)
+    if REQUEST_SUBJECT_REF in subject:
+        if doc.get("format") != FORMAT_V3:
+            raise CheckFailed("only a v3 certificate carries a per-request subject reference")
+        if "subject_ref" in subject:
+            raise CheckFailed("the subject carries both a stable and a per-request reference")
+        return field_of(subject, REQUEST_SUBJECT_REF, str, "subject.")
+    return field_of(subject, "subject_ref", str, "subject.")
 
 
 def result_of(steps: list[dict[str, Any]]) -> tuple[str, list[tuple[str, int | None]]]:

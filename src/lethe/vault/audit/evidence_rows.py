@@ -77,7 +77,7 @@ LABELS: dict[str, str] = {
     "material_destroyed": "Key material destroyed",
     "already_destroyed": "Already destroyed before",
     "destroyed_at": "Destroyed at",
-    "key_ref": "Key name at the KMS",
+    "key_ref": "Key reference",
     "exportable": "Exportable",
     "plaintext_backup_allowed": "Plaintext backup allowed",
     "wrapped_key_bytes_found": "Wrapped key bytes found in its files",

@@ -31,7 +31,7 @@ from lethe.vault.erasure.model import KEY_DESTROYED, ErasureJob
 from lethe.vault.erasure.steps import StepFailed, record_step
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import EventLog
-from lethe.vault.store.tables import erasure_final_reports, erasure_jobs, erasure_steps
+from lethe.vault.store.tables import erasure_final_reports, erasure_jobs, erasure_steps, subject_keys
 from lethe.vault.store.tenancy import maintenance_job
 
 log = logging.getLogger("lethe.erasure")
@@ -85,8 +85,11 @@ class FinalCertificates:
             if any(now < parse_iso(r.get("irrecoverable_after") or r["destroyed_at"]) for r in pending):
                 return False  # the window is still open
             receipts = []
+            names = self._key_names(job)
             for r in pending:
-                now_r = self.kms.destroy_key(r["key_ref"])  # idempotent: reports the key's state
+                # idempotent: reports the key's state. A receipt of a request with a per-request
+                # reference names the key by a label (``erasure.steps.key_label``), not its KMS name.
+                now_r = self.kms.destroy_key(names.get(r["generation"], r["key_ref"]))
                 if not now_r.material_destroyed:
                     raise StepFailed(f"the KMS has not destroyed generation {r['generation']} yet")
                 receipts.append(
@@ -111,6 +114,17 @@ class FinalCertificates:
             assert job is not None
         self.reports.issue_final(job, first)
         return True
+
+    def _key_names(self, job: ErasureJob) -> dict[Any, str]:
+        """The KMS name of each key generation of the job's subject."""
+        k = subject_keys.c
+        with self.uow.read() as conn:
+            rows = conn.execute(
+                sa.select(k.generation, k.key_name).where(
+                    k.tenant_id == job.tenant_id, k.subject_ref == job.subject_ref
+                )
+            ).all()
+        return {gen: name for gen, name in rows}
 
     def _record(self, job: ErasureJob, evidence: dict[str, Any]) -> None:
         now = self.clock()

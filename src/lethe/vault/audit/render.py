@@ -87,7 +87,11 @@ def _facts(doc: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
             *([("Commitment salt", _text(subject.get("salt")))] if "salt" in subject else []),
             ("Keyed by", _text(subject.get("commitment_scheme", "salt (v1)"))),
             ("Scheme", _text(subject.get("scheme"))),
-            ("Subject ref (pseudonym)", _text(subject.get("subject_ref"))),
+            *(
+                [("Subject reference (this request only)", _text(subject.get("request_subject_ref")))]
+                if "request_subject_ref" in subject
+                else [("Subject ref (pseudonym)", _text(subject.get("subject_ref")))]
+            ),
         ],
     }
 

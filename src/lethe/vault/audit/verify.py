@@ -17,7 +17,9 @@ subject id with the request's verification code, and an older checkpoint they ke
 - ``inclusion:<step>``: the step's audit event (its canonical bytes) is the leaf at
   its index in the checkpoint's tree (RFC 9162 inclusion proof);
 - ``event:<step>``: that event says what the certificate says: type, request id,
-  tenant, subject ref, step name, evidence, time, and ``seq == leaf index + 1``;
+  tenant, subject reference (one for every event: v3's per-request
+  ``request_subject_ref``, else ``subject_ref``), step name, evidence, time, and
+  ``seq == leaf index + 1``;
 - ``step_order``: the core steps, in order, first; leaf indices increasing; times
   non-decreasing and agreeing with the request's received/completed times;
 - ``evidence``: every step carries evidence, and the evidence supports the claim (keys
@@ -94,7 +96,9 @@ from lethe.vault.audit.certificate_format import (
     b64_bytes,
     check_residue,
     compute_subject_commitment,
+    events_subject_ref,
     field_of,
+    fold_subject_id,
     json_object,
     keyed_subject_commitment,
     note_checkpoint,
@@ -235,8 +239,8 @@ class _Verifier:
             field_of(request, key, str, "request.")
         optional_str(request, "reference", "request.")
         subject = field_of(doc, "subject", dict)
-        for key in ("commitment", "subject_ref"):
-            field_of(subject, key, str, "subject.")
+        field_of(subject, "commitment", str, "subject.")
+        events_subject_ref(doc)
         if self.commitment_scheme() == SALTED_SCHEME:
             field_of(subject, "salt", str, "subject.")
         elif "salt" in subject:
@@ -327,7 +331,7 @@ class _Verifier:
             raise CheckFailed("the event's seq is not its leaf index + 1")
         if event.get("tenant_id") != field_of(doc, "tenant_id", str):
             raise CheckFailed("the event belongs to another tenant")
-        if event.get("subject_ref") != field_of(field_of(doc, "subject", dict), "subject_ref", str):
+        if event.get("subject_ref") != events_subject_ref(doc):
             raise CheckFailed("the event concerns another subject ref")
         if event.get("occurred_at") != field_of(step, "completed_at", str):
             raise CheckFailed(f"the event occurred at {event.get('occurred_at')}, not at the step's time")
@@ -535,11 +539,14 @@ class _Verifier:
                     "this certificate confirms a subject id only together with the verification "
                     "code given when the request was filed; without it no id can be confirmed"
                 )
-            try:
-                computed = keyed_subject_commitment(self.verification_code, tenant, self.subject_id)
+            try:  # the id as Lethe folds it, or as typed (requests filed before ids were folded)
+                keyed = {
+                    keyed_subject_commitment(self.verification_code, tenant, spelling)
+                    for spelling in (fold_subject_id(self.subject_id), self.subject_id)
+                }
             except ValueError as exc:
                 raise CheckFailed(f"the verification code is malformed: {exc}") from exc
-            if computed != claimed:
+            if claimed not in keyed:
                 raise CheckFailed(
                     "the certificate is not about this subject id, or the verification code is "
                     "not this request's (commitment differs)"

@@ -69,6 +69,10 @@ class ErasureJob:
     steps: list[ErasureStep]
     overdue: bool
     subject_ref: str = field(repr=False, default="")
+    # The subject reference the request's own audit events (received, every step) carry:
+    # for requests filed since certificates stopped naming the stable ``subject_ref``, a
+    # per-request one (``erasure.request_ref``); for earlier requests ``subject_ref``.
+    event_subject_ref: str = field(repr=False, default="")
     subject_commitment: str = ""
     commitment_salt: str = ""
     days_left: int | None = None  # whole days before due_at; negative once overdue; None when done

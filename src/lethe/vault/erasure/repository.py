@@ -35,6 +35,7 @@ from lethe.vault.store.tables import (
     erasure_final_reports,
     erasure_jobs,
     erasure_steps,
+    events,
     legal_holds,
 )
 
@@ -167,7 +168,17 @@ def load_job(conn: Connection, job_id: str, now: datetime) -> ErasureJob | None:
     final = conn.execute(
         sa.select(erasure_final_reports.c.id).where(erasure_final_reports.c.job_id == job_id)
     ).scalar_one_or_none()
-    return replace(job_from_rows(row, list(steps), now, ext, names), final_report_id=final)
+    job = job_from_rows(row, list(steps), now, ext, names)
+    return replace(job, final_report_id=final, event_subject_ref=event_ref(conn, job))
+
+
+def event_ref(conn: Connection, job: ErasureJob) -> str:
+    """The subject reference the job's received event carries (``ErasureJob.event_subject_ref``)."""
+    seq = next((s.event_seq for s in job.steps if s.step == RECEIVED), None)
+    if seq is None:
+        return job.subject_ref
+    ref = conn.execute(sa.select(events.c.subject_ref).where(events.c.seq == seq)).scalar_one_or_none()
+    return ref or job.subject_ref
 
 
 def job_ids(

@@ -43,6 +43,7 @@ from lethe.vault.audit.certificate_format import keyed_subject_commitment, new_v
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
+from lethe.vault.custody.subject_aliases import aliases_of
 from lethe.vault.erasure import filings, leases, residue
 from lethe.vault.erasure import repository as repo
 from lethe.vault.erasure.deadline_service import identity_ref
@@ -61,6 +62,7 @@ from lethe.vault.erasure.model import (
     Reinstatement,
 )
 from lethe.vault.erasure.refusals import REFUSAL_WINDOW
+from lethe.vault.erasure.request_ref import log_receipt, request_ref
 from lethe.vault.erasure.residue_step import residue_step
 from lethe.vault.erasure.steps import StepContext, StepDeps, StepFailed, StepSpec, core_steps, record_step
 from lethe.vault.errors import LegalHoldActive, NotFound, OutOfScope, VersionConflict
@@ -68,7 +70,7 @@ from lethe.vault.memory.validation import normal_subject_id, require_text
 from lethe.vault.model import Caller, Role
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
-from lethe.vault.store.projection import ERASURE_RECEIVED, SUBJECT_REINSTATED, apply
+from lethe.vault.store.projection import SUBJECT_REINSTATED, apply
 from lethe.vault.store.tenancy import for_caller, maintenance_job
 
 log = logging.getLogger("lethe.erasure")
@@ -165,8 +167,9 @@ class ErasureService:
         ``identity_verification_ref`` names where the subject's identity was checked (a
         ticket or case id): a reference only, never identity documents.
 
-        Stores written before subject ids were NFC-normalised may hold the subject under
-        the spelling it was sent in: when such a legacy ref holds keys, a linked request
+        Stores written before subject ids were NFC-normalised, or before default-ignorable
+        code points were removed from them (``custody.subject_aliases``), may hold the subject
+        under the spelling it was sent in: when such a legacy ref holds keys, a linked request
         for it is filed too (same basis, reference naming the primary request).
         """
         _require(caller, Role.PRIVACY_OFFICER)
@@ -224,6 +227,8 @@ class ErasureService:
                 filed = (legal_basis, identity_verification_ref, now, code)
                 self._file(conn, caller, job_id, ref, subject_id, reference, *filed)
                 residue.store(conn, job_id, tenant, attached)
+                for alias in aliases_of(conn, tenant, ref):  # spellings folded since (0028)
+                    spellings.setdefault(alias, subject_id)
                 for legacy_ref, form in sorted(spellings.items()):
                     if self.keyring.current(conn, tenant, legacy_ref) is not None:
                         linked = f"legacy spelling of request {job_id}"
@@ -278,10 +283,10 @@ class ErasureService:
             "due_at": iso(due),
             "subject_commitment": commitment,  # the log commits to it; it tests no guess without the code
         }
-        ev = self.log.append(
-            conn, Event(ERASURE_RECEIVED, caller.tenant_id, payload, subject_ref=ref, occurred_at=iso(now))
-        )
-        apply(conn, ev)  # the erasure fence: no write for this subject is accepted from now on
+        # The certificate embeds this event: it carries a per-request reference, never ``ref``
+        # (``erasure.request_ref``); the fence goes up on ``ref`` with it.
+        event_ref = request_ref(self.pseudonyms, caller.tenant_id, job_id, ref)
+        ev = log_receipt(conn, self.log, caller.tenant_id, payload, ref, event_ref, iso(now))
         repo.insert_step(
             conn, job_id, RECEIVED, now, ev.seq, {"legal_basis": legal_basis, "due_at": iso(due)}
         )

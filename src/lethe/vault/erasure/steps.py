@@ -25,7 +25,7 @@ from lethe.keys.key_copies import inventory
 from lethe.keys.protocol import DestructionReceipt, KeyManager, KmsError, KmsUnavailable
 from lethe.vault.clock import iso
 from lethe.vault.custody import plaintext_expiry
-from lethe.vault.custody.keyring import DESTROYED, SubjectKeyring
+from lethe.vault.custody.keyring import DESTROYED, SubjectKeyring, key_name
 from lethe.vault.erasure import refusals, vector_samples
 from lethe.vault.erasure import repository as erasure_repo
 from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
@@ -96,14 +96,15 @@ def record_step(
     conn: Connection, log: EventLog, job: ErasureJob, step: str, now: datetime, evidence: dict[str, Any]
 ) -> None:
     """A step's ``erasure.step`` event (its evidence in the log the certificate proves) and
-    its row in ``erasure_steps``, in the caller's transaction."""
+    its row in ``erasure_steps``, in the caller's transaction. The event carries the subject
+    reference the request's received event carries (per request, ``erasure.request_ref``)."""
     ev = log.append(
         conn,
         Event(
             ERASURE_STEP,
             job.tenant_id,
             {"request_id": job.id, "step": step, "evidence": evidence},
-            subject_ref=job.subject_ref,
+            subject_ref=job.event_subject_ref or erasure_repo.event_ref(conn, job),
             occurred_at=iso(now),
         ),
     )
@@ -188,7 +189,7 @@ def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
         receipts.append(
             {
                 "generation": g.generation,
-                "key_ref": g.key_name,
+                "key_ref": key_label(job, g.generation, g.key_name),
                 "backend": r.backend,
                 "destroyed_at": r.destroyed_at,
                 "key_unusable": r.key_unusable,
@@ -226,13 +227,23 @@ def _refused(ctx: StepContext, g: Any, error: str) -> dict[str, Any]:
     deps = ctx.deps
     return refusals.refusal(
         generation=g.generation,
-        key_ref=g.key_name,
+        key_ref=key_label(ctx.job, g.generation, g.key_name),
         backend=deps.kms.backend,
         error=error,
         job=ctx.job,
         now=deps.clock(),
         window=deps.refusal_window,
     )
+
+
+def key_label(job: ErasureJob, generation: int, name: str) -> str:
+    """What a receipt names a key by. Its KMS name embeds the stable ``subject_ref``, so for a
+    request whose events carry a per-request reference (``erasure.request_ref``) it is the
+    name's form under that reference instead (the final certificate finds the KMS name again
+    by generation); for earlier requests, the KMS name itself."""
+    if not job.event_subject_ref or job.event_subject_ref == job.subject_ref:
+        return name
+    return key_name(job.tenant_id, job.event_subject_ref, generation)
 
 
 def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
+from lethe.vault.audit.certificate_format import fold_subject_id
 from lethe.vault.errors import (
     ContentTooLarge,
     InvalidCommand,
@@ -54,16 +55,20 @@ SUBJECT_ID_MAX = 256
 
 
 def normal_subject_id(value: object) -> str:
-    """The subject id as Lethe keys it: Unicode NFC, never case-folded.
+    """The subject id as Lethe keys it: default-ignorable code points removed, Unicode NFC,
+    never case-folded.
 
-    "José" typed on one system and "Jose\u0301" sent by another are the same person, so
-    every subject id is normalised before it becomes a ``subject_ref``, a sealed envelope
-    or a certificate commitment. Case is kept: identifiers such as opaque user ids are
-    case-sensitive in many systems, and folding them could merge two people.
+    "José" typed on one system and "Jose\u0301" sent by another are the same person, and
+    so are "alice-x" and "alice\u200b-x" (a zero-width space, invisible wherever the id is
+    shown), so every subject id is folded before it becomes a ``subject_ref``, a sealed
+    envelope or a certificate commitment. Case is kept: identifiers such as opaque user ids
+    are case-sensitive in many systems, and folding them could merge two people.
     """
     require_text("subject_id", value, SUBJECT_ID_MAX * 4)
     assert isinstance(value, str)
-    normal = unicodedata.normalize("NFC", value)
+    normal = fold_subject_id(value)
+    if not normal.strip():
+        raise InvalidCommand("subject_id is required")
     if len(normal) > SUBJECT_ID_MAX:
         raise InvalidCommand(f"subject_id is at most {SUBJECT_ID_MAX} characters")
     return normal

@@ -48,6 +48,10 @@ RETRACTION_RECORDED = "retraction.recorded"
 SUBJECT_FORGOTTEN = "subject.forgotten"
 SUBJECT_REINSTATED = "subject.reinstated"
 ERASURE_RECEIVED = "erasure.received"
+# The fence of a request whose received event carries a per-request subject reference
+# (``erasure.request_ref``): the stable ref, and the request id, nothing else.
+ERASURE_FENCED = "erasure.fenced"
+SUBJECT_SCOPE, REQUEST_SCOPE = "subject_scope", "request"  # a received event's payload marker
 
 _GONE = sorted(s.value for s in GONE)  # retracted or forgotten: no write or transition brings it back
 
@@ -369,7 +373,14 @@ def _forgotten(conn: Connection, e: Event) -> None:
 def _erasure_received(conn: Connection, e: Event) -> None:
     """The erasure fence goes up when the request is accepted, not when the job first runs:
     for writes and for reads (``custody.read_fence``). Every scope of the tenant gets a new
-    change token, so no process serves the subject from a scope, vectors or results it keeps."""
+    change token, so no process serves the subject from a scope, vectors or results it keeps.
+    A received event under a per-request reference leaves it to its ``erasure.fenced`` event."""
+    if e.payload.get(SUBJECT_SCOPE) == REQUEST_SCOPE:
+        return
+    _fence(conn, e)
+
+
+def _fence(conn: Connection, e: Event) -> None:
     scope_changes.tenant_changed(conn, e.tenant_id, e.event_id)
     fenced = conn.execute(
         sa.select(forgotten_subjects.c.tenant_id).where(
@@ -411,6 +422,7 @@ _HANDLERS: dict[str, Callable[[Connection, Event], None]] = {
     SUBJECT_FORGOTTEN: _forgotten,
     SUBJECT_REINSTATED: _reinstated,
     ERASURE_RECEIVED: _erasure_received,
+    ERASURE_FENCED: _fence,
 }
 
 

@@ -182,6 +182,18 @@ subject_keys = sa.Table(
     sa.Column("destroyed_at", sa.DateTime),
 )
 
+# The refs a subject was stored under before its id was folded (``custody.subject_aliases``):
+# "alice\u200b-x" written by an earlier release, keyed apart from "alice-x" (migration 0028).
+subject_aliases = sa.Table(
+    "subject_aliases",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("alias_ref", sa.String(64), nullable=False),
+    sa.Column("subject_ref", sa.String(64), nullable=False),
+    sa.PrimaryKeyConstraint("tenant_id", "alias_ref"),
+    sa.Index("ix_subject_aliases_subject", "tenant_id", "subject_ref"),
+)
+
 # The first result of a promote or reject sent with an idempotency key (a retry returns it):
 # the item's metadata as it was then; its content is opened again from the sealed version.
 review_decisions = sa.Table(

@@ -57,6 +57,7 @@ TENANT_TABLES = (
     "console_sessions",
     "agent_sessions",
     "erasure_identifiers",
+    "subject_aliases",
 )
 # Tables keyed by an erasure job: a row is visible when its job is (the job's own policy).
 JOB_TABLES = ("erasure_steps", "erasure_extensions")

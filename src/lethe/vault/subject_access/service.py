@@ -36,6 +36,7 @@ from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
+from lethe.vault.custody.subject_aliases import aliases_of
 from lethe.vault.errors import InvalidCommand, OutOfScope, SubjectForgotten
 from lethe.vault.memory.validation import normal_subject_id
 from lethe.vault.model import Caller, Role
@@ -110,6 +111,7 @@ class SubjectAccessService:
         }
         with self.uow.read() as conn:
             self._refuse_fenced(conn, tenant, ref)
+            refs |= set(aliases_of(conn, tenant, ref))  # spellings folded since (migration 0028)
             held = collect(conn, self.keyring, tenant, refs)
         now = self.clock()
         export_id = str(uuid.uuid4())

@@ -59,6 +59,7 @@ async def write_memory(
 
     def write(caller: Caller, recalled: bool) -> WriteOutcome:
         # A token seen before is not looked up: the write reads its revocation (``recalled_then``).
+        request.app.state.subject_sweeps.charge(caller, body.subject_id)  # the fence's oracle
         command = body.to_command(idempotency_key)
         session_id = one_session_id(body.session_id, session)
         return container.memories.write(caller, command, confirm_token=recalled, session_id=session_id)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from lethe.api.http.auth import CallerDep
 from lethe.api.http.problems import problem_responses
@@ -35,12 +35,14 @@ router = APIRouter(tags=["subject access"])
     },
 )
 def request_subject_access(
+    request: Request,
     body: SubjectAccessIn,
     caller: CallerDep,
     container: ContainerDep,
     format: Annotated[ReportFormat, Query()] = ReportFormat.JSON,
 ) -> Response:
     """Everything held about the subject in the caller's tenant, signed; each request is audited."""
+    request.app.state.subject_sweeps.charge(caller, body.subject_id)  # an export refused by the fence
     export = container.subject_access.export(caller, body.subject_id, format.value)
     pem = container.audit.public_key().pem.encode("ascii")
     headers = {"Cache-Control": "no-store"}

@@ -127,7 +127,8 @@ class MemoryOut(Out):
     agent_id: str = Field(
         description="Its owner: the agent that wrote it, whose tokens may list and delete it."
     )
-    subject_ref: str
+    # No ``subject_ref``: a stable pseudonym an agent keeps would link an erasure certificate to
+    # the person (docs/verifying-erasure.md, "What a certificate can be linked to").
     subject_id: str | None
     purpose: str
     kind: Kind
