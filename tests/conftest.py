@@ -135,7 +135,7 @@ def logical_forget(c: Container, subject: str, tenant: str = "t1") -> None:
     ciphertext for a compaction to rewrite."""
     from lethe.vault.erasure.forgetting import tombstone_subject
 
-    with c.uow.write() as conn:
+    with c.uow.acting_for(tenant), c.uow.write() as conn:
         tombstone_subject(conn, c.log, c.keyring, tenant, c.pseudonyms.subject_ref(tenant, subject))
 
 

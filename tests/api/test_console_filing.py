@@ -17,7 +17,7 @@ CODE = re.compile(r'id="verification_code" class="secret" readonly value="([^"]+
 
 
 def _count(api: Api, table: sa.Table) -> int:
-    with api.container.uow.read() as conn:
+    with api.container.uow.maintenance("test: inspect every tenant's rows"), api.container.uow.read() as conn:
         return conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one()
 
 

@@ -50,7 +50,7 @@ def _write(api: Api, token: str, content: str, **kw) -> object:
 
 
 def _memories(api: Api) -> int:
-    with api.container.uow.read() as conn:
+    with api.container.uow.maintenance("test: inspect every tenant's rows"), api.container.uow.read() as conn:
         return conn.execute(sa.text("SELECT count(*) FROM memories")).scalar_one()
 
 

@@ -42,7 +42,7 @@ def _seed(api: Api, subject: str, tmp_path: Path) -> dict[str, Any]:
 
 def _state(api: Api) -> tuple[int, int, int, int]:
     """Events, erasure jobs, fences and key rows: what a preview must leave as it was."""
-    with api.container.uow.read() as conn:
+    with api.container.uow.maintenance("test: inspect every tenant's rows"), api.container.uow.read() as conn:
         return tuple(  # type: ignore[return-value]
             conn.execute(sa.select(sa.func.count()).select_from(t)).scalar_one()
             for t in (sa.table("events"), erasure_jobs, forgotten_subjects, subject_keys)
@@ -143,5 +143,5 @@ def test_lethe_forget_dry_run_prints_the_preview_and_files_nothing(
     assert json.loads(out.stdout)["memories"] == {"active": 1}
     text = CliRunner().invoke(cli_app, args)
     assert text.exit_code == 0 and "nothing was filed" in text.output and "1 to forget" in text.output
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(erasure_jobs)).scalar_one() == 0

@@ -75,7 +75,7 @@ def test_a_session_that_wrote_a_web_page_has_its_later_statements_quarantined_un
     promote(api, tokens["reviewer"], later)
     assert later["id"] in found(api, agent)
     # The session id itself is not stored: only a keyed hash of it.
-    with api.container.uow.read() as conn:
+    with api.container.uow.maintenance("test: inspect every tenant's rows"), api.container.uow.read() as conn:
         rows = conn.execute(sa.select(agent_sessions)).all()
     assert len(rows) == 1 and "conv-1" not in repr(tuple(rows[0]))
 
@@ -181,17 +181,26 @@ def test_an_expired_session_starts_afresh_and_a_used_one_stays_tainted(
     ttl = timedelta(seconds=api.container.settings.session_ttl_seconds)
 
     def expiry() -> Any:
-        with api.container.uow.read() as conn:
+        with (
+            api.container.uow.maintenance("test: inspect every tenant's rows"),
+            api.container.uow.read() as conn,
+        ):
             return conn.execute(sa.select(agent_sessions.c.expires_at)).scalar_one()
 
     # Each write of a tainted session moves its expiry to a TTL after it: it stays tainted while used.
     first = expiry()
-    with api.container.uow.write() as conn:
+    with (
+        api.container.uow.maintenance("test: move a session's expiry, as time passing would"),
+        api.container.uow.write() as conn,
+    ):
         conn.execute(agent_sessions.update().values(expires_at=first - timedelta(hours=1)))
     assert write(api, agent)["status"] == "quarantined"  # still live: tainted
     assert expiry() > first - timedelta(hours=1) and expiry() >= to_db(utcnow() + ttl - timedelta(minutes=1))
     # Past its expiry the id starts a fresh, untainted session.
-    with api.container.uow.write() as conn:
+    with (
+        api.container.uow.maintenance("test: move a session's expiry, as time passing would"),
+        api.container.uow.write() as conn,
+    ):
         conn.execute(agent_sessions.update().values(expires_at=to_db(utcnow() - timedelta(seconds=1))))
     fresh = write(api, agent)
     assert fresh["status"] == "active" and fresh["id"] in found(api, tokens["agent"])

@@ -25,7 +25,7 @@ def tokens(lethe: Container) -> TokenService:
 def test_a_token_is_opaque_and_only_its_hash_is_stored(tokens: TokenService, lethe: Container) -> None:
     token, info = tokens.create(Role.AGENT, "t1", "a1", ["support", "billing"], description="bot")
     assert re.fullmatch(r"lethe_[A-Za-z0-9_-]{43}", token)
-    with lethe.uow.read() as conn:
+    with lethe.uow.maintenance("test: inspect every tenant's rows"), lethe.uow.read() as conn:
         rows = conn.execute(sa.select(api_tokens)).all()
     assert len(rows) == 1
     assert rows[0].token_hash == hashlib.sha256(token.encode()).hexdigest()

@@ -57,7 +57,7 @@ def test_a_session_costs_a_write_no_round_trip(lethe: Container, tmp_path: Path)
         "a page",
         provenance=Provenance(SourceType.WEB_PAGE, "https://evil.example", url="https://evil.example"),
     )
-    begin = f'"BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({db._EVENT_LOG_LOCK})"'
+    begin = f'"{db._locked_begin(None, "t1")}"'  # the tenant's setting goes with BEGIN and the lock
     for i, (cmd, session) in enumerate(
         [
             (write_cmd("Alice likes green tea"), None),  # no session: as before
@@ -66,7 +66,7 @@ def test_a_session_costs_a_write_no_round_trip(lethe: Container, tmp_path: Path)
             (write_cmd("Alice likes white tea"), "conv-p"),  # tainted: extended with the inserts
         ]
     ):
-        with wire(c.uow.engine, tmp_path / f"trace{i}") as statements:
+        with wire(c.uow.tenant_engine, tmp_path / f"trace{i}") as statements:
             c.memories.write(agent(), cmd, session_id=session)
         assert round_trips(tmp_path / f"trace{i}") == [begin, "Sync", "Sync", '"COMMIT"'], statements
         assert ("agent_sessions" in statements[1]) == (session is not None)

@@ -41,7 +41,7 @@ def test_the_same_rows_baseline_writes_every_row_a_governed_write_added(
         ).item.id
         for i in range(4)
     ]
-    with lethe.uow.read() as conn:
+    with lethe.uow.acting_for(TENANT), lethe.uow.read() as conn:
         per_write = rows_written(conn, TENANT, ids)
         expected = {t.name: _stored(conn, t, ids) for t in WRITTEN}
     assert len(per_write) == 4

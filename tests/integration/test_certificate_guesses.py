@@ -80,7 +80,7 @@ def test_with_a_thousand_candidate_ids_only_the_verification_code_identifies_the
 def test_the_verification_code_is_stored_nowhere(shredder: Container) -> None:
     code, _ = forget(shredder)
     bare = code.replace("-", "")
-    with shredder.uow.read() as conn:
+    with shredder.uow.maintenance("test: inspect every tenant's rows"), shredder.uow.read() as conn:
         for table in metadata.sorted_tables:
             for row in conn.execute(sa.select(table)).all():
                 text = " ".join(str(v) for v in row)
@@ -92,7 +92,10 @@ def test_a_v1_certificate_and_a_v2_one_of_a_request_filed_before_codes_still_ver
     lethe.memories.write(agent(), write_cmd("alice likes tea"))
     filed = lethe.erasure.request(officer(), ALICE, "gdpr-art17-1a", "DSR-1")
     salt = "ab" * 16
-    with lethe.uow.write() as conn:  # as the earlier release filed it
+    with (
+        lethe.uow.maintenance("test: alter rows as their owner"),
+        lethe.uow.write() as conn,
+    ):  # as the earlier release filed it
         conn.execute(
             erasure_jobs.update()
             .where(erasure_jobs.c.id == filed.id)

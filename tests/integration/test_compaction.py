@@ -246,7 +246,7 @@ def test_retention_keeps_recent_dead_versions_and_never_touches_active_items(let
         c.memories.write(agent(), write_cmd("newer fix", kind="fact", supersedes_id=recent.id))
         result = c.compactor.compact(reclaim=False)
     assert result.events_rewritten == 4  # old, short, v1 of upd, recent_old
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         rows = {r.id: r for r in conn.execute(sa.select(memories))}
         v1_left = (
             conn.execute(
@@ -291,7 +291,7 @@ def test_backup_then_forget_then_restore_keeps_the_subject_forgotten(lethe, tmp_
     with pytest.raises(errors.SubjectForgotten):
         c.memories.write(agent(), write_cmd("alice again", subject=ALICE))
     assert c.memories.get(agent(), bob.id).content == "bob secret"
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         readable = conn.execute(
             sa.select(sa.func.count())
             .select_from(memories)
@@ -309,7 +309,10 @@ def test_restore_without_the_live_store_uses_the_kms_as_the_ledger(lethe, tmp_pa
     manifest = create_backup(c.uow, tmp_path / "backups", log=c.log)
     c.erasure.request(officer(), ALICE, "gdpr-art17-1a", None)
     c.erasure.run_pending()
-    with c.uow.write() as conn:  # the live store is lost: nothing of it is left to consult
+    with (
+        c.uow.maintenance("test: lose the live store's record of forgotten subjects"),
+        c.uow.write() as conn,
+    ):  # the live store is lost: nothing of it is left to consult
         conn.execute(sa.text("DELETE FROM forgotten_subjects"))
     report = restore_backup(c.uow, c.keyring, manifest, log=c.log)
     assert report.keys_found_destroyed == 1 and report.reforgotten == 1
@@ -326,7 +329,7 @@ def test_compaction_among_thousands_of_events_rewrites_exactly_the_forgotten_sub
     c = lethe
     bulk_load(c.memories, tenants=2, subjects_per_tenant=10, memories_per_subject=200)
     gone = {c.pseudonyms.subject_ref("bulk-t0", f"subject-{s}") for s in range(0, 10, 2)}
-    with c.uow.write() as conn:
+    with c.uow.acting_for("bulk-t0"), c.uow.write() as conn:
         for ref in gone:
             tombstone_subject(conn, c.log, c.keyring, "bulk-t0", ref)
     result = c.compactor.compact(reclaim=False)
@@ -452,6 +455,6 @@ def test_dead_memories_found_in_a_read_are_rewritten_in_batches_by_key(lethe):
         result = c.compactor.compact(reclaim=False)
         assert (result.events_rewritten, result.projection_rows_rewritten) == (5, 5)
         assert c.compactor.compact(reclaim=False).projection_rows_rewritten == 0
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         held = dict(conn.execute(sa.select(memories.c.id, memories.c.ciphertext.is_not(None))).all())
     assert held == {**{o.id: False for o in old}, **{n.id: True for n in new}}

@@ -33,7 +33,7 @@ def file(c, subject=ALICE, tenant="t1", **kw):
 
 def held_content(c, memory_id: str, tenant: str = "t1") -> str | None:
     """The memory as the store holds it, opened with its key: not an agent's read (fenced)."""
-    with c.uow.read() as conn:
+    with c.uow.acting_for(tenant), c.uow.read() as conn:
         row = repo.by_ids(conn, tenant, [memory_id])[memory_id]
         item = repo.open_item(conn, c.keyring, row)
     return None if item is None else item.content

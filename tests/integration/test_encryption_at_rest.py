@@ -38,7 +38,7 @@ def test_sqlite_file_contains_no_plaintext_content_or_subject_id(lethe, settings
 def test_ciphertext_copied_onto_another_row_does_not_decrypt(lethe):
     a = lethe.memories.write(agent(), write_cmd("first secret", subject=SUBJECT)).item
     b = lethe.memories.write(agent(), write_cmd("second secret", subject=SUBJECT)).item
-    with lethe.uow.write() as conn:
+    with lethe.uow.maintenance("test: alter rows as their owner"), lethe.uow.write() as conn:
         stolen = conn.execute(sa.select(memories.c.ciphertext).where(memories.c.id == a.id)).scalar_one()
         conn.execute(memories.update().where(memories.c.id == b.id).values(ciphertext=stolen))
     with pytest.raises(errors.NotFound):
@@ -49,7 +49,7 @@ def test_ciphertext_copied_onto_another_row_does_not_decrypt(lethe):
 def test_ciphertext_moved_to_another_tenant_does_not_decrypt(lethe):
     mine = lethe.memories.write(agent("t1"), write_cmd("tenant one secret", subject=SUBJECT)).item
     theirs = lethe.memories.write(agent("t2"), write_cmd("tenant two secret", subject=SUBJECT)).item
-    with lethe.uow.write() as conn:
+    with lethe.uow.maintenance("test: alter rows as their owner"), lethe.uow.write() as conn:
         stolen = conn.execute(sa.select(memories.c.ciphertext).where(memories.c.id == mine.id)).scalar_one()
         conn.execute(memories.update().where(memories.c.id == theirs.id).values(ciphertext=stolen))
     with pytest.raises(errors.NotFound):

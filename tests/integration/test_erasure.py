@@ -39,7 +39,7 @@ def seed(c):
 
 def key_rows(c, subject, tenant="t1"):
     ref = c.pseudonyms.subject_ref(tenant, subject)
-    with c.uow.read() as conn:
+    with c.uow.acting_for(tenant), c.uow.read() as conn:
         return conn.execute(
             sa.select(subject_keys).where(
                 subject_keys.c.subject_ref == ref, subject_keys.c.tenant_id == tenant
@@ -72,7 +72,7 @@ def test_forgotten_subject_is_unreadable_everywhere_and_its_key_is_gone(shredder
     assert c.search.search(agent(), SearchQuery("tea", "support", subject_id=ALICE)).items == []
     assert [i.id for i in c.search.search(agent(), SearchQuery("tea", "support")).items] == [bob.id]
     # Every copy of the ciphertext opens under no key the system holds.
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         live_keys = conn.execute(sa.select(subject_keys).where(subject_keys.c.state == "active")).all()
     assert len(dead) == 3
     deks = [c.kms.unwrap_data_key(k.key_name, k.wrapped_dek) for k in live_keys]
@@ -127,7 +127,7 @@ def test_a_node_with_the_subjects_key_cached_is_fenced_then_writes_under_the_rei
         b.erasure.reinstate(officer(), ALICE, "subject returned as a customer")
         new = a.memories.write(agent(), write_cmd("new secret", subject=ALICE)).item
         assert b.memories.get(agent(), new.id).content == "new secret"
-        with a.uow.read() as conn:
+        with a.uow.maintenance("test: inspect every tenant's rows"), a.uow.read() as conn:
             row = conn.execute(sa.select(memories).where(memories.c.id == new.id)).one()
         assert row.key_generation == 2  # not the stale generation a still had cached
     finally:
@@ -145,7 +145,7 @@ def test_a_bulk_import_after_another_node_reinstated_the_subject_uses_the_new_ke
         forget(b)
         b.erasure.reinstate(officer(), ALICE, "subject returned as a customer")
         assert a.memories.import_batch(agent(), [write_cmd("imported", subject=ALICE)]) == 1
-        with a.uow.read() as conn:
+        with a.uow.maintenance("test: inspect every tenant's rows"), a.uow.read() as conn:
             gens = (
                 conn.execute(sa.select(memories.c.key_generation).where(memories.c.status != "forgotten"))
                 .scalars()
@@ -185,7 +185,7 @@ def test_summaries_built_from_a_forgotten_memory_are_tombstoned_too(lethe):
     purge = next(s for s in job.steps if s.step == "derived_purged").evidence
     assert purge["derived_tombstoned"] == 2 and set(purge["derived_ids"]) == {summary.id, meta.id}
     assert purge["index_entries_after"] == 0
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         status = dict(conn.execute(sa.text("SELECT id, status FROM memories")).all())
     assert status[summary.id] == status[meta.id] == "forgotten"
     assert status[unrelated.id] == "quarantined" and status[b.id] == "active"
@@ -286,7 +286,7 @@ def test_a_write_racing_the_forget_is_shredded_or_refused(lethe):
     for memory_id in accepted:
         with pytest.raises(errors.NotFound):
             c.memories.get(agent(), memory_id)
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         readable = conn.execute(
             sa.text("SELECT count(*) FROM memories WHERE ciphertext IS NOT NULL")
         ).scalar_one()
@@ -422,7 +422,10 @@ def test_a_lease_left_by_a_dead_process_on_this_host_is_taken_over(lethe):
         [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
     )
     owner = f"{socket.gethostname()[:60]}:{dead.stdout.strip()}:gone"
-    with c.uow.write() as conn:
+    with (
+        c.uow.maintenance("test: another runner's lease on the job, as the erasure runner writes it"),
+        c.uow.write() as conn,
+    ):
         conn.execute(
             sa.text("UPDATE erasure_jobs SET lease_owner = :o, lease_until = :u WHERE id = :i"),
             {"o": owner, "u": datetime(2999, 1, 1), "i": job.id},

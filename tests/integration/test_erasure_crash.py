@@ -70,7 +70,7 @@ def test_a_job_killed_between_steps_resumes_and_completes_once(lethe, settings, 
         assert fresh.erasure.run_pending() == 1
         done = fresh.erasure.get(officer(), job.id)
         assert done.status == fresh.erasure.final_status and done.completed_at is not None
-        with fresh.uow.read() as conn:
+        with fresh.uow.maintenance("test: inspect every tenant's rows"), fresh.uow.read() as conn:
             steps = conn.execute(
                 sa.select(erasure_steps.c.step).where(erasure_steps.c.job_id == job.id)
             ).scalars()

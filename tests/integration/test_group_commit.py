@@ -21,6 +21,10 @@ from lethe.vault.store.pipeline import inserts_sent_together
 from lethe.vault.store.tables import events, memories, scope_changes
 from tests.conftest import agent, write_cmd
 
+# The batches here mix rows of several tenants (g0, g1, ...) to test group commit itself, which
+# behind PostgreSQL's tenant wall only the tables' owner may write in one transaction.
+SEVERAL_TENANTS = "test: group commit's mechanics, over rows of several tenants"
+
 
 def _row(tenant: str) -> Callable[[Any], str]:
     """A piece of work that writes one row (a scope token of its own tenant)."""
@@ -68,7 +72,8 @@ def _as_one_batch(c, works: list[Callable[[Any], Any]]) -> tuple[list[Any], int]
 
     def writer(i: int) -> None:
         try:
-            outcomes[i] = c.uow.grouped(works[i])
+            with c.uow.maintenance(SEVERAL_TENANTS):  # a thread starts in no scope: set in it
+                outcomes[i] = c.uow.grouped(works[i])
         except BaseException as exc:
             outcomes[i] = exc
 
@@ -90,7 +95,7 @@ def _as_one_batch(c, works: list[Callable[[Any], Any]]) -> tuple[list[Any], int]
 
 
 def _tenants_written(c) -> set[str]:  # type: ignore[no-untyped-def]
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         return set(
             conn.execute(sa.select(scope_changes.c.tenant_id).where(scope_changes.c.purpose == "p")).scalars()
         )
@@ -141,18 +146,20 @@ def test_a_driver_error_aborts_the_whole_batch_and_no_writer_is_told_it_was_writ
 def test_a_writer_alone_runs_without_a_savepoint_and_its_error_rolls_it_back(lethe):
     statements: list[str] = []
     sa.event.listen(lethe.uow.engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
-    assert lethe.uow.grouped(_row("g0")) == "g0"
-    with pytest.raises(VersionConflict):
-        lethe.uow.grouped(_failing("g1", VersionConflict("stale")))
+    with lethe.uow.maintenance(SEVERAL_TENANTS):
+        assert lethe.uow.grouped(_row("g0")) == "g0"
+        with pytest.raises(VersionConflict):
+            lethe.uow.grouped(_failing("g1", VersionConflict("stale")))
     assert not any("SAVEPOINT" in s.upper() for s in statements)
     assert _tenants_written(lethe) == {"g0"}
 
 
 def test_a_writer_alone_whose_inserts_sent_together_fail_commits_none_of_them(lethe):
-    with pytest.raises(IntegrityError):
+    with pytest.raises(IntegrityError), lethe.uow.maintenance(SEVERAL_TENANTS):
         lethe.uow.grouped(_rows_sent_together("g0", "g1", "g0", "g2"))
     assert _tenants_written(lethe) == set()
-    assert lethe.uow.grouped(_rows_sent_together("g3")) == "g3"  # the connection is usable again
+    with lethe.uow.maintenance(SEVERAL_TENANTS):  # the connection is usable again
+        assert lethe.uow.grouped(_rows_sent_together("g3")) == "g3"
     assert _tenants_written(lethe) == {"g3"}
 
 
@@ -171,7 +178,7 @@ def test_memories_written_by_sixteen_threads_at_once_are_all_readable_and_replay
     assert {lethe.memories.get(agent(), m.id).content for m in done} == {
         f"Alice noted fact number {i}" for i in range(16)
     }
-    with lethe.uow.read() as conn:
+    with lethe.uow.maintenance("test: inspect every tenant's rows"), lethe.uow.read() as conn:
         seqs = list(conn.execute(sa.select(events.c.seq).order_by(events.c.seq)).scalars())
         assert conn.execute(sa.select(sa.func.count()).select_from(memories)).scalar_one() == 16
     assert seqs == list(range(1, len(seqs) + 1))  # the log stays dense

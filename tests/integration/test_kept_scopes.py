@@ -28,7 +28,7 @@ def found(c, query: str, **kw) -> list[str]:  # type: ignore[no-untyped-def]
 
 
 def token(c, agent_id: str = "a1", tenant: str = "t1") -> str:  # type: ignore[no-untyped-def]
-    with c.uow.read() as conn:
+    with c.uow.acting_for(tenant), c.uow.read() as conn:
         return conn.execute(
             sa.select(scope_changes.c.token).where(
                 scope_changes.c.tenant_id == tenant,
@@ -118,10 +118,13 @@ def test_a_key_marked_destroyed_changes_every_scope_token_of_its_tenant_and_no_o
     lethe.memories.write(agent(agent_id="a2"), write_cmd("Bob plays chess", subject="bob@example.com"))
     lethe.memories.write(agent(tenant="t2"), write_cmd(VIOLIN))
     of_t1 = sa.select(subject_keys.c.key_name).where(subject_keys.c.tenant_id == "t1")
-    with lethe.uow.read() as conn:
+    with lethe.uow.acting_for("t1"), lethe.uow.read() as conn:
         alices = conn.execute(of_t1.order_by(subject_keys.c.created_at)).scalars().first()
     before = (token(lethe), token(lethe, "a2"), token(lethe, tenant="t2"))
-    with lethe.uow.write() as conn:  # as an erasure's key step or a restore records it
+    with (
+        lethe.uow.maintenance("erasure runner"),
+        lethe.uow.write() as conn,
+    ):  # as an erasure's key step or a restore records it
         lethe.keyring.mark_destroyed(conn, [alices], utcnow())
     assert token(lethe) != before[0] and token(lethe, "a2") != before[1]
     assert token(lethe, tenant="t2") == before[2]
@@ -135,7 +138,7 @@ def test_a_kept_scope_reads_the_postings_of_a_term_once_and_again_after_a_change
         if statement.lstrip().startswith("SELECT search_postings.term_hash"):
             statements.append(statement)
 
-    sa.event.listen(lethe.uow.engine, "before_cursor_execute", seen)
+    sa.event.listen(lethe.uow.tenant_engine, "before_cursor_execute", seen)
     try:
         assert found(lethe, "green tea") == [TEA]
         assert len(statements) == 1
@@ -147,7 +150,7 @@ def test_a_kept_scope_reads_the_postings_of_a_term_once_and_again_after_a_change
         assert sorted(found(lethe, "green tea")) == sorted([TEA, "Alice also drinks green smoothies"])
         assert len(statements) == 3  # a changed scope is read again, its terms with it
     finally:
-        sa.event.remove(lethe.uow.engine, "before_cursor_execute", seen)
+        sa.event.remove(lethe.uow.tenant_engine, "before_cursor_execute", seen)
 
 
 def test_a_kept_scope_keeps_the_rows_of_a_bounded_number_of_terms_whatever_the_queries(lethe):
@@ -233,9 +236,12 @@ def test_a_key_marked_destroyed_by_another_node_takes_a_kept_result_out_of_the_n
         assert sorted(i.content for i in top(lethe, "green tea", 2)) == both  # opened twice: kept
     assert sorted(i.content for i in top(lethe, "green tea", 2)) == both  # served from the kept scope
     first_key = sa.select(subject_keys.c.key_name).order_by(subject_keys.c.created_at)
-    with lethe.uow.read() as conn:
+    with lethe.uow.maintenance("test: inspect every tenant's rows"), lethe.uow.read() as conn:
         alices = conn.execute(first_key).scalars().first()
-    with lethe.uow.write() as conn:  # as another node's erasure records the KMS's destruction
+    with (
+        lethe.uow.maintenance("erasure runner"),
+        lethe.uow.write() as conn,
+    ):  # as another node's erasure records the KMS's destruction
         lethe.keyring.mark_destroyed(conn, [alices], utcnow())
     assert top(lethe, "green tea", 2)[0].content == "Bob prefers green tea too"
     assert TEA not in found(lethe, "green tea")

@@ -84,7 +84,7 @@ def test_kpis_of_a_known_history(lethe):
     with at(T0):
         c.memories.write(agent(tenant="t2"), write_cmd("other tenant", kind="working_note", ttl_seconds=60))
     # An incomplete attribution (a legacy row with a blank source ref) is found.
-    with c.uow.write() as conn:
+    with c.uow.maintenance("test: alter rows as their owner"), c.uow.write() as conn:
         conn.execute(
             sa.text("UPDATE memories SET provenance = :p WHERE id = :id"),
             {
@@ -115,7 +115,7 @@ def test_deletion_lag_and_open_and_overdue_requests(lethe):
     held = c.erasure.request(officer(), "bob@example.com", "gdpr-art17-1a", "DSR-2")
     c.erasure.place_hold(officer(), "bob@example.com", "litigation")
     c.erasure.run_pending()
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         received = conn.execute(
             sa.select(erasure_jobs.c.received_at).where(erasure_jobs.c.id == done.id)
         ).scalar()

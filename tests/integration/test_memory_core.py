@@ -107,7 +107,7 @@ def test_forgetting_a_subject_removes_all_and_only_its_memories(lethe):
     alice = [lethe.memories.write(agent(), write_cmd(f"alice tea note {i}")).item for i in range(3)]
     bob = lethe.memories.write(agent(), write_cmd("bob tea note", subject="bob@example.com")).item
     ref = lethe.pseudonyms.subject_ref("t1", "alice@example.com")
-    with lethe.uow.write() as conn:
+    with lethe.uow.acting_for("t1"), lethe.uow.write() as conn:
         ev = tombstone_subject(conn, lethe.log, lethe.keyring, "t1", ref)
     assert ev.memories_forgotten == 3 and ev.index_entries_after == 0
     assert [i.id for i in search(lethe, query="tea note").items] == [bob.id]
@@ -116,7 +116,7 @@ def test_forgetting_a_subject_removes_all_and_only_its_memories(lethe):
         with pytest.raises(errors.NotFound):
             lethe.memories.get(agent(), item.id)
     assert lethe.memories.get(agent(), bob.id).content == "bob tea note"
-    with lethe.uow.read() as conn:
+    with lethe.uow.maintenance("test: inspect every tenant's rows"), lethe.uow.read() as conn:
         left = (
             conn.execute(sa.select(memories.c.ciphertext).where(memories.c.subject_ref == ref))
             .scalars()
@@ -145,7 +145,7 @@ def test_expired_and_over_budget_items_are_not_returned(lethe):
         assert lethe.memories.sweep_expired() == 1
         assert event_count(lethe) == before + 1
         assert lethe.memories.sweep_expired() == 0
-    with lethe.uow.read() as conn:
+    with lethe.uow.maintenance("test: inspect every tenant's rows"), lethe.uow.read() as conn:
         status = conn.execute(sa.select(memories.c.status).where(memories.c.id == short.id)).scalar_one()
     assert status == "expired"
 
@@ -156,7 +156,7 @@ def test_a_fresh_engine_replays_to_the_identical_state(lethe, settings):
     lethe.review.promote(reviewer(), q.id, q.version)
     lethe.memories.write(agent(), write_cmd("tea three", supersedes_id=a.id))
     lethe.memories.write(agent(), write_cmd("bob", subject="bob@example.com"))
-    with lethe.uow.write() as conn:
+    with lethe.uow.acting_for("t1"), lethe.uow.write() as conn:
         bob = lethe.pseudonyms.subject_ref("t1", "bob@example.com")
         tombstone_subject(conn, lethe.log, lethe.keyring, "t1", bob)
     from lethe.api.bootstrap import build
@@ -166,7 +166,7 @@ def test_a_fresh_engine_replays_to_the_identical_state(lethe, settings):
         report = replay.check(fresh.uow.engine)
         assert report.events == event_count(lethe) and report.identical, report.differences
         # The check can fail: a tampered projection is reported.
-        with fresh.uow.write() as conn:
+        with fresh.uow.maintenance("test: alter rows as their owner"), fresh.uow.write() as conn:
             conn.execute(memories.update().where(memories.c.id == q.id).values(confidence=0.01))
         assert not replay.check(fresh.uow.engine).identical
         replay.rebuild(fresh.uow.engine)

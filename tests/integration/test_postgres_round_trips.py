@@ -113,10 +113,10 @@ def round_trips(path: Path) -> list[str]:
 
 def test_a_write_sends_begin_with_its_lock_its_inserts_together_and_reads_nothing_back(lethe, tmp_path):
     lethe.memories.write(agent(), write_cmd("Alice likes tea"))  # the subject's key is made once
-    with wire(lethe.uow.engine, tmp_path / "trace") as statements:
+    with wire(lethe.uow.tenant_engine, tmp_path / "trace") as statements:
         lethe.memories.write(agent(), write_cmd("Alice likes green tea"))
     trips = round_trips(tmp_path / "trace")
-    begin = f"BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({db._EVENT_LOG_LOCK})"
+    begin = db._locked_begin(None, "t1")  # with the tenant's setting, behind the wall (the default)
     assert trips[0] == f'"{begin}"' and trips[-1] == '"COMMIT"'
     assert not [t for t in trips[1:] if "BEGIN" in t]
     checks, *inserts = statements[1:]
@@ -134,7 +134,7 @@ def test_over_a_libpq_without_pipeline_mode_a_write_sends_its_inserts_one_at_a_t
 ) -> None:
     monkeypatch.setattr(psycopg.Pipeline, "is_supported", classmethod(lambda cls: False))
     lethe.memories.write(agent(), write_cmd("Alice likes tea"))
-    with wire(lethe.uow.engine, tmp_path / "trace") as statements:
+    with wire(lethe.uow.tenant_engine, tmp_path / "trace") as statements:
         item = lethe.memories.write(agent(), write_cmd("Alice likes green tea")).item
     # At least one round trip a statement (psycopg's executemany then sends one a row), and the commit.
     assert len(round_trips(tmp_path / "trace")) >= len(statements) + 1 == 10
@@ -146,7 +146,7 @@ def _token_row(tenant: str) -> sa.Insert:
 
 
 def test_a_read_among_inserts_sent_together_is_refused_not_answered_with_no_rows(lethe) -> None:
-    with lethe.uow.write() as conn:
+    with lethe.uow.acting_for("t"), lethe.uow.write() as conn:
         conn.execute(_token_row("t"))
         with pytest.raises(sa.exc.InvalidRequestError, match="only inserts"), inserts_sent_together(conn):
             # Its result would not have arrived when SQLAlchemy looks: it would read nothing.
@@ -157,14 +157,14 @@ def test_a_read_among_inserts_sent_together_is_refused_not_answered_with_no_rows
 def test_a_connection_lost_under_inserts_sent_together_is_a_503_and_is_replaced(lethe) -> None:
     uow = lethe.uow
     pid = backend_pid(uow)
-    with pytest.raises(StoreUnavailable), uow.write() as conn:
+    with pytest.raises(StoreUnavailable), uow.acting_for("t"), uow.write() as conn:
         assert conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one() == pid  # the pooled one
         with inserts_sent_together(conn):
             conn.execute(_token_row("t"))
             terminate(uow.engine, pid)
             conn.execute(_token_row("u"))
     assert backend_pid(uow) != pid  # the pool dropped it: the next request is served
-    with uow.read() as conn:
+    with uow.maintenance("test: inspect every tenant's rows"), uow.read() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(scope_changes)).scalar_one() == 0
 
 
@@ -175,7 +175,7 @@ def test_a_warm_search_reads_its_scope_token_with_the_operator_rows_and_nothing_
     query = SearchQuery("green tea", "support", limit=1)
     for _ in range(2):  # keeps the scope and its rows of these terms; its result, opened twice
         lethe.search.search(agent(), query)
-    with wire(lethe.uow.engine, tmp_path / "trace") as statements:
+    with wire(lethe.uow.tenant_engine, tmp_path / "trace") as statements:
         assert len(lethe.search.search(agent(), query).items) == 1
     trips = round_trips(tmp_path / "trace")
     assert len(trips) == len(statements) == 1, statements
@@ -193,7 +193,7 @@ def test_a_warm_search_reads_the_results_no_search_opened_before_in_a_second_sta
         lethe.memories.write(agent(), write_cmd(f"Alice rides a {colour} bicycle"))
     for _ in range(2):  # keeps one result
         lethe.search.search(agent(), SearchQuery("green tea", "support", limit=1))
-    with wire(lethe.uow.engine, tmp_path / "trace") as statements:
+    with wire(lethe.uow.tenant_engine, tmp_path / "trace") as statements:
         assert len(lethe.search.search(agent(), SearchQuery("green tea", "support", limit=2)).items) == 2
     assert len(round_trips(tmp_path / "trace")) == len(statements) == 2, statements
     assert "FROM memories" in statements[1] and "subject_keys" in statements[1], statements
@@ -233,7 +233,10 @@ def test_a_searchs_operator_statement_is_planned_once_per_connection_not_per_sea
         conn.exec_driver_sql("ANALYZE")  # statistics as a live store has them: operator rows are few
     terms = sorted(lethe.search.pseudonyms.term_hashes("t1", "green tea"))
     request = ranked_scope.Request(agent(), "support", "green tea", terms, utcnow(), None, ())
-    with lethe.uow.read() as conn:  # one connection: prepared statements are per session
+    with (
+        lethe.uow.acting_for("t1"),
+        lethe.uow.read() as conn,
+    ):  # one connection: prepared statements are per session
         for _ in range(20):
             token, rows = ranked_scope._token_and_operator_rows(conn, request)
             assert token is not None and len(rows) == 1
@@ -261,8 +264,9 @@ def test_writes_sharing_a_transaction_send_their_savepoints_with_their_own_state
     def writer(i: int) -> None:
         done.append(lethe.memories.write(agent(), write_cmd(f"Alice likes green tea, cup {i}")).item)
 
-    with wire(lethe.uow.engine, tmp_path / "trace") as statements:
-        with lethe.uow.write():  # holds the lock while both writers queue: they are one batch
+    with wire(lethe.uow.tenant_engine, tmp_path / "trace") as statements:
+        # Holds the lock while both writers queue (they are one batch), as t1 like them.
+        with lethe.uow.acting_for("t1"), lethe.uow.write():
             threads = [threading.Thread(target=writer, args=(i,)) for i in range(2)]
             for t in threads:
                 t.start()
@@ -272,7 +276,7 @@ def test_writes_sharing_a_transaction_send_their_savepoints_with_their_own_state
         for t in threads:
             t.join(timeout=30)
     assert len(done) == 2
-    begin = f'"BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({db._EVENT_LOG_LOCK})"'
+    begin = f'"{db._locked_begin(None, "t1")}"'
     # The holder's empty transaction, then the batch: its BEGIN, two round trips a write, its COMMIT.
     assert round_trips(tmp_path / "trace") == [begin, '"COMMIT"', begin, *["Sync"] * 4, '"COMMIT"']
     assert [s for s in statements if "SAVEPOINT" in s] == [

@@ -37,12 +37,12 @@ def statements(engine: sa.Engine) -> Iterator[list[str]]:
 
 def test_a_get_and_a_search_read_the_key_rows_with_the_memories(lethe) -> None:
     written = lethe.memories.write(agent(), write_cmd("Alice likes green tea", subject=ALICE)).item
-    with statements(lethe.uow.engine) as sent:
+    with statements(lethe.uow.tenant_engine) as sent:
         assert lethe.memories.get(agent(), written.id).content == "Alice likes green tea"
     assert len(sent) == 1 and "FROM memories LEFT OUTER JOIN subject_keys" in sent[0]
     query = SearchQuery("green tea", "support")
     lethe.search.search(agent(), query)  # the scope's first search opens its vectors, and keeps them
-    with statements(lethe.uow.engine) as sent:
+    with statements(lethe.uow.tenant_engine) as sent:
         found = lethe.search.search(agent(), query)
     assert [i.id for i in found.items] == [written.id]
     key_reads = [s for s in sent if "subject_keys" in s]
@@ -58,7 +58,7 @@ def test_a_key_destroyed_elsewhere_hides_an_intact_row_from_a_process_caching_it
 
     # Another node destroys the key and has not yet tombstoned her rows: only the key row says so.
     ref = lethe.pseudonyms.subject_ref("t1", ALICE)
-    with lethe.uow.write() as conn:
+    with lethe.uow.acting_for("t1"), lethe.uow.write() as conn:
         changed = conn.execute(
             subject_keys.update()
             .where(subject_keys.c.tenant_id == "t1", subject_keys.c.subject_ref == ref)

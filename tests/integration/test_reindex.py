@@ -82,13 +82,13 @@ def results(c) -> dict[str, list[tuple[str, dict]]]:  # type: ignore[no-untyped-
 
 
 def index_rows(c) -> set[tuple]:  # type: ignore[no-untyped-def]
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         return {tuple(r) for r in conn.execute(sa.select(search_index))}
 
 
 def drop_index(c) -> None:  # type: ignore[no-untyped-def]
     """Lose the index by hand, outside Lethe (so no scope gets a new change token)."""
-    with c.uow.write() as conn:
+    with c.uow.maintenance("test: alter rows as their owner"), c.uow.write() as conn:
         conn.execute(search_postings.delete())
         conn.execute(search_index.delete())
 
@@ -163,7 +163,7 @@ def test_replay_check_reports_a_stale_or_missing_index_entry_and_a_stale_recipe(
     kept = c.memories.write(agent(), write_cmd("alice likes tea")).item
     gone = c.memories.write(agent(), write_cmd("alice likes coffee")).item
     c.retractions.retract(reviewer(), memory_id=gone.id, reason="wrong")
-    with c.uow.write() as conn:
+    with c.uow.maintenance("test: alter rows as their owner"), c.uow.write() as conn:
         conn.execute(search_index.delete().where(search_index.c.memory_id == kept.id))
         conn.execute(
             search_index.insert().values(memory_id=gone.id, tenant_id="t1", subject_ref="x", terms="ab")
@@ -209,7 +209,7 @@ def test_lethe_replay_check_fails_on_a_stale_index(lethe, settings, monkeypatch)
     c = lethe
     gone = c.memories.write(agent(), write_cmd("alice likes coffee")).item
     c.retractions.retract(reviewer(), memory_id=gone.id, reason="wrong")
-    with c.uow.write() as conn:
+    with c.uow.maintenance("test: alter rows as their owner"), c.uow.write() as conn:
         conn.execute(
             search_index.insert().values(memory_id=gone.id, tenant_id="t1", subject_ref="x", terms="ab")
         )
@@ -231,7 +231,7 @@ def test_a_memory_that_cannot_come_back_leaves_the_index(lethe, status):
         later = utcnow() + timedelta(hours=1)
         c.memories.clock = lambda: later
         c.memories.sweep_expired()
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         left = conn.execute(sa.select(search_index).where(search_index.c.memory_id == old.id)).all()
     assert left == []
 
@@ -260,7 +260,7 @@ def test_reindex_beside_concurrent_writers_loses_no_index_entry(lethe):
     for t in threads:
         t.join()
     assert errors == [] and len(written) == 45
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         indexed = {r.memory_id for r in conn.execute(sa.select(search_index.c.memory_id))}
     assert set(written) <= indexed
     assert replay.check(c.uow.engine, index=c.reindex.check()).identical

@@ -37,7 +37,7 @@ def summarise(c, content, *cited, who=None, subject=BOB):  # type: ignore[no-unt
 
 
 def statuses(c) -> dict[tuple[str, str], str]:
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         return {(r.tenant_id, r.id): r.status for r in conn.execute(sa.select(memories))}
 
 
@@ -58,7 +58,7 @@ def test_retracting_a_memory_takes_it_out_of_every_view_at_once_and_keeps_its_su
     # The subject is untouched: its other memories read, new writes are accepted.
     assert c.memories.get(agent(), right.id).content == "alice drinks tea without sugar"
     assert c.memories.write(agent(), write_cmd("alice likes oolong", subject=ALICE)).created
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         row = conn.execute(sa.select(memories).where(memories.c.id == wrong.id)).one()
         index = conn.execute(sa.select(search_index).where(search_index.c.memory_id == wrong.id)).all()
     assert row.status == "retracted" and row.ciphertext is None and index == []
@@ -126,7 +126,7 @@ def test_a_dry_run_lists_what_would_go_and_writes_nothing(lethe):
         assert plan.dry_run and plan.id is None
         assert plan.memory_ids == [page.id] and plan.derived_ids == [summary.id]
     assert statuses(c) == before and event_count(c) == events_before
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(retractions)).scalar_one() == 0
     assert searchable(c, agent()) == {page.id, summary.id}
 
@@ -229,7 +229,7 @@ def test_retractions_are_audit_events_with_ids_and_counts_never_content(lethe):
     assert (
         recorded["source_hash"] == c.pseudonyms.source_hash("t1", POISONED) and "source_ref" not in recorded
     )
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         [ledger] = conn.execute(sa.select(retractions)).all()
     assert ledger.source_hash == recorded["source_hash"] and ledger.source_ref is None
     for r in rows:
@@ -287,5 +287,5 @@ def test_a_restore_of_a_backup_taken_after_the_retraction_applies_it_once(lethe,
     report = restore_backup(c.uow, c.keyring, manifest, log=c.log)
     assert report.retractions_reapplied == 0
     assert statuses(c)[("t1", page.id)] == "retracted"
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(retractions)).scalar_one() == 1

@@ -189,7 +189,7 @@ def model_retraction(items: list[Item], tenant: str, source: str) -> tuple[set[s
 
 
 def all_statuses(c) -> dict[tuple[str, str], str]:  # type: ignore[no-untyped-def]
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         return {(r.tenant_id, r.id): r.status for r in conn.execute(sa.select(memories))}
 
 
@@ -215,7 +215,7 @@ def test_retracting_a_source_removes_exactly_its_memories_and_the_summaries_citi
         removed = {(target, i) for i in roots | derived}
         assert {k for k in after if after[k] != before[k]} == removed  # nothing else, in any tenant
         assert all(after[k] == "retracted" for k in removed)
-        with lethe.uow.read() as conn:
+        with lethe.uow.maintenance("test: inspect every tenant's rows"), lethe.uow.read() as conn:
             indexed = set(conn.execute(sa.select(search_index.c.tenant_id, search_index.c.memory_id)).all())
         assert not removed & indexed  # the search index holds nothing of what was retracted
         for item in items:

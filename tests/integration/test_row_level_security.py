@@ -158,3 +158,27 @@ def test_migration_0024_goes_back_and_forward_on_postgres(settings: Settings) ->
             assert conn.execute(walled, {"t": list(tenancy.WALLED_TABLES)}).scalar_one() == every
     finally:
         engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+def test_every_table_with_a_tenant_in_the_live_schema_is_walled_or_named_store_wide(
+    lethe: Container,
+) -> None:
+    """Against the schema the migrations built (not the code's idea of it): each table with a
+    ``tenant_id`` or ``job_id`` column has Row-Level Security and its ``tenant_wall`` policy
+    for ``lethe_app``, unless ``tenancy.STORE_WIDE_TABLES`` names it; the positive control is
+    that the query does see the store-wide ``events`` table, unwalled."""
+    shape = sa.text(
+        "SELECT c.relname AS name, c.relrowsecurity AS rls,"
+        " EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid AND p.polname = 'tenant_wall'"
+        "   AND CAST(:role AS regrole) = ANY(p.polroles)) AS wall"
+        " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        " WHERE n.nspname = current_schema() AND c.relkind = 'r' AND EXISTS ("
+        "   SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND NOT a.attisdropped"
+        "   AND a.attname IN ('tenant_id', 'job_id'))"
+    )
+    with lethe.uow.maintenance("test: read the catalogue as the tables' owner"), lethe.uow.read() as conn:
+        rows = {r.name: (r.rls, r.wall) for r in conn.execute(shape, {"role": tenancy.APP_ROLE})}
+    unwalled = {name for name, (rls, wall) in rows.items() if not (rls and wall)}
+    assert unwalled == {"events"} and "events" in tenancy.STORE_WIDE_TABLES
+    assert set(rows) - unwalled == set(tenancy.WALLED_TABLES)

@@ -48,7 +48,7 @@ def every_row_as_text(c) -> str:  # type: ignore[no-untyped-def]
     """Every row of every table of the store, as text (a logical scan: the backend's own files
     need not be readable here)."""
     out = []
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         for table in metadata.sorted_tables:
             for row in conn.execute(sa.select(table)):
                 for value in row:
@@ -112,7 +112,7 @@ def test_retraction_by_source_finds_its_memories_through_the_keyed_hash_only(let
     kept = c.memories.write(agent(), write_cmd("another page", subject=ALICE, provenance=other)).item
     theirs = c.memories.write(agent("t2"), write_cmd("claim", subject=ALICE, provenance=full_origin())).item
     source_hash = c.pseudonyms.source_hash("t1", SOURCE_CANARY)
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         posted = conn.execute(
             sa.select(search_postings.c.memory_id).where(search_postings.c.term_hash == source_hash)
         ).scalars()
@@ -129,7 +129,10 @@ def test_retraction_by_source_finds_its_memories_through_the_keyed_hash_only(let
 def test_a_memory_written_before_origins_were_sealed_is_still_retracted_by_its_clear_source(lethe):
     c = lethe
     old = c.memories.write(agent(), write_cmd("claim", subject=ALICE, provenance=full_origin())).item
-    with c.uow.write() as conn:  # as a row written before this change holds it, without the posting
+    with (
+        c.uow.maintenance("test: alter rows as their owner"),
+        c.uow.write() as conn,
+    ):  # as a row written before this change holds it, without the posting
         conn.execute(
             sa.text("UPDATE memories SET provenance = :p WHERE id = :id"),
             {
@@ -181,7 +184,10 @@ def test_after_a_forget_no_row_of_any_table_holds_the_subjects_source_or_url(let
     assert not any(t in rows for t in CANARIES)
     assert not any(t in caplog.text for t in CANARIES)
     # Able to fail: the content's own words are found where this scan looks once stored in clear.
-    with c.uow.write() as conn:
+    with (
+        c.uow.maintenance("test: a scratch table, which only the tables' owner may create"),
+        c.uow.write() as conn,
+    ):
         conn.execute(sa.text("CREATE TABLE scratch (x TEXT)"))
         conn.execute(sa.text("INSERT INTO scratch VALUES (:x)"), {"x": URL_CANARY})
     metadata_scratch = sa.Table("scratch", sa.MetaData(), sa.Column("x", sa.Text))

@@ -39,7 +39,7 @@ def postings(c, memory_id: str | None = None, words: bool = True) -> int:  # typ
         q = q.where(sa.func.length(search_postings.c.term_hash) == 16)
     if memory_id is not None:
         q = q.where(search_postings.c.memory_id == memory_id)
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         return conn.execute(q).scalar_one()
 
 
@@ -49,18 +49,21 @@ def statements_of(c, fn) -> list[str]:  # type: ignore[no-untyped-def]
     def record(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
         seen.append(statement)
 
-    sa.event.listen(c.uow.engine, "before_cursor_execute", record)
+    sa.event.listen(c.uow.tenant_engine, "before_cursor_execute", record)
     try:
         fn()
     finally:
-        sa.event.remove(c.uow.engine, "before_cursor_execute", record)
+        sa.event.remove(c.uow.tenant_engine, "before_cursor_execute", record)
     return seen
 
 
 def test_a_memory_has_one_posting_per_distinct_term(lethe):
     item = lethe.memories.write(agent(), write_cmd("tea tea green tea, Green TEA")).item
     assert postings(lethe, item.id) == 2  # "tea", "green"
-    with lethe.uow.read() as conn:  # and one of its source ref, keyed, for retraction by source
+    with (
+        lethe.uow.maintenance("test: inspect every tenant's rows"),
+        lethe.uow.read() as conn,
+    ):  # and one of its source ref, keyed, for retraction by source
         rest = conn.execute(
             sa.select(search_postings.c.term_hash).where(
                 search_postings.c.memory_id == item.id, sa.func.length(search_postings.c.term_hash) != 16
@@ -127,10 +130,10 @@ def test_retraction_and_erasure_take_the_postings_with_the_memory(lethe):
 def test_a_rebuild_writes_the_same_postings(lethe):
     for text in ("alice drinks green tea", "bob likes coffee", "carol reads books"):
         lethe.memories.write(agent(), write_cmd(text))
-    with lethe.uow.read() as conn:
+    with lethe.uow.maintenance("test: inspect every tenant's rows"), lethe.uow.read() as conn:
         before = set(conn.execute(sa.select(search_postings)).all())
     lethe.reindex.rebuild()
-    with lethe.uow.read() as conn:
+    with lethe.uow.maintenance("test: inspect every tenant's rows"), lethe.uow.read() as conn:
         after = set(conn.execute(sa.select(search_postings)).all())
     assert before == after and len(after) == 10 + 3  # each memory's source ref too
 
@@ -205,7 +208,7 @@ def test_forgetting_a_subject_drops_its_postings_and_no_one_elses(lethe):
 def test_migration_0018_keeps_every_posting_and_search_reads_them(lethe, backend):
     for text in ("alice drinks green tea", "bob likes coffee", "carol reads books"):
         lethe.memories.write(agent(), write_cmd(text))
-    with lethe.uow.read() as conn:
+    with lethe.uow.maintenance("test: inspect every tenant's rows"), lethe.uow.read() as conn:
         before = set(conn.execute(sa.select(search_postings)).all())
     engine = lethe.uow.engine
     with engine.begin() as conn:  # back to the schema before 0018: a second index, by memory
@@ -215,7 +218,7 @@ def test_migration_0018_keeps_every_posting_and_search_reads_them(lethe, backend
         indexes = {i["name"] for i in sa.inspect(conn).get_indexes("search_postings")}
         assert "ix_search_postings_memory" in indexes
     upgrade(engine)
-    with lethe.uow.read() as conn:
+    with lethe.uow.maintenance("test: inspect every tenant's rows"), lethe.uow.read() as conn:
         after = set(conn.execute(sa.select(search_postings)).all())
         assert sa.inspect(conn).get_indexes("search_postings") == []
     assert after == before and len(after) == 10 + 3  # each memory's source ref too

@@ -39,7 +39,7 @@ def populate(c) -> dict[str, str]:  # type: ignore[no-untyped-def]
 
 
 def vector_rows(c) -> list:  # type: ignore[no-untyped-def]
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         return conn.execute(sa.select(memory_vectors)).all()
 
 
@@ -81,7 +81,7 @@ def test_no_plaintext_vector_is_in_the_store(lethe, backend):
 def test_a_sealed_vector_opens_only_for_its_memory_version_and_model(lethe):
     populate(lethe)
     rows = [SimpleNamespace(**r._mapping) for r in vector_rows(lethe)]
-    with lethe.uow.read() as conn:
+    with lethe.uow.maintenance("test: inspect every tenant's rows"), lethe.uow.read() as conn:
         assert len(open_vectors(conn, lethe.keyring, rows)) == len(rows)
         a, b = rows[0], rows[1]
         moved = [SimpleNamespace(**{**vars(a), "memory_id": b.memory_id})]
@@ -97,7 +97,7 @@ def test_a_vector_cannot_be_opened_after_its_subjects_key_is_destroyed(lethe):
     job = lethe.erasure.request(officer(), "alice@example.com", "gdpr-art17-1a", "T-1")
     lethe.erasure.run_pending()
     assert lethe.erasure.get(officer(), job.id).completed_at is not None
-    with lethe.uow.read() as conn:
+    with lethe.uow.maintenance("test: inspect every tenant's rows"), lethe.uow.read() as conn:
         assert open_vectors(conn, lethe.keyring, rows) == {}
 
 
@@ -137,7 +137,7 @@ def test_a_summary_built_from_a_forgotten_memory_loses_its_vector_in_derived_pur
 
 def test_reindex_embeds_every_memory_again_and_records_the_model(lethe):
     populate(lethe)
-    with lethe.uow.write() as conn:
+    with lethe.uow.maintenance("test: alter rows as their owner"), lethe.uow.write() as conn:
         conn.execute(memory_vectors.delete())
     assert (
         lethe.search.search(agent(), SearchQuery(query="tea", purpose="support")).items[0].score["semantic"]
@@ -195,7 +195,7 @@ def test_an_unknown_embedding_model_is_a_settings_error(tmp_path):
 def _subject_keys(c) -> list:  # type: ignore[no-untyped-def]
     from lethe.vault.store.tables import subject_keys
 
-    with c.uow.read() as conn:
+    with c.uow.maintenance("test: inspect every tenant's rows"), c.uow.read() as conn:
         return conn.execute(sa.select(subject_keys)).all()
 
 
@@ -228,7 +228,10 @@ def test_a_cached_vector_is_never_scored_once_another_node_destroyed_its_key(let
     other = build(settings)  # a second node on the same store
     try:
         (key,) = _subject_keys(other)
-        with other.uow.write() as conn:  # the key destroyed there, the rows left as they are
+        with (
+            other.uow.maintenance("erasure runner"),
+            other.uow.write() as conn,
+        ):  # the key destroyed there, the rows left as they are
             other.keyring.mark_destroyed(conn, [key.key_name], key.created_at)
         assert found(lethe, "what does she like to drink") == []  # nothing opens, nothing scores
         assert lethe.keyring.opened.get((key.tenant_id, key.subject_ref, key.generation)) == {}

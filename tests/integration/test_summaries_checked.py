@@ -66,7 +66,7 @@ def searchable(c, query="tea", who=None) -> set[str]:  # type: ignore[no-untyped
 
 
 def status_of(c, memory_id: str, tenant: str = "t1") -> str:
-    with c.uow.read() as conn:
+    with c.uow.acting_for(tenant), c.uow.read() as conn:
         return conn.execute(
             sa.select(memories.c.status).where(memories.c.tenant_id == tenant, memories.c.id == memory_id)
         ).scalar_one()

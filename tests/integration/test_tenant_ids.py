@@ -198,7 +198,7 @@ def test_a_summary_is_purged_by_its_own_tenants_sources_only(lethe):
     assert purge["index_entries_before"] == 1 and purge["index_entries_after"] == 0
     assert lethe.memories.get(reviewer(B), b_summary.id).status is Status.QUARANTINED
     assert lethe.memories.get(agent(B), summary.id).content == "bob likes black tea"
-    with lethe.uow.read() as conn:
+    with lethe.uow.acting_for(B), lethe.uow.read() as conn:
         b_entries = conn.execute(
             sa.select(sa.func.count()).select_from(search_index).where(search_index.c.tenant_id == B)
         ).scalar_one()

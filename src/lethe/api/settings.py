@@ -90,9 +90,11 @@ class Settings(BaseSettings):
     # Semantic recall (vault.memory.embedding): the embedding model, or "none" for lexical only.
     embedding_model: str = DEFAULT_MODEL
     compaction_retention_days: float = Field(default=30.0, ge=0)
-    # PostgreSQL's tenant wall (vault.store.tenancy, migration 0022): the server runs as the
-    # application role, which sees only the tenant of its transaction. No effect on SQLite.
-    row_security: bool = False
+    # PostgreSQL's tenant wall (vault.store.tenancy, migration 0024), on by default: the server
+    # runs as the application role, which sees only the tenant of its transaction. No effect on
+    # SQLite. ``false`` is the opt-out docs/operations.md describes (a connecting user that
+    # cannot SET ROLE to lethe_app).
+    row_security: bool = True
     backup_dir: Path | None = None
     # HTTP server (api/): request size and read time, rate limits, background work.
     max_body_bytes: int = Field(default=64 * 1024, gt=0)

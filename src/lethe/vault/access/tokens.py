@@ -70,7 +70,7 @@ TOKEN_CREATED, TOKEN_REVOKED = "token.created", "token.revoked"
 # Every request looks its token up: the statement is built once, not per request.
 _BY_HASH = sa.select(api_tokens).where(api_tokens.c.token_hash == sa.bindparam("digest"))
 # Behind PostgreSQL's tenant wall a token is found by its hash before its tenant is known: the
-# SECURITY DEFINER function of migration 0022 reads as the table's owner, by hash only.
+# SECURITY DEFINER function of migration 0024 reads as the table's owner, by hash only.
 _TOKEN_BY_HASH = sa.func.lethe_token_by_hash(sa.bindparam("digest", type_=sa.String)).table_valued(
     *(sa.column(c.name, c.type) for c in api_tokens.c)
 )

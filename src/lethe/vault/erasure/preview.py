@@ -37,6 +37,7 @@ from lethe.vault.memory.validation import normal_subject_id
 from lethe.vault.model import Caller, Role, Status
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.tables import backups, erasure_jobs, events, memories
+from lethe.vault.store.tenancy import for_caller
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ class ErasurePreview:
         return not (self.memories_to_forget or self.derived or self.key_generations)
 
 
+@for_caller  # behind PostgreSQL's tenant wall, the reads act for the officer's tenant
 def preview_erasure(
     uow: UnitOfWork,
     pseudonyms: Pseudonymizer,

@@ -241,8 +241,10 @@ class ErasureService:
         assert job is not None
         return replace(job, verification_code=code, replayed=replayed)
 
+    @maintenance_job("expiry sweep")
     def forget_expired_filings(self) -> int:
-        """Delete the filings past their 24-hour window, sealed codes with them (the expiry sweep)."""
+        """Delete every tenant's filings past their 24-hour window, sealed codes with them (the
+        expiry sweep: across tenants, so past the tenant wall)."""
         with self.uow.write() as conn:
             return filings.delete_expired(conn, self.clock())
 

@@ -188,9 +188,10 @@ class UnitOfWork:
     other driver error is a bug and passes through unchanged, to surface as a 500.
     """
 
-    def __init__(self, engine: Engine, *, row_security: bool = False) -> None:
-        """``engine`` connects as the tables' owner; with ``row_security`` (PostgreSQL only)
-        every transaction but a ``maintenance()`` one runs as ``tenancy.APP_ROLE`` (module doc)."""
+    def __init__(self, engine: Engine, *, row_security: bool = True) -> None:
+        """``engine`` connects as the tables' owner; with ``row_security`` (the default; it
+        means something on PostgreSQL only) every transaction but a ``maintenance()`` one runs
+        as ``tenancy.APP_ROLE`` (module doc). Off only on request: safe by default."""
         self.engine = engine
         # PostgreSQL reads in autocommit: the same pool, no BEGIN/ROLLBACK round trips (module doc).
         self._reader = engine if is_sqlite(engine) else engine.execution_options(isolation_level="AUTOCOMMIT")
@@ -205,6 +206,12 @@ class UnitOfWork:
         # without the wall every write may, as before.
         affinity = tenancy.current if self.row_security else lambda: tenancy.UNSCOPED
         self._group = GroupCommit(self._write_in, affinity=affinity)
+
+    @property
+    def tenant_engine(self) -> Engine:
+        """The engine a tenant's transactions run on (the walled pool behind the tenant wall,
+        else ``engine``): where a listener hooks the statements a request sends."""
+        return self._walled if self._walled is not None else self.engine
 
     def dispose(self) -> None:
         """Close every pooled connection (the engine's and the walled pool's)."""

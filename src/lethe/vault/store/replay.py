@@ -5,7 +5,8 @@ The projection (``memories``, ``idempotency_keys``, ``forgotten_subjects``,
 event to an empty scratch database and compares it with the live tables row by row;
 ``rebuild`` replaces the live projection. The search index needs the keys as well as the
 log, so ``check`` compares it through a hook (``memory.reindex.IndexCheck``) the caller
-passes; ``lethe reindex`` rebuilds it.
+passes; ``lethe reindex`` rebuilds it. Both span every tenant, so they run on ``engine`` as
+the tables' owner, never behind the tenant wall (a maintenance path, docs/operations.md).
 """
 
 from __future__ import annotations
@@ -168,7 +169,11 @@ def check(
     """Replay into a scratch in-memory database and diff it against the live projection
     (and, given ``index``, the live search index against the one the replay gives)."""
     scratch = _scratch()
-    with _cycle_collector_paused(), UnitOfWork(engine).read() as src, scratch.begin() as dst:
+    with (
+        _cycle_collector_paused(),
+        UnitOfWork(engine, row_security=False).read() as src,
+        scratch.begin() as dst,
+    ):
         n = _apply_all(src, dst, progress)
         report = ReplayReport(events=n)
         raw = src.dialect.name == dst.dialect.name
@@ -182,7 +187,7 @@ def check(
 
 def rebuild(engine: Engine, progress: Progress | None = None) -> ReplayReport:
     """Replace the live projection with one rebuilt from events, in one transaction."""
-    with _cycle_collector_paused(), UnitOfWork(engine).write() as conn:
+    with _cycle_collector_paused(), UnitOfWork(engine, row_security=False).write() as conn:
         for table in COMPARED:
             conn.execute(table.delete())
         n = _apply_all(conn, conn, progress)

@@ -37,7 +37,8 @@ from typing import Any, TypeVar
 APP_ROLE = "lethe_app"
 TENANT_SETTING = "lethe.tenant"
 
-# Tables with a ``tenant_id`` column whose policy is ``tenant_id = current_setting('lethe.tenant')``.
+# Tables with a ``tenant_id`` column whose policy is ``tenant_id = current_setting('lethe.tenant')``
+# (migration 0024; ``erasure_filings`` by 0029).
 TENANT_TABLES = (
     "memories",
     "search_index",
@@ -58,10 +59,25 @@ TENANT_TABLES = (
     "agent_sessions",
     "erasure_identifiers",
     "subject_aliases",
+    "erasure_filings",
 )
 # Tables keyed by an erasure job: a row is visible when its job is (the job's own policy).
 JOB_TABLES = ("erasure_steps", "erasure_extensions")
 WALLED_TABLES = TENANT_TABLES + JOB_TABLES
+# Tables deliberately not walled, each with why: every table of the schema is in exactly one
+# of WALLED_TABLES and these (tests/unit/test_tenancy.py, and against the live PostgreSQL
+# schema tests/integration/test_row_level_security.py).
+STORE_WIDE_TABLES = {
+    "events": "one Merkle tree over every tenant; each write reads the log's size",
+    "checkpoints": "signed heads of that one tree",
+    "merkle_chunk_roots": "cached roots of that one tree",
+    "audit_forks": "a fork of the one log, for every tenant",
+    "backups": "a backup is of the whole store",
+    "index_recipes": "how the search index of the whole store is built",
+    "scheduled_turns": "one row per periodic job of the deployment",
+    "console_one_time": "no tenant column: found by a console session's hash, sealed under its id",
+    "alembic_version": "the schema's revision",
+}
 
 
 @dataclass(frozen=True)
