@@ -26,6 +26,7 @@ from lethe.api.report_formats import ReportFormat, render_report
 from lethe.api.settings import Settings
 from lethe.vault.audit.certificate import sign_certificate
 from lethe.vault.audit.verify import verify_certificate
+from lethe.vault.custody.keyring import key_name
 from lethe.vault.erasure.model import KEY_PENDING
 from tests.conftest import agent, officer, write_cmd
 from tests.integration.test_result_classes import DESTROYED_CLAIMS, pdf_text
@@ -104,8 +105,12 @@ def test_a_kms_refusing_past_the_window_ends_in_a_final_partial_certificate_nami
     assert (probe["destroyed"], probe["key_present"], probe["refused"]) == (False, True, True)
     assert steps["key_destroyed"]["key_copies"]["nist_sp_800_88_purge"] is False
     assert doc["key_destruction"]["refused_generations"] == [1]
-    # the evidence is the truth: the key is still at OpenBao
-    assert root.secrets.transit.read_key(refusal["key_ref"])["data"]["name"] == refusal["key_ref"]
+    # the evidence is the truth: the key is still at OpenBao. The receipt names it under the
+    # request's own subject reference (unlinkable); the KMS name is the stable reference's.
+    kms_name = key_name(job.tenant_id, c.pseudonyms.subject_ref(job.tenant_id, ALICE), 1)
+    assert refusal["key_ref"] != kms_name
+    assert refusal["key_ref"] == key_name(job.tenant_id, job.event_subject_ref, 1)
+    assert root.secrets.transit.read_key(kms_name)["data"]["name"] == kms_name
 
     checked = verify_certificate(
         c.reports.load(job.report_id).document,
