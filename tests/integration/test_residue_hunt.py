@@ -43,6 +43,8 @@ IDENTIFIERS = ["Ana García", "ana.garcia@example.com", "+34 600 123 456"]
 CLEAR = ["Ana García", "ana garcía", "García", "garcía", "ana.garcia", "600 123 456", "600123456"]
 REFERENCE = "DSR-RESIDUE-77"  # stored in clear: the scans' positive control
 
+INSPECT = "test: inspect every tenant's rows"  # behind PostgreSQL's tenant wall otherwise
+
 
 def seed(c: Container) -> dict[str, str]:
     """Ana's own memory, another subject's that names her, and two that do not."""
@@ -66,7 +68,7 @@ def forget(c: Container, action: str, identifiers: list[str] = IDENTIFIERS) -> s
 
 
 def status(c: Container, memory_id: str) -> Status:
-    with c.uow.read() as conn:
+    with c.uow.maintenance(INSPECT), c.uow.read() as conn:
         row = conn.execute(sa.text("SELECT status FROM memories WHERE id = :id"), {"id": memory_id}).one()
     return Status(row.status)
 
@@ -84,7 +86,7 @@ def certificate(c: Container, job_id: str) -> tuple[dict, bytes]:
 
 def identifier_rows(c: Container, job_id: str) -> list[str]:
     t = erasure_identifiers
-    with c.uow.read() as conn:
+    with c.uow.maintenance(INSPECT), c.uow.read() as conn:
         return list(conn.execute(sa.select(t.c.term_hashes).where(t.c.job_id == job_id)).scalars())
 
 
@@ -113,7 +115,7 @@ def test_retract_chosen_retracts_the_memory_naming_her_and_the_certificate_count
     assert checked.ok, checked.summary()
     assert next(c for c in checked.checks if c.name == "residue").ok
     # the retraction is the ordinary one: its ledger entry names the request, not her
-    with lethe.uow.read() as conn:
+    with lethe.uow.maintenance(INSPECT), lethe.uow.read() as conn:
         reasons = list(conn.execute(sa.text("SELECT reason FROM retractions")).scalars())
     assert reasons == [f"residue of erasure request {job_id}"]
     assert identifier_rows(lethe, job_id) == []  # the request ended: its identifiers went with it
@@ -213,7 +215,7 @@ def test_the_hunt_uses_the_keyed_index_terms_and_they_live_only_as_long_as_the_r
 def _rows_text(c: Container) -> str:
     """Every row of every table, as text (the logical scan, on both backends)."""
     out = []
-    with c.uow.read() as conn:
+    with c.uow.maintenance(INSPECT), c.uow.read() as conn:
         for table in metadata.sorted_tables:
             for row in conn.execute(sa.select(table)).all():
                 out.append(" ".join(v.decode("latin-1") if isinstance(v, bytes) else str(v) for v in row))

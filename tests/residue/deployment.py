@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import sqlite3
 import subprocess
@@ -24,6 +23,7 @@ from typing import Any
 import httpx
 from fastapi.testclient import TestClient
 
+from lethe.api.first_admin import ADMIN_TOKEN_FILE
 from lethe.api.http.app import create_app
 from lethe.api.settings import Settings
 from lethe.client import LetheClient
@@ -127,11 +127,11 @@ def _healthy(server: Server, timeout: float = START_SECONDS) -> None:
 
 
 def _token_of_first_run(*nodes: Server) -> str:
-    """The admin token the first node to start printed (once, on the store's first run)."""
-    printed = "".join(n.out.read_text() for n in nodes)
-    found = re.search(r"admin token for tenant \S+ .*: (lethe_[A-Za-z0-9_-]{43})", printed)
-    assert found is not None, printed
-    return found.group(1)
+    """The admin token the first node to start minted: its 0600 file in that node's data dir
+    (written once, on the store's first run; never printed)."""
+    written = [n for n in nodes if (Path(n.env["LETHE_DATA_DIR"]) / ADMIN_TOKEN_FILE).exists()]
+    assert len(written) == 1, "exactly one node mints the first admin token"
+    return written[0].first_admin_token()
 
 
 def _mint(url: str, admin: str) -> dict[str, str]:

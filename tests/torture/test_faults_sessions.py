@@ -84,7 +84,7 @@ def served(client: TestClient, t: Tally, who: str) -> bool:
 
 def rows(client: TestClient) -> int:
     container = client.app.state.container  # type: ignore[attr-defined]
-    with container.uow.read() as conn:
+    with container.uow.maintenance("test: inspect every tenant's rows"), container.uow.read() as conn:
         return int(conn.execute(sa.select(sa.func.count()).select_from(console_sessions)).scalar_one())
 
 
