@@ -49,6 +49,7 @@ from lethe.api.http.routes import (
     tokens,
 )
 from lethe.api.http.verify_page import install_verifier
+from lethe.api.http.wheels import install_wheels
 from lethe.api.mcp.on_demand import OnDemandMcp, sdk_installed
 from lethe.api.settings import Settings
 from lethe.api.store_lease import serve_lease
@@ -107,6 +108,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     problems.install(app, metrics)
     install_docs(app)
     install_verifier(app)
+    install_wheels(app)
     mount_console(app)
     routers = [m.router for m in (health, memories, sessions, review, erasure, subject_access, tokens, audit)]
     check_route_roles(routers)
