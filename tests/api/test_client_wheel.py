@@ -46,7 +46,7 @@ def test_the_server_serves_its_wheel_without_a_token_and_pip_installs_it(api: Ap
     wheel = tmp_path / wheel_name()
     wheel.write_bytes(r.content)
     target = tmp_path / "site"
-    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--target", str(target)]
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(target)]
     installed = subprocess.run([*pip, str(wheel)], capture_output=True, text=True, timeout=300, check=False)
     assert installed.returncode == 0, installed.stderr
     assert (target / "lethe" / "client" / "__init__.py").exists()

@@ -139,7 +139,7 @@ def mount_optional_mcp(app: FastAPI, settings: Settings) -> Callable[[], Abstrac
     request (``api.mcp.on_demand``); the context the lifespan holds open while serving."""
     if not sdk_installed():
         log = logging.getLogger("lethe.api")
-        log.info("MCP SDK not installed: /mcp is off (pip install lethe-vault[mcp])")
+        log.info("MCP SDK not installed: /mcp is off (install the mcp extra: docs/agents.md)")
         return nullcontext
     mcp = OnDemandMcp(app, settings)
     mcp.install()
