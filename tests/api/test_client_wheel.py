@@ -6,6 +6,7 @@ runs, and pip installs it from that file (``test_fresh_clone`` does it over a re
 from __future__ import annotations
 
 import io
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from lethe.api.client_wheel import ROUTE, build_wheel, served_wheel, version, wheel_name
+from lethe.api.client_wheel import ROUTE, build_wheel, package_root, served_wheel, version, wheel_name
 from tests.api.conftest import Api
 
 
@@ -35,6 +36,17 @@ def test_the_wheel_holds_the_whole_package_with_its_extras_and_no_bytecode() -> 
     assert "Name: lethe-vault" in meta and "Provides-Extra: client" in meta
     assert 'httpx<1,>=0.27; extra == "client"' in meta
     assert "lethe = " in entry_points
+
+
+def test_a_stray_file_in_the_package_is_not_served(tmp_path: Path) -> None:
+    checkout = tmp_path / "lethe"
+    shutil.copytree(package_root(), checkout, ignore=shutil.ignore_patterns("__pycache__"))
+    (checkout / "vault" / "scratch-notes.sqlite3").write_bytes(b"not shipped")
+    (checkout / "vault" / "notes.py").write_text("# shipped: a module like any other\n")
+    with zipfile.ZipFile(io.BytesIO(build_wheel(checkout))) as wheel:
+        names = wheel.namelist()
+    assert "lethe/vault/notes.py" in names
+    assert "lethe/vault/scratch-notes.sqlite3" not in names
 
 
 def test_the_server_serves_its_wheel_without_a_token_and_pip_installs_it(api: Api, tmp_path: Path) -> None:

@@ -6,8 +6,8 @@ is the one install command the docs give: a direct URL, never a bare ``lethe-vau
 an extra index, because that name is not ours on the public index (a squatter could take it).
 
 Like ``api.verifier_wheel`` it is built on request from the package this server runs (so
-the client always matches the API it talks to): every file of the ``lethe`` package but
-bytecode, with the installed distribution's own ``METADATA`` (its extras: ``client``,
+the client always matches the API it talks to): the ``lethe`` package's sources and data
+files (no bytecode, nothing else), with the installed distribution's own ``METADATA`` (its extras: ``client``,
 ``mcp``, ``langgraph``, ``semantic``…) and ``entry_points.txt`` (the ``lethe`` command).
 Built once per process (about 2 MB), the same sources giving the same bytes.
 ``tests/api/test_client_wheel.py`` installs it; ``tests/integration/test_fresh_clone.py``
@@ -33,8 +33,9 @@ import lethe.vault
 DISTRIBUTION = "lethe-vault"
 ROUTE = "/wheels"
 _FIXED_TIME = (2026, 1, 1, 0, 0, 0)  # the same sources give the same wheel, byte for byte
-_SKIPPED_DIRS = {"__pycache__"}
-_SKIPPED_SUFFIXES = {".pyc", ".pyo"}
+# What the package ships (``[tool.setuptools.package-data]``): a stray file in a checkout (an
+# editor's swap file, a scratch database) is never served.
+_SHIPPED_SUFFIXES = {".py", ".typed", ".html", ".css", ".svg", ".json", ".mako", ".hcl"}
 
 
 def version() -> str:
@@ -46,12 +47,15 @@ def wheel_name() -> str:
     return f"lethe_vault-{version()}-py3-none-any.whl"
 
 
-def _package_files() -> dict[str, bytes]:
-    root = Path(lethe.vault.__file__).resolve().parents[1]  # ``lethe`` is a namespace package
+def package_root() -> Path:
+    return Path(lethe.vault.__file__).resolve().parents[1]  # ``lethe`` is a namespace package
+
+
+def _package_files(root: Path) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
-        if not path.is_file() or _SKIPPED_DIRS & set(rel.parts) or path.suffix in _SKIPPED_SUFFIXES:
+        if not path.is_file() or "__pycache__" in rel.parts or path.suffix not in _SHIPPED_SUFFIXES:
             continue
         files[f"lethe/{rel.as_posix()}"] = path.read_bytes()
     return files
@@ -61,10 +65,11 @@ def _digest(data: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
-def build_wheel() -> bytes:
+def build_wheel(root: Path | None = None) -> bytes:
+    """The wheel of the ``lethe`` package at ``root`` (default: the one this process runs)."""
     dist = metadata.distribution(DISTRIBUTION)
     info = f"lethe_vault-{dist.version}.dist-info"
-    files = _package_files()
+    files = _package_files(root or package_root())
     files[f"{info}/METADATA"] = (dist.read_text("METADATA") or "").encode()
     files[f"{info}/WHEEL"] = (
         b"Wheel-Version: 1.0\nGenerator: lethe\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
