@@ -147,6 +147,15 @@ def test_a_fresh_clone_runs_recalls_by_meaning_and_installs_the_client_from_the_
         ["bash", "-c", command], env=env, capture_output=True, text=True, timeout=900, check=False
     )
     assert installed.returncode == 0, installed.stderr[-4000:]
+    where = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import lethe.client; print(lethe.client.__file__)"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert where.stdout.startswith(str(venv)), where.stdout  # the served wheel, not the clone
     quickstart = subprocess.run(
         [str(venv / "bin" / "python"), str(clone / "docs" / "examples" / "client_quickstart.py")],
         env={**env, "LETHE_URL": base, "LETHE_TOKEN": agent["Authorization"].removeprefix("Bearer ")},
