@@ -1,6 +1,6 @@
 """Lethe's Python client: remember, recall, and see quarantine at work.
 
-pip install 'lethe-vault[client]'
+pip install "lethe-vault[client] @ $LETHE_URL/wheels/lethe_vault-0.1.0-py3-none-any.whl"
 LETHE_URL=http://127.0.0.1:8080 LETHE_TOKEN=<agent token> python client_quickstart.py
 """
 

@@ -1,6 +1,6 @@
 """A LangGraph agent that remembers a user's preference across threads, in Lethe.
 
-    pip install 'lethe-vault[langgraph]'
+    pip install "lethe-vault[langgraph] @ $LETHE_URL/wheels/lethe_vault-0.1.0-py3-none-any.whl"
     LETHE_URL=... LETHE_TOKEN=<agent token for agent a1, purpose support> \
     LETHE_STORE_ID_KEY=<a secret of 16+ characters> python langgraph_preference.py
 

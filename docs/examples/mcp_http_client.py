@@ -4,7 +4,7 @@ What a model stores through MCP is its own claim: recorded as agent_inference an
 quarantine until a reviewer promotes it (unless the server was started for a user channel,
 LETHE_MCP_USER_CHANNEL). A model that names a source_type is refused.
 
-    pip install 'lethe-vault[mcp]'
+    pip install "lethe-vault[mcp] @ $LETHE_URL/wheels/lethe_vault-0.1.0-py3-none-any.whl"
     LETHE_URL=http://127.0.0.1:8080 LETHE_TOKEN=<agent token> python mcp_http_client.py
 """
 

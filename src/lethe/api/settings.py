@@ -247,7 +247,7 @@ class Settings(BaseSettings):
         if not uri.startswith(("redis://", "rediss://", "redis+sentinel://", "redis+cluster://")):
             raise ValueError("must be memory:// or a redis:// URI")
         if importlib.util.find_spec("redis") is None:
-            raise ValueError("a Redis URI needs the Redis client: pip install 'lethe-vault[redis]'")
+            raise ValueError("a Redis URI needs the Redis client: install the redis extra")
         return uri
 
     @property

@@ -1,6 +1,7 @@
 """``lethe.client``: a Python client for Lethe's HTTP API, sync and async, on httpx.
 
-Install with ``pip install lethe-vault[client]``. The client imports httpx and the
+Install the ``client`` extra as docs/agents.md says (by the server's wheel URL). The client
+imports httpx and the
 standard library only: none of the server's stack (FastAPI, SQLAlchemy, ``lethe.vault``,
 ``lethe.api``) is loaded, and a test keeps it so.
 

@@ -31,7 +31,7 @@ def mcp(
     try:
         from lethe.api.mcp.stdio import serve_stdio
     except ImportError:
-        fail("the MCP SDK is not installed: pip install 'lethe-vault[mcp]'", ExitCode.SETUP)
+        fail("the MCP SDK is not installed: install the mcp extra (docs/agents.md)", ExitCode.SETUP)
     from lethe.api.http.logging import configure_logging
 
     settings = load_settings()

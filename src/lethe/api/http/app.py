@@ -50,6 +50,7 @@ from lethe.api.http.routes import (
 )
 from lethe.api.http.subject_sweeps import SubjectSweeps
 from lethe.api.http.verify_page import install_verifier
+from lethe.api.http.wheels import install_wheels
 from lethe.api.mcp.on_demand import OnDemandMcp, sdk_installed
 from lethe.api.settings import Settings
 from lethe.api.store_lease import serve_lease
@@ -114,6 +115,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     problems.install(app, metrics)
     install_docs(app)
     install_verifier(app)
+    install_wheels(app)
     mount_console(app)
     routers = [m.router for m in (health, memories, sessions, review, erasure, subject_access, tokens, audit)]
     check_route_roles(routers)
@@ -144,7 +146,7 @@ def mount_optional_mcp(app: FastAPI, settings: Settings) -> Callable[[], Abstrac
     request (``api.mcp.on_demand``); the context the lifespan holds open while serving."""
     if not sdk_installed():
         log = logging.getLogger("lethe.api")
-        log.info("MCP SDK not installed: /mcp is off (pip install lethe-vault[mcp])")
+        log.info("MCP SDK not installed: /mcp is off (install the mcp extra: docs/agents.md)")
         return nullcontext
     mcp = OnDemandMcp(app, settings)
     mcp.install()

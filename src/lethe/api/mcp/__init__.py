@@ -1,7 +1,7 @@
 """The MCP server: Lethe's agent, privacy-officer and auditor operations as MCP tools.
 
 Built with the official MCP Python SDK (``mcp`` 2.x, ``MCPServer``); needs the extra
-``pip install lethe-vault[mcp]``. Two ways to reach it:
+the ``mcp`` extra (installed from the server's ``/wheels/`` URL: docs/agents.md). Two ways to reach it:
 - ``lethe serve`` mounts it at ``/mcp`` (Streamable HTTP) as an OAuth 2.1 resource server
   over Lethe's own bearer tokens (``api.mcp.http``);
 - ``lethe mcp`` runs it over stdio for a desktop host, with the token in ``LETHE_TOKEN``

@@ -1,6 +1,7 @@
 """``lethe.integrations.langgraph``: ``LetheStore``, a LangGraph ``BaseStore`` over Lethe.
 
-Install with ``pip install lethe-vault[langgraph]``. Namespaces are ``(subject_id, kind)``
+Install the ``langgraph`` extra as docs/agents.md says (by the server's wheel URL).
+Namespaces are ``(subject_id, kind)``
 under the agent token's tenant and agent and the store's purpose; values are JSON in the
 memory's encrypted content; ``search(query=...)`` is Lethe's scoped recall. The mapping
 and its limits are in ``mapping`` and docs/agents.md.

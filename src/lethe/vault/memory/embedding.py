@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 DEFAULT_MODEL = "wordllama-l2_supercat-256"
 NONE = "none"
 MODELS = (DEFAULT_MODEL,)
-MISSING_EXTRA = "semantic recall is off (lexical only): install lethe-vault[semantic]"
+MISSING_EXTRA = "semantic recall is off (lexical only): install the semantic extra (scripts/run.sh does)"
 
 
 @runtime_checkable
