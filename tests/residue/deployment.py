@@ -129,9 +129,10 @@ def _healthy(server: Server, timeout: float = START_SECONDS) -> None:
 def _token_of_first_run(*nodes: Server) -> str:
     """The admin token the first node to start minted: its 0600 file in that node's data dir
     (written once, on the store's first run; never printed)."""
-    written = [n for n in nodes if (Path(n.env["LETHE_DATA_DIR"]) / ADMIN_TOKEN_FILE).exists()]
-    assert len(written) == 1, "exactly one node mints the first admin token"
-    return written[0].first_admin_token()
+    files = {Path(n.env["LETHE_DATA_DIR"]) / ADMIN_TOKEN_FILE for n in nodes}
+    written = [f for f in files if f.exists()]
+    assert len(written) == 1, "exactly one first admin token is written"
+    return written[0].read_text().strip()
 
 
 def _mint(url: str, admin: str) -> dict[str, str]:
@@ -168,10 +169,10 @@ def start(backend: str, root: Path, pg_url: str | None) -> Deployment:
         node_a, node_b = a.result(), b.result()
     try:
         _healthy(node_a), _healthy(node_b)
-    except AssertionError:
+        tokens = _mint(node_a.url, _token_of_first_run(node_a, node_b))
+    except BaseException:  # no server outlives a deployment that never started
         node_a.stop(), node_b.stop()
         raise
-    tokens = _mint(node_a.url, _token_of_first_run(node_a, node_b))
     return Deployment(backend, root, node_a.env, node_a, node_b, tokens, pg_urls=[pg_url] if pg_url else [])
 
 
