@@ -76,7 +76,7 @@ def _measure(ctx: RunContext, c: Container, base_engine: sa.Engine, driver: Same
         md.create_all(base_engine)
         parties = _Parties(c, base_engine, plain, SameRows(base_engine), driver, caller, subjects, rng)
         ours, base, same_s, driver_s, cmds = _interleaved(ctx, parties)
-        with c.uow.read() as conn:
+        with c.uow.acting_for(TENANT), c.uow.read() as conn:
             sizes = conn.execute(
                 sa.select(
                     sa.func.avg(sa.func.length(memories.c.ciphertext)),
@@ -166,7 +166,7 @@ def _interleaved(
 def _read_back(p: _Parties, written: dict[str, str]) -> tuple[list[dict[str, Any]], list[Rows]]:
     """What the baselines write for these memories (id -> content), read once: all of each
     write's rows, and from them each memory's row with the plaintext in place of the ciphertext."""
-    with p.c.uow.read() as conn:
+    with p.c.uow.acting_for(p.caller.tenant_id), p.c.uow.read() as conn:  # behind PostgreSQL's wall
         per_write = rows_written(conn, p.caller.tenant_id, list(written))
     plain = []
     for rows in per_write:
