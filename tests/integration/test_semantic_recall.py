@@ -182,7 +182,7 @@ def test_a_missing_semantic_extra_leaves_search_lexical_with_a_clear_message(mon
     monkeypatch.delitem(sys.modules, "lethe.vault.memory.wordllama_embedder", raising=False)
     try:
         choice = embedding.load_embedder(embedding.DEFAULT_MODEL)
-        assert choice.embedder is None and "lethe-vault[semantic]" in choice.status
+        assert choice.embedder is None and "install the semantic extra" in choice.status
     finally:
         embedding.load_embedder.cache_clear()
 

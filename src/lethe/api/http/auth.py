@@ -116,10 +116,13 @@ class RateLimiter:
 
     def charge(self, key: str) -> None:
         """Count one request for ``key``; ``ApiProblem`` 429 past the limit (503: storage down)."""
+        if not self.hit(key):
+            raise self._over(key)
+
+    def hit(self, key: str) -> bool:
+        """Count one request for ``key``; whether it was within the limit (nothing raised)."""
         with self._storage_guard():
-            if self.limiter.hit(self.item, self.namespace, key):
-                return
-        raise self._over(key)
+            return bool(self.limiter.hit(self.item, self.namespace, key))
 
     def check(self, key: str) -> None:
         """Refuse (429) a ``key`` already at its limit, without counting this request: so a

@@ -65,7 +65,7 @@ class SubjectSweeps:
                 limiter.refuse(key)
         self.token.charge(caller.principal)
         self.tenant.charge(caller.tenant_id)
-        self.seen.charge(mark)
+        self.seen.hit(mark)  # a concurrent request naming the same subject marked it too: fine
 
     def _digest(self, tenant_id: str, subject_id: object) -> str:
         text = fold_subject_id(subject_id) if isinstance(subject_id, str) else ""
