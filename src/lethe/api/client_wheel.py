@@ -20,19 +20,15 @@ distribution (a bare ``PYTHONPATH=src``).
 
 from __future__ import annotations
 
-import base64
 import functools
-import hashlib
-import io
-import zipfile
 from importlib import metadata
 from pathlib import Path
 
 import lethe.vault
+from lethe.api.wheel_pack import pack_wheel
 
 DISTRIBUTION = "lethe-vault"
 ROUTE = "/wheels"
-_FIXED_TIME = (2026, 1, 1, 0, 0, 0)  # the same sources give the same wheel, byte for byte
 # What the package ships (``[tool.setuptools.package-data]``): a stray file in a checkout (an
 # editor's swap file, a scratch database) is never served.
 _SHIPPED_SUFFIXES = {".py", ".typed", ".html", ".css", ".svg", ".json", ".mako", ".hcl"}
@@ -61,32 +57,16 @@ def _package_files(root: Path) -> dict[str, bytes]:
     return files
 
 
-def _digest(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-
-
 def build_wheel(root: Path | None = None) -> bytes:
     """The wheel of the ``lethe`` package at ``root`` (default: the one this process runs)."""
     dist = metadata.distribution(DISTRIBUTION)
     info = f"lethe_vault-{dist.version}.dist-info"
     files = _package_files(root or package_root())
     files[f"{info}/METADATA"] = (dist.read_text("METADATA") or "").encode()
-    files[f"{info}/WHEEL"] = (
-        b"Wheel-Version: 1.0\nGenerator: lethe\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-    )
     entry_points = dist.read_text("entry_points.txt")
     if entry_points:
         files[f"{info}/entry_points.txt"] = entry_points.encode()
-    record = "".join(f"{path},{_digest(data)},{len(data)}\n" for path, data in files.items())
-    files[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as wheel:
-        for path, data in files.items():
-            entry = zipfile.ZipInfo(path, date_time=_FIXED_TIME)
-            entry.compress_type = zipfile.ZIP_DEFLATED
-            entry.external_attr = 0o644 << 16
-            wheel.writestr(entry, data)
-    return out.getvalue()
+    return pack_wheel(info, files)
 
 
 @functools.cache

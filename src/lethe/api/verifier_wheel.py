@@ -13,14 +13,11 @@ Exceptions: none of its own; ``OSError`` if an installed module cannot be read.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import io
-import zipfile
 from pathlib import Path
 
 import lethe.keys
 import lethe.vault
+from lethe.api.wheel_pack import pack_wheel
 
 VERSION = "0.1.0"
 NAME = f"lethe_verify-{VERSION}-py3-none-any.whl"
@@ -39,11 +36,6 @@ MODULES = {
     ),
 }
 _DIST = f"lethe_verify-{VERSION}.dist-info"
-_FIXED_TIME = (2026, 1, 1, 0, 0, 0)  # the same sources give the same wheel, byte for byte
-
-
-def _digest(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
 def build_wheel() -> bytes:
@@ -59,19 +51,7 @@ def build_wheel() -> bytes:
         "License: Apache-2.0\nRequires-Python: >=3.11\n"
         "Requires-Dist: cryptography>=42\nRequires-Dist: rfc8785>=0.1.4\n"
     ).encode()
-    files[f"{_DIST}/WHEEL"] = (
-        b"Wheel-Version: 1.0\nGenerator: lethe\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-    )
     files[f"{_DIST}/entry_points.txt"] = (
         b"[console_scripts]\nlethe-verify = lethe.vault.audit.verify_main:main\n"
     )
-    record = "".join(f"{path},{_digest(data)},{len(data)}\n" for path, data in files.items())
-    files[f"{_DIST}/RECORD"] = (record + f"{_DIST}/RECORD,,\n").encode()
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as wheel:
-        for path, data in files.items():
-            info = zipfile.ZipInfo(path, date_time=_FIXED_TIME)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o644 << 16
-            wheel.writestr(info, data)
-    return out.getvalue()
+    return pack_wheel(_DIST, files)
