@@ -34,8 +34,8 @@ SCRIPT = textwrap.dedent("""
         c.kms.destroy_key = destroy_then_die
     else:
         real_run = c.erasure._run_step
-        def run_then_die(job, spec):
-            ran = real_run(job, spec)
+        def run_then_die(job, spec, *rest):
+            ran = real_run(job, spec, *rest)
             if spec.name == crash_at:
                 die()
             return ran

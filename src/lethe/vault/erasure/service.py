@@ -425,11 +425,16 @@ class ErasureService:
         if claim is not Claim.TAKEN:  # held by another runner, finished, or no such job
             return claim is Claim.FINISHED
         try:
+            job = self._load(job_id)
+            if job is None:
+                return False
+            # The steps this job has, read once a pass (the residue hunt's needs a query).
+            names = tuple(s.name for s in self.steps if s.applies_to(self.uow, job))
             for spec in self.steps:
                 job = self._load(job_id)
                 if job is None or job.completed_at is not None:
                     return job is not None
-                if any(s.step == spec.name for s in job.steps) or not spec.applies_to(self.uow, job):
+                if any(s.step == spec.name for s in job.steps) or spec.name not in names:
                     continue
                 claim = self._claim(job_id)  # renewed before each step; lost if it expired
                 if claim is not Claim.TAKEN:
@@ -437,7 +442,7 @@ class ErasureService:
                 if spec.name == TOMBSTONED and not self._hold_check(job):
                     return False
                 try:
-                    if not self._run_step(job, spec):
+                    if not self._run_step(job, spec, names):
                         return False
                 except StepFailed as exc:
                     self._note_failure(job, spec, str(exc))
@@ -456,9 +461,9 @@ class ErasureService:
     def _release(self, job_id: str) -> None:
         leases.release(self.uow, job_id, self.runner_id)
 
-    def _run_step(self, job: ErasureJob, spec: StepSpec) -> bool:
-        """Run one step and record it; False if the job's clock was stopped first (paused)."""
-        names = tuple(s.name for s in self.steps if s.applies_to(self.uow, job))
+    def _run_step(self, job: ErasureJob, spec: StepSpec, names: tuple[str, ...]) -> bool:
+        """Run one step of the job's ``names`` and record it; False if the job's clock was
+        stopped first (paused)."""
         ctx = StepContext(job, self.deps, names)
         if spec.transactional:
             with self.uow.write() as conn:
