@@ -20,8 +20,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from limits import RateLimitItemPerSecond
-
 from lethe.api.http.auth import RateLimiter
 from lethe.keys.envelope import keyed_digest
 from lethe.vault.audit.certificate_format import fold_subject_id
@@ -44,8 +42,9 @@ class SubjectSweeps:
     ) -> None:
         self.token = RateLimiter(per_token, "naming new subjects (this token)", storage_uri)
         self.tenant = RateLimiter(per_tenant, "naming new subjects (this tenant)", storage_uri)
-        self.seen = RateLimiter("1/second", "subject named", storage_uri)
-        self.seen.item = RateLimitItemPerSecond(1, int(self.token.item.get_expiry()))
+        # A subject is "named recently" for the token limit's window: one mark per window.
+        window = int(self.token.item.get_expiry())
+        self.seen = RateLimiter(f"1 per {window} seconds", "subject named", storage_uri)
         self.tenant_key = tenant_key
 
     def charge(self, caller: Caller, subject_id: str) -> None:
