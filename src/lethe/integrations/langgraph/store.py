@@ -227,7 +227,7 @@ class LetheStore(BaseStore):
                 session_id=self.session_id,
             )
             try:
-                written: Memory = yield write
+                yield write
             except Conflict:
                 if current is None and attempt == PUT_ATTEMPTS:
                     raise KeyUnavailable(
