@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from lethe.api.bootstrap import Container, build
+from lethe.api.http import background
 from lethe.api.settings import Settings
 from lethe.vault.model import SearchQuery
 from tests.conftest import agent, write_cmd
@@ -63,3 +64,15 @@ def test_an_update_written_without_a_vector_is_filled_at_its_new_version(
     assert lethe.vector_fill.fill_page() == 1
     result = lethe.search.search(agent(), DRINK)
     assert result.recall == "hybrid" and [i.content for i in result.items] == [TEA]
+
+
+def test_the_servers_job_counts_again_once_none_was_missing(
+    lethe: Container, lexical_writer: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(background, "VECTOR_RECOUNT_SECONDS", 1e9)
+    lexical_writer.memories.write(agent(), write_cmd(TEA))
+    assert background._fill_vectors(lethe) == 1 and lethe.vector_fill.remaining == 0
+    lexical_writer.memories.write(agent(), write_cmd(OTHERS[0]))  # written after the store was whole
+    assert background._fill_vectors(lethe) == 0  # within the recount interval: not counted again
+    monkeypatch.setattr(background, "VECTOR_RECOUNT_SECONDS", 0.0)
+    assert background._fill_vectors(lethe) == 1 and lethe.vector_fill.remaining == 0

@@ -20,6 +20,7 @@ Exceptions: ``StoreUnavailable`` (503) from the unit of work or the KMS; nothing
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -61,6 +62,7 @@ class VectorFill:
         self.keyring = keyring
         self.vectors = vectors
         self.remaining: int | None = None  # as last counted by this process (None: not yet)
+        self.counted_at = 0.0  # when (``time.monotonic``)
 
     @maintenance_job("vector fill")
     def missing(self) -> int:
@@ -70,6 +72,7 @@ class VectorFill:
         with self.uow.read() as conn:
             q = sa.select(sa.func.count()).select_from(memories).where(_without_vector(self.vectors.model))
             self.remaining = int(conn.execute(q).scalar_one())
+        self.counted_at = time.monotonic()
         return self.remaining
 
     @maintenance_job("vector fill")
