@@ -185,9 +185,15 @@ class LetheStore(BaseStore):
         assert self.agent_id is not None
         return self.agent_id
 
-    def _id(self, place: m.Place, key: str) -> Plan:
-        agent = yield from self._agent()
-        return m.memory_id(self._id_key, agent, self.purpose, place, key)
+    def _id(self, place: m.Place, key: str) -> str:
+        """A key's memory id under the store's agent (the token's once ``_agent`` ran)."""
+        if self.agent_id is None:
+            raise RuntimeError("the store's agent is not known yet: it is read before the first call")
+        return m.memory_id(self._id_key, self.agent_id, self.purpose, place, key)
+
+    def _key_id(self, place: m.Place, key: str) -> Plan:
+        yield from self._agent()
+        return self._id(place, key)
 
     def _read(self, memory_id: str) -> Plan:
         try:
@@ -197,7 +203,7 @@ class LetheStore(BaseStore):
 
     def _get(self, op: GetOp) -> Plan:
         place = m.place_of(op.namespace)
-        memory = yield from self._read((yield from self._id(place, op.key)))
+        memory = yield from self._read((yield from self._key_id(place, op.key)))
         return _item(memory, Item) if memory is not None else None
 
     def _delete(self, memory_id: str) -> Plan:
@@ -209,7 +215,7 @@ class LetheStore(BaseStore):
 
     def _put(self, op: PutOp) -> Plan:
         place = m.place_of(op.namespace)
-        memory_id = yield from self._id(place, op.key)
+        memory_id = yield from self._key_id(place, op.key)
         if op.value is None:
             return (yield from self._delete(memory_id))
         for attempt in range(1, PUT_ATTEMPTS + 1):
