@@ -13,8 +13,15 @@ fi
 stamp=.venv/.lethe-run-installed
 want="$(sha256sum pyproject.toml | cut -d' ' -f1) semantic"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || [ ! -x .venv/bin/lethe ]; then
-  .venv/bin/python -m pip install --quiet --upgrade pip >/dev/null
-  .venv/bin/python -m pip install --quiet --config-settings editable_mode=compat -e '.[semantic]'
+  echo "installing Lethe into .venv (the first time takes a minute or two)"
+  # pip's and setuptools' own warnings (the compat editable mode's notice, a root user's)
+  # would bury the first start's few lines: kept in .venv/install.log, shown if it fails.
+  if ! { .venv/bin/python -m pip install --quiet --upgrade pip &&
+         .venv/bin/python -m pip install --quiet --config-settings editable_mode=compat -e '.[semantic]'; } \
+       > .venv/install.log 2>&1; then
+    cat .venv/install.log >&2
+    exit 1
+  fi
   echo "$want" > "$stamp"
 fi
 .venv/bin/lethe init          # creates the store on the first run only

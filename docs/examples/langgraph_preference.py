@@ -1,8 +1,8 @@
 """A LangGraph agent that remembers a user's preference across threads, in Lethe.
 
     pip install "lethe-vault[langgraph] @ $LETHE_URL/wheels/lethe_vault-0.1.0-py3-none-any.whl"
-    LETHE_URL=... LETHE_TOKEN=<agent token for agent a1, purpose support> \
-    LETHE_STORE_ID_KEY=<a secret of 16+ characters> python langgraph_preference.py
+    LETHE_URL=... LETHE_TOKEN=<an agent token for purpose support that may assert user_statement> \
+    LETHE_STORE_ID_KEY=<a secret of 16+ bytes, the same on every run> python langgraph_preference.py
 
 The node stands in for a model call so the example runs anywhere: it stores
 "I prefer ..." as a preference and answers every later message in that language. The
@@ -45,8 +45,7 @@ def assistant(state: Turn, config: RunnableConfig, *, store: BaseStore) -> Turn:
 store = LetheStore(
     LetheClient(),  # LETHE_URL, LETHE_TOKEN
     aclient=AsyncLetheClient(),
-    purpose="support",
-    agent_id=os.environ.get("LETHE_AGENT_ID", "a1"),
+    purpose="support",  # the agent is the token's (the store asks the server)
     source_type="user_statement",  # the deployment's word for where values come from, never the value's
 )  # id_key from LETHE_STORE_ID_KEY
 graph = StateGraph(Turn)

@@ -69,6 +69,7 @@ TABLE: list[tuple[str, str, str, frozenset[Role] | None, int]] = [
     ("create_token", "POST", "/v1/admin/tokens", frozenset({D}), 201),
     ("list_tokens", "GET", "/v1/admin/tokens", frozenset({D}), 200),
     ("revoke_token", "DELETE", "/v1/admin/tokens/{token}", frozenset({D}), 204),
+    ("whoami", "GET", "/v1/whoami", frozenset(Role), 200),
     ("get_audit_checkpoint", "GET", "/v1/audit/checkpoint", frozenset({U}), 200),
     ("get_audit_kpis", "GET", "/v1/audit/kpis", frozenset({U}), 200),
     ("get_audit_public_key", "GET", "/v1/audit/public-key", frozenset({U}), 200),

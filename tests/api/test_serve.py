@@ -74,7 +74,8 @@ class Server:
         return (Path(self.env["LETHE_DATA_DIR"]) / ADMIN_TOKEN_FILE).read_text().strip()
 
 
-def start_server(tmp_path: Path, extra_env: dict[str, str], workers: int = 1) -> Server:
+def start_server(tmp_path: Path, extra_env: dict[str, str], workers: int | None = 1) -> Server:
+    """``lethe serve`` on a fresh store; ``workers`` None: no ``--workers`` (the default count)."""
     env = lethe_env(tmp_path / "data", **extra_env)
     if not (tmp_path / "data").exists():  # `lethe serve` opens only an initialised store
         init = subprocess.run(
@@ -83,7 +84,9 @@ def start_server(tmp_path: Path, extra_env: dict[str, str], workers: int = 1) ->
         assert init.returncode == 0, init.stderr
     port = free_port()
     out, err = tmp_path / "stdout.log", tmp_path / "stderr.log"
-    args = ["--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
+    args = ["--host", "127.0.0.1", "--port", str(port)]
+    if workers is not None:
+        args += ["--workers", str(workers)]
     with out.open("wb") as o, err.open("wb") as e:
         proc = subprocess.Popen(
             [*lethe_command(), "serve", *args],

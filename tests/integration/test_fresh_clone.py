@@ -16,6 +16,7 @@ cache (the environment's ``PIP_*`` settings are passed on), so the run takes min
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -100,6 +101,21 @@ def test_a_fresh_clone_runs_recalls_by_meaning_and_installs_the_client_from_the_
     assert "lethe-data/admin-token" in output and oct(admin_file.stat().st_mode & 0o777) == "0o600"
     admin = admin_file.read_text().strip()
     assert admin not in output  # the output names the file, never the token
+    assert "/console" in output and "/verify" in output and "/docs" in output
+    assert "would be ignored" not in output and "Warning" not in output  # no packaging noise before it
+    # README: `export PATH="$PWD/.venv/bin:$PATH"` puts `lethe` on the path, and its commands run
+    readme = (clone / "README.md").read_text()
+    (path_line,) = set(re.findall(r'export PATH="\$PWD/\.venv/bin:\$PATH"', readme))
+    listed = subprocess.run(
+        ["bash", "-c", f"{path_line} && lethe token list --tenant default"],
+        cwd=clone,
+        env=user_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert listed.returncode == 0 and "admin" in listed.stdout, listed.stderr[-2000:]
     with httpx.Client(base_url=base, timeout=60) as http:
         minted = http.post(
             "/v1/admin/tokens",

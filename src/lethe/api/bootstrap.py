@@ -50,6 +50,7 @@ from lethe.vault.memory.retraction import RetractionService
 from lethe.vault.memory.review import ReviewService
 from lethe.vault.memory.search import SearchService
 from lethe.vault.memory.service import MemoryService
+from lethe.vault.memory.vector_fill import VectorFill
 from lethe.vault.memory.vectors import VectorIndex
 from lethe.vault.store.db import UnitOfWork, make_engine
 from lethe.vault.store.events import EventLog, SqlEventLog
@@ -79,6 +80,7 @@ class Container:
     tokens: TokenService
     subject_access: SubjectAccessService
     reindex: Reindexer
+    vector_fill: VectorFill
     kpis: KpiService
     sessions: ConsoleSessions
     own_records: OwnRecords
@@ -241,6 +243,7 @@ def build(
         tokens=TokenService(uow, log=log),
         subject_access=SubjectAccessService(uow, keyring, pseudonyms, signer, log_origin(settings), log=log),
         reindex=Reindexer(uow, keyring, pseudonyms, vectors=vectors),
+        vector_fill=VectorFill(uow, keyring, vectors),
         kpis=KpiService(uow),
         semantic=semantic.status,
         sessions=ConsoleSessions(

@@ -58,13 +58,20 @@ def officer_name(uow: UnitOfWork, report: ErasureReport) -> str | None:
     return display_name(uow, report.tenant_id, requested_by)
 
 
-def render_subject_export(document: bytes, tenant_id: str, public_key_pem: bytes, fmt: ReportFormat) -> bytes:
-    """A subject access export as ``fmt``: the signed bytes for JSON, else a verified rendering."""
+def render_subject_export(
+    document: bytes,
+    tenant_id: str,
+    public_key_pem: bytes,
+    fmt: ReportFormat,
+    requested_by_name: str | None = None,
+) -> bytes:
+    """A subject access export as ``fmt``: the signed bytes for JSON, else a verified rendering
+    (carrying those bytes, and naming the officer who asked when the caller knows their name)."""
     if fmt is ReportFormat.JSON:
         return document
     from lethe.vault.audit.render_export import render_export_html, render_export_pdf
 
     result = verify_export(document, public_key_pem, tenant=tenant_id)
     if fmt is ReportFormat.HTML:
-        return render_export_html(document, result).encode("utf-8")
-    return render_export_pdf(document, result)
+        return render_export_html(document, result, requested_by_name).encode("utf-8")
+    return render_export_pdf(document, result, requested_by_name)

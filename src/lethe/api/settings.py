@@ -105,6 +105,9 @@ class Settings(BaseSettings):
     # Searches one server process runs at once (the others wait their turn, holding no
     # thread); unset: ``searches_at_once``, by the database.
     search_concurrency: int | None = Field(default=None, ge=1, le=64)
+    # `lethe serve`'s processes on its port; unset: one per core this process may run on
+    # (``api.http.listeners.usable_cores``). `--workers` wins over both.
+    workers: int | None = Field(default=None, ge=1, le=64)
     auth_failure_rate_limit: str = "30/minute"  # failed authentications per client address
     # Subjects a token (and a tenant) may name that it has not named in the window: writes and
     # exports about new subject ids, the erasure fence's oracle (``api.http.subject_sweeps``).

@@ -297,6 +297,18 @@ class TokenCreated:
 
 
 @dataclass(frozen=True)
+class Identity:
+    """The calling token's scope (``GET /v1/whoami``): never its secret."""
+
+    token_id: str
+    tenant_id: str
+    role: str
+    agent_id: str | None
+    purposes: list[str]
+    source_types: list[str] | None = None
+
+
+@dataclass(frozen=True)
 class Health:
     status: str
     checks: dict[str, Any] | None = None

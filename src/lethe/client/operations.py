@@ -29,6 +29,7 @@ from lethe.client.models import (
     ErasureReport,
     ErasureRequest,
     Health,
+    Identity,
     InclusionProof,
     Kpis,
     LegalHold,
@@ -413,6 +414,11 @@ class Operations:
     def revoke_token(token_id: str) -> Call[None]:
         """Revoke a token at once (by id)."""
         return Call("DELETE", f"/v1/admin/tokens/{_id(token_id)}", _nothing, retry=True)
+
+    @operation
+    def whoami() -> Call[Identity]:
+        """The token's own tenant, role, agent, purposes and source types (any role)."""
+        return Call("GET", "/v1/whoami", _model(Identity), retry=True)
 
     # -- health (no token needed) ----------------------------------------------------------
 

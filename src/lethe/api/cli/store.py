@@ -138,12 +138,20 @@ class _ServeOptions(TypedDict):
 def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on (loopback by default)."),
     port: int = typer.Option(8080, "--port", min=1, max=65535),
-    workers: int = typer.Option(
-        1, "--workers", min=1, max=64, help="Server processes on this port (each runs the background work)."
+    workers: int | None = typer.Option(
+        None,
+        "--workers",
+        min=1,
+        max=64,
+        help="Server processes on this port, each running the background work "
+        "[default: LETHE_WORKERS, else one per usable core].",
+        show_default=False,
     ),
 ) -> None:
     """Run the HTTP API on an initialised store (`lethe init`); the first run mints an admin token
-    (its secret written to `admin-token` in the data dir)."""
+    (its secret written to `admin-token` in the data dir). One worker process per core this
+    process may run on by default: on 2 cores, two workers served 597 searches/s (p99 61 ms)
+    where one served 270 (p99 120 ms), wrk at 16 connections (docs/operations.md)."""
     # One BLAS thread per server process (set before numpy loads; an operator's own value
     # wins). A search's products are small (scope x 256), and BLAS threads that spin for
     # work on the cores the other workers need halved search throughput: 2 workers, 16
@@ -154,10 +162,11 @@ def serve(
 
     from lethe.api.http.app import create_app
     from lethe.api.http.header_timeout import serving_protocol
-    from lethe.api.http.listeners import serve_workers
+    from lethe.api.http.listeners import WORKER_HEALTHCHECK_SECONDS, serve_workers, usable_cores
     from lethe.api.http.logging import configure_logging
 
     settings = load_settings()
+    workers = workers or settings.workers or usable_cores()
     shown = f"[{host}]" if ":" in host else host
     if settings.public_url is None:  # the MCP resource URL clients are told to use
         settings = settings.model_copy(update={"public_url": f"http://{shown}:{port}"})
@@ -207,7 +216,11 @@ def serve(
     # factory by name); the public URL computed here travels with it.
     os.environ["LETHE_PUBLIC_URL"] = str(settings.public_url)
     config = uvicorn.Config(
-        "lethe.api.http.app:create_app_from_environment", factory=True, workers=workers, **options
+        "lethe.api.http.app:create_app_from_environment",
+        factory=True,
+        workers=workers,
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,  # a slow start is no hang (listeners.py)
+        **options,
     )
     try:
         serve_workers(config)  # a listening socket per worker (api/http/listeners.py)

@@ -23,6 +23,7 @@ from lethe.api.http.routes.deps import ResourceId
 from lethe.api.http.schemas.numbers import ExtensionMonths, from_form
 from lethe.api.report_formats import ReportFormat, officer_name, render_report, render_subject_export
 from lethe.vault.access.one_time import OneTimeValues
+from lethe.vault.access.principals import display_name
 from lethe.vault.erasure.model import ErasureJob
 from lethe.vault.erasure.preview import preview_erasure
 from lethe.vault.errors import InvalidCommand
@@ -251,7 +252,9 @@ def export(request: Request, act: Annotated[Act, Depends(acting("request_subject
     api_state(request).subject_sweeps.charge(act.user.caller, subject_id)  # as the API's export
     exported = c.subject_access.export(act.user.caller, subject_id, fmt.value)
     pem = c.audit.public_key().pem.encode("ascii")
-    content = render_subject_export(exported.document, exported.tenant_id, pem, fmt)
+    officer = act.user.caller
+    who = None if fmt is ReportFormat.JSON else display_name(c.uow, officer.tenant_id, officer.principal)
+    content = render_subject_export(exported.document, exported.tenant_id, pem, fmt, who)
     name = f"subject-export-{exported.id}.{fmt.value}"
     return Response(
         content, media_type=fmt.media_type, headers={"Content-Disposition": f'attachment; filename="{name}"'}

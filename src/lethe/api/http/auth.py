@@ -54,6 +54,7 @@ PRIVACY_OFFICER = frozenset({Role.PRIVACY_OFFICER})
 OVERSIGHT = frozenset({Role.PRIVACY_OFFICER, Role.AUDITOR})
 AUDITOR = frozenset({Role.AUDITOR})
 ADMIN = frozenset({Role.ADMIN})
+EVERY_ROLE = frozenset(Role)
 
 ROUTE_ROLES: dict[str, frozenset[Role]] = {
     "write_memory": WRITERS,
@@ -82,6 +83,7 @@ ROUTE_ROLES: dict[str, frozenset[Role]] = {
     "create_token": ADMIN,
     "list_tokens": ADMIN,
     "revoke_token": ADMIN,
+    "whoami": EVERY_ROLE,
     "get_audit_checkpoint": AUDITOR,
     "get_audit_kpis": AUDITOR,
     "get_audit_public_key": AUDITOR,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from datetime import timedelta
@@ -111,6 +112,25 @@ def sign_checkpoint(container: Container) -> int:
 
 
 LEASE_RENEW_SECONDS = 2.0
+VECTOR_FILL_SECONDS = 2.0  # a page per run, from the start: a store missing many fills in minutes
+# Once none is missing, how often a worker counts again (a writer without an embedder may
+# have written since): one read of every retrievable memory's vector row by key.
+VECTOR_RECOUNT_SECONDS = 60.0
+
+
+def _fill_vectors(container: Container) -> int:
+    """One page of memories without a vector embedded (``vault.memory.vector_fill``), its
+    progress logged while any remain; once none do, only a count every minute."""
+    fill = container.vector_fill
+    if fill.remaining == 0 and time.monotonic() - fill.counted_at < VECTOR_RECOUNT_SECONDS:
+        return 0
+    if fill.remaining in (None, 0) and fill.missing() == 0:
+        return 0
+    n = fill.fill_page()
+    log.info(
+        "memories given a vector", extra={"task": "vector_fill", "count": n, "remaining": fill.remaining}
+    )
+    return n
 
 
 def _sweep(container: Container) -> int:
@@ -154,6 +174,8 @@ def start_server_work(
         lambda n: None,
         stagger=True,  # a signing checks the rows since the last one, whoever signed it
     )
+    if container.search.vectors.embedder is not None:  # memories written without a vector get one
+        work.every(VECTOR_FILL_SECONDS, "vector_fill", lambda: _fill_vectors(container), lambda n: None)
     if settings.malloc_trim_interval_seconds:  # a server's memory settles (api.http.allocator)
         work.every(settings.malloc_trim_interval_seconds, "malloc_trim", allocator.trim, lambda n: None)
     # Scheduled compaction reads the whole log for dead ciphertext (5.7 s on a 1M-memory

@@ -28,6 +28,7 @@ which fails on a taken port, whoever holds it, and only then joins with it.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,28 @@ if TYPE_CHECKING:
     from uvicorn import Config
 
 REUSE_PORT = hasattr(socket, "SO_REUSEPORT")  # Linux and the BSDs; elsewhere uvicorn's own mode
+
+# How long uvicorn's supervisor waits for a worker to answer its ping before it kills the
+# worker and starts another (uvicorn's default: 5 s). A worker answers from a thread of its
+# own that starts only once the spawned interpreter has imported uvicorn and unpickled its
+# sockets, so a worker *starting* on a loaded machine can take longer than 5 s to answer
+# its first ping: at load ~11 on 2 cores the supervisor killed `--workers 2`'s starting
+# workers again and again, and one node never became ready in 180 s. Once started, the
+# thread answers whatever the event loop does (a busy or stuck loop does not stop it), so
+# the check only ever catches a process that is frozen or holds Python's lock: waiting a
+# minute for those costs little, and no longer kills a worker for being slow to start.
+WORKER_HEALTHCHECK_SECONDS = 60
+MAX_WORKERS = 64
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, which ``taskset`` and container
+    cpusets narrow), at most ``MAX_WORKERS``: ``lethe serve``'s default worker count."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux: every core the system has
+        n = os.cpu_count() or 1
+    return max(1, min(n, MAX_WORKERS))
 
 
 def bind_tcp(host: str, port: int, reuse_port: bool = True) -> socket.socket:

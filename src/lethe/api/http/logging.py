@@ -51,6 +51,7 @@ FIELDS = (
     "task",
     "error",
     "count",
+    "remaining",
     "url",
 )
 

@@ -10,8 +10,8 @@ and its limits are in ``mapping`` and docs/agents.md.
     from lethe.integrations.langgraph import LetheStore
     # The values are what the user said on this channel: active at once (LetheStore's docstring
     # says what each source type means for put then get; the token must be allowed to assert it).
-    store = LetheStore(LetheClient(token=AGENT_TOKEN), purpose="support", agent_id="support-bot",
-                       id_key=STORE_KEY, source_type="user_statement")
+    store = LetheStore(LetheClient(token=AGENT_TOKEN), purpose="support",
+                       id_key=STORE_KEY, source_type="user_statement")  # the agent: the token's
     store.put(("customer-1001", "preference"), "language", {"text": "Answer in Spanish"})
 """
 

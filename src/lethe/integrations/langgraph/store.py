@@ -44,7 +44,7 @@ from langgraph.store.base import (
 import lethe.integrations.langgraph.mapping as m
 from lethe.client import AsyncLetheClient, Conflict, LetheClient, LetheError, NotFound, Provenance
 from lethe.client.calls import Call
-from lethe.client.models import Memory
+from lethe.client.models import Identity, Memory
 from lethe.client.operations import Operations
 
 Plan = Generator[Call[Any], Any, Any]
@@ -66,10 +66,12 @@ class KeyUnavailable(LetheError):
 class LetheStore(BaseStore):
     """A LangGraph store over Lethe, scoped by the agent token of ``client``.
 
-    ``purpose`` is the Lethe purpose every item is written and searched under;
-    ``agent_id`` the token's agent (checked on the first write); ``id_key`` the secret that
-    turns keys into memory ids (default ``LETHE_STORE_ID_KEY``; keep it like a password:
-    another key finds none of the items by key).
+    ``purpose`` is the Lethe purpose every item is written and searched under; ``id_key``
+    the secret that turns keys into memory ids (default ``LETHE_STORE_ID_KEY``; keep it like
+    a password: another key finds none of the items by key). The agent an item's id is
+    derived from is the token's own, read from the server (``GET /v1/whoami``) before the
+    store's first read or write by key; ``agent_id``, if given, must name that agent, and a
+    store whose ``agent_id`` does not is refused before anything is written.
 
     ``source_type`` (required, no default) is what every ``put`` declares, with ``source_ref``;
     it is the deployment's statement of where the values come from, never read from a value,
@@ -98,7 +100,7 @@ class LetheStore(BaseStore):
         client: LetheClient | None = None,
         *,
         purpose: str,
-        agent_id: str,
+        agent_id: str | None = None,
         id_key: str | bytes | None = None,
         aclient: AsyncLetheClient | None = None,
         source_type: str,
@@ -110,7 +112,11 @@ class LetheStore(BaseStore):
         key = id_key if id_key is not None else os.environ.get("LETHE_STORE_ID_KEY", "")
         key = key.encode() if isinstance(key, str) else key
         if len(key) < 16:
-            raise ValueError("id_key (or LETHE_STORE_ID_KEY) must be at least 16 bytes")
+            raise ValueError(
+                "id_key (or LETHE_STORE_ID_KEY) must be a secret of at least 16 bytes, the same for "
+                "every run of this store: it turns keys into memory ids (make one with "
+                "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
+            )
         if client is None and aclient is None:
             raise ValueError("give a LetheClient, an AsyncLetheClient, or both")
         if source_type not in SOURCE_TYPES:
@@ -118,7 +124,8 @@ class LetheStore(BaseStore):
         self.client = client
         self.aclient = aclient
         self.purpose = purpose
-        self.agent_id = agent_id
+        self.agent_id = agent_id  # the token's agent, once the server said it (or as given until then)
+        self._agent_checked = False
         self.provenance = Provenance(source_type, source_ref)
         self.token_budget = token_budget
         self.confidence = confidence
@@ -162,8 +169,31 @@ class LetheStore(BaseStore):
 
     # -- the plans ----------------------------------------------------------------------
 
+    def _agent(self) -> Plan:
+        """The token's agent, asked of the server once per store: before the first id is
+        derived, so a store naming another agent is refused before it writes anything."""
+        if not self._agent_checked:
+            me: Identity = yield Operations.whoami.build()
+            if me.agent_id is None:
+                raise ValueError(f"LetheStore needs an agent token; this one is a {me.role} token")
+            if self.agent_id is not None and self.agent_id != me.agent_id:
+                raise ValueError(
+                    f"agent_id {self.agent_id!r} is not the token's agent ({me.agent_id!r}): "
+                    "leave agent_id out, the store reads it from the token"
+                )
+            self.agent_id, self._agent_checked = me.agent_id, True
+        assert self.agent_id is not None
+        return self.agent_id
+
     def _id(self, place: m.Place, key: str) -> str:
+        """A key's memory id under the store's agent (the token's once ``_agent`` ran)."""
+        if self.agent_id is None:
+            raise RuntimeError("the store's agent is not known yet: it is read before the first call")
         return m.memory_id(self._id_key, self.agent_id, self.purpose, place, key)
+
+    def _key_id(self, place: m.Place, key: str) -> Plan:
+        yield from self._agent()
+        return self._id(place, key)
 
     def _read(self, memory_id: str) -> Plan:
         try:
@@ -173,7 +203,7 @@ class LetheStore(BaseStore):
 
     def _get(self, op: GetOp) -> Plan:
         place = m.place_of(op.namespace)
-        memory = yield from self._read(self._id(place, op.key))
+        memory = yield from self._read((yield from self._key_id(place, op.key)))
         return _item(memory, Item) if memory is not None else None
 
     def _delete(self, memory_id: str) -> Plan:
@@ -185,7 +215,7 @@ class LetheStore(BaseStore):
 
     def _put(self, op: PutOp) -> Plan:
         place = m.place_of(op.namespace)
-        memory_id = self._id(place, op.key)
+        memory_id = yield from self._key_id(place, op.key)
         if op.value is None:
             return (yield from self._delete(memory_id))
         for attempt in range(1, PUT_ATTEMPTS + 1):
@@ -203,7 +233,7 @@ class LetheStore(BaseStore):
                 session_id=self.session_id,
             )
             try:
-                written: Memory = yield write
+                yield write
             except Conflict:
                 if current is None and attempt == PUT_ATTEMPTS:
                     raise KeyUnavailable(
@@ -213,8 +243,6 @@ class LetheStore(BaseStore):
                 if attempt == PUT_ATTEMPTS:
                     raise
                 continue
-            if written.agent_id != self.agent_id:
-                raise ValueError(f"the token's agent is {written.agent_id!r}, not {self.agent_id!r}")
             return None
         return None
 

@@ -12,6 +12,7 @@ Exceptions: ``ValueError`` if the document is not a JSON object.
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -20,7 +21,13 @@ from fpdf.enums import XPos, YPos
 from lethe.vault.audit.render_kit import DocumentPdf, as_object, esc, html_head, text
 from lethe.vault.audit.verify import VerificationResult
 
-__all__ = ["render_export_html", "render_export_pdf", "verify_export_command"]
+__all__ = [
+    "export_file_name",
+    "readable_content",
+    "render_export_html",
+    "render_export_pdf",
+    "verify_export_command",
+]
 
 KINDS = {
     "preference": "Your preferences",
@@ -51,8 +58,33 @@ NOTE = (
 )
 
 
+def export_file_name(export_id: str) -> str:
+    """The name the signed JSON goes by: the file the rendering carries, and its command checks."""
+    return f"subject-export-{export_id}.json"
+
+
 def verify_export_command(export_id: str) -> str:
-    return f"lethe verify-export subject-export-{export_id}.json --public-key lethe-public.pem"
+    """The command that checks this export's JSON, on two lines at an argument (a shell's
+    continuation), so neither a page's width nor a PDF line breaks it inside a word."""
+    return f"lethe verify-export {export_file_name(export_id)} \\\n    --public-key lethe-public.pem"
+
+
+def readable_content(content: Any) -> str:
+    """A memory's content for a person: a LangGraph store's value (its JSON envelope
+    ``{"lethe_store": 1, "key", "value"}``, ``integrations.langgraph.mapping``) as its key
+    and the value's fields in words, anything else as it is."""
+    try:
+        body = json.loads(content) if isinstance(content, str) else None
+    except ValueError:
+        body = None
+    if not isinstance(body, dict) or body.get("lethe_store") != 1 or not isinstance(body.get("key"), str):
+        return text(content)
+    value = body.get("value")
+    if not isinstance(value, dict):
+        return f"{body['key']}: (deleted)" if body.get("deleted") else f"{body['key']}: {text(value)}"
+    if set(value) == {"text"}:
+        return f"{body['key']}: {text(value['text'])}"
+    return f"{body['key']}: " + "; ".join(f"{k}: {text(v)}" for k, v in value.items())
 
 
 def _load(document: bytes | dict[str, Any]) -> dict[str, Any]:
@@ -73,8 +105,8 @@ def _summary(manifest: dict[str, Any], counts: dict[str, Any]) -> list[str]:
     """The plain-language opening, one paragraph a line."""
     subject = (manifest.get("subject") or {}).get("subject_id")
     lines = [
-        f"This document lists everything the AI assistants of {text(manifest.get('tenant_id'))} hold "
-        f"about you ({text(subject)}) as of {text(manifest.get('generated_at'))}. It answers your "
+        "This document lists everything the AI assistants of the organisation that gave it to you "
+        f"hold about you ({text(subject)}) as of {text(manifest.get('generated_at'))}. It answers your "
         "request under Article 15 (right of access) and Article 20 (data portability) of the GDPR.",
         f"In total we hold {text(counts.get('items', 0))} memories about you; each is listed below "
         "with where it came from and how it is used.",
@@ -113,7 +145,7 @@ def _item_rows(item: dict[str, Any]) -> list[tuple[str, str]]:
     prov = as_object(item.get("provenance"))
     source = SOURCES.get(str(prov.get("source_type")), text(prov.get("source_type")))
     rows = [
-        ("What it says", text(item.get("content"))),
+        ("What it says", readable_content(item.get("content"))),
         ("Where it came from", f"{source} ({text(prov.get('source_ref'))})"),
         ("Recorded", text(item.get("created_at"))),
         ("Last changed", text(item.get("updated_at"))),
@@ -138,20 +170,31 @@ def _title(item: dict[str, Any]) -> str:
     return f"{KINDS.get(str(item.get('kind')), text(item.get('kind')))} - {text(item.get('status'))}"
 
 
-def _facts(manifest: dict[str, Any]) -> list[tuple[str, str]]:
+def _requester(manifest: dict[str, Any], name: str | None) -> str:
+    """Who asked for the export, in words: the token's display name when the caller knows
+    it, and the role every exporter has (the token id, shortened, tells tokens apart)."""
+    token = str(manifest.get("requested_by") or "")
+    short = f" (token {token[:8]})" if token else ""
+    return f"{name}, privacy officer{short}" if name else f"a privacy officer{short}"
+
+
+def _facts(manifest: dict[str, Any], requested_by_name: str | None) -> list[tuple[str, str]]:
     issuer = as_object(manifest.get("issuer"))
     return [
         ("Export id", text(manifest.get("export_id"))),
         ("Generated at", text(manifest.get("generated_at"))),
-        ("Requested by", text(manifest.get("requested_by"))),
+        ("Requested by", _requester(manifest, requested_by_name)),
         ("Issuer (log origin)", text(issuer.get("origin"))),
         ("Signing key id", text(manifest.get("signing_key_id"))),
         ("SHA-256 of the items", text(manifest.get("body_sha256"))),
     ]
 
 
-def render_export_html(document: bytes | dict[str, Any], result: VerificationResult) -> str:
-    """A self-contained page (UTF-8, escaped, loads nothing)."""
+def render_export_html(
+    document: bytes | dict[str, Any], result: VerificationResult, requested_by_name: str | None = None
+) -> str:
+    """A self-contained page (UTF-8, escaped, loads nothing) that carries its signed JSON as
+    a download (``document`` as bytes: the very bytes signed), the file its command checks."""
     manifest, counts, items = _parts(_load(document))
     export_id = text(manifest.get("export_id"))
     parts = [*html_head(f"Your data: export {export_id}"), "<h1>What we hold about you</h1>"]
@@ -166,19 +209,29 @@ def render_export_html(document: bytes | dict[str, Any], result: VerificationRes
         parts += [f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in _item_rows(item)]
         parts.append("</table>")
     parts.append("<h2>About this document</h2><table>")
-    parts += [f'<tr><th>{esc(k)}</th><td class="mono">{esc(v)}</td></tr>' for k, v in _facts(manifest)]
+    facts = _facts(manifest, requested_by_name)
+    parts += [f'<tr><th>{esc(k)}</th><td class="mono">{esc(v)}</td></tr>' for k, v in facts]
     parts.append("</table>")
     parts.append(
         f'<p class="verdict {"ok" if result.ok else "bad"}" id="verification-result">'
         f"Verification result: {esc(result.summary())}</p>"
     )
-    parts.append(f'<pre id="verify-command">{esc(verify_export_command(export_id))}</pre>')
+    if isinstance(document, bytes):
+        data, name = base64.b64encode(document).decode("ascii"), esc(export_file_name(export_id))
+        parts.append(
+            f'<p>The signed JSON of this export: <a id="signed-json" download="{name}" '
+            f'href="data:application/json;base64,{data}">{name}</a></p>'
+        )
+    parts.append(f'<pre class="command" id="verify-command">{esc(verify_export_command(export_id))}</pre>')
     parts.append(f'<p class="note">{esc(NOTE)}</p></body></html>')
     return "\n".join(parts)
 
 
-def render_export_pdf(document: bytes | dict[str, Any], result: VerificationResult) -> bytes:
-    """A PDF: the plain-language first page, then every item, then how to check it."""
+def render_export_pdf(
+    document: bytes | dict[str, Any], result: VerificationResult, requested_by_name: str | None = None
+) -> bytes:
+    """A PDF: the plain-language first page, then every item, then how to check it; the
+    signed JSON (``document`` as bytes) attached, under the name its command checks."""
     manifest, counts, items = _parts(_load(document))
     export_id = text(manifest.get("export_id"))
     pdf = DocumentPdf(f"Your data, export {export_id}")
@@ -201,9 +254,14 @@ def render_export_pdf(document: bytes | dict[str, Any], result: VerificationResu
         for label, value in _item_rows(item):
             pdf.row(label, value)
     pdf.heading("About this document")
-    for label, value in _facts(manifest):
+    for label, value in _facts(manifest, requested_by_name):
         pdf.row(label, value)
     pdf.para(f"Verification result: {result.summary()}", size=9)
-    pdf.para(verify_export_command(export_id), size=8.5, mono=True)
+    if isinstance(document, bytes):
+        name = export_file_name(export_id)
+        pdf.embed_file(bytes=document, basename=name, desc="the signed JSON of this export")
+        pdf.para(f"The signed JSON of this export is attached to this PDF as {name}.", size=9)
+    for line in verify_export_command(export_id).splitlines():  # each line fits: never broken
+        pdf.para(line, size=8.5, mono=True)
     pdf.para(NOTE, size=8)
     return bytes(pdf.output())

@@ -56,6 +56,7 @@ code,pre,.mono{font-family:ui-monospace,'SFMono-Regular',Menlo,Consolas,monospac
 overflow-wrap:anywhere;white-space:pre-wrap}
 .verdict{padding:.8rem 1rem;border-radius:.3rem;font-weight:600}.ok{background:#e6f4ea;color:#0b5a22}
 .bad{background:#fde7e9;color:#8a1020}.note{color:#555;font-size:.9rem}
+pre.command{white-space:pre;overflow-wrap:normal;overflow-x:auto}
 """
 
 

@@ -105,6 +105,9 @@ class Scope:
     term_rows_size: list[int] = field(default_factory=lambda: [0], compare=False)  # row indices kept
     # The opened results of its own memories, kept with it (``memory.kept_results``).
     results: KeptResults | None = field(default=None, compare=False)
+    # Rows with no vector of the embedder's model (written by a process without one, not yet
+    # filled in): while any is missing, the scope's recall is not all semantic.
+    missing_vectors: int = field(default=0, compare=False)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -116,6 +119,7 @@ class Ranking(NamedTuple):
 
     order: Iterator[Ranked]
     kept: KeptResults | None
+    every_vector: bool = True  # every memory of the scope had its vector (a search says hybrid)
 
 
 class Request(NamedTuple):
@@ -168,7 +172,7 @@ def ranked(
             not_after = copy.expires if copy is not None else None
             opened.keep_scope(scope_id, token, scope, keys, len(scope), not_after)
     kept = scope.results if token is not None else None
-    return Ranking(_rank(conn, keyring, vectors, r, scope, operator), kept)
+    return Ranking(_rank(conn, keyring, vectors, r, scope, operator), kept, scope.missing_vectors == 0)
 
 
 def _rank(
@@ -363,7 +367,13 @@ def _read(
         vectors=matrix,
         read_at_us=_microseconds(r.now),
         results=KeptResults(pos),
+        missing_vectors=_missing(len(ids), matrix) if model is not None else 0,
     )
+
+
+def _missing(n: int, matrix: Any | None) -> int:
+    """Rows with no opened vector: all of them without a matrix, else the all-zero rows."""
+    return n if matrix is None else int((~matrix.any(axis=1)).sum())
 
 
 def _reuse(prior: Scope) -> Reuse:

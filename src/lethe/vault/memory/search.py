@@ -130,7 +130,10 @@ class SearchService:
             recall = "lexical"
             if in_memory is not None:
                 ranking = in_memory.order
-                recall = "hybrid" if self.vectors.embedder is not None else "lexical"
+                # Hybrid only when every memory of the scope has its vector: one written by a
+                # process without an embedder is ranked lexically until the server fills it in.
+                hybrid = self.vectors.embedder is not None and in_memory.every_vector
+                recall = "hybrid" if hybrid else "lexical"
             else:
                 ranking = self._ranked_by_sql(conn, caller, q, query_terms, now, subject_ref)
             chosen: list[tuple[str, int, dict[str, float]]] = []

@@ -30,7 +30,9 @@ def healthz() -> Health:
 def readyz(container: ContainerDep, request: Request) -> Health:
     """Ready to serve: the store reads and commits a write, its schema is current, the KMS is
         healthy, and a shared rate-limit storage (Redis) answers. ``semantic recall`` says which
-    embedder ranks searches, or why search is lexical only (it never fails readiness)."""
+    embedder ranks searches, or why search is lexical only, and ``memories without a vector``
+    how many this process last counted waiting for the background fill (neither ever fails
+    readiness)."""
     checks = check_readiness(container.uow, container.kms)
     lease = getattr(request.app.state, "store_lease", None)
     if lease is not None and not lease.held:
@@ -40,6 +42,11 @@ def readyz(container: ContainerDep, request: Request) -> Health:
         checks.append(Check("rate limit storage", ok, "ok" if ok else "unreachable"))
     # Informational, never a failure: a store without the semantic extra still serves (lexically).
     checks.append(Check("semantic recall", True, container.semantic))
+    if container.search.vectors.embedder is not None:  # the background fill's last count
+        left = container.vector_fill.remaining
+        checks.append(
+            Check("memories without a vector", True, "not counted yet" if left is None else str(left))
+        )
     failed = [c for c in checks if not c.ok]
     for c in failed:
         log.warning("readiness check failed", extra={"task": c.name, "error": c.detail})

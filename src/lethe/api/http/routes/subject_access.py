@@ -18,6 +18,7 @@ from lethe.api.http.problems import problem_responses
 from lethe.api.http.routes.deps import ContainerDep
 from lethe.api.http.schemas.subject_access import SubjectAccessIn
 from lethe.api.report_formats import ReportFormat, render_subject_export
+from lethe.vault.access.principals import display_name
 
 router = APIRouter(tags=["subject access"])
 
@@ -48,5 +49,8 @@ def request_subject_access(
     headers = {"Cache-Control": "no-store"}
     if format is ReportFormat.PDF:
         headers["Content-Disposition"] = f'attachment; filename="subject-export-{export.id}.pdf"'
-    content = render_subject_export(export.document, export.tenant_id, pem, format)
+    name = None
+    if format is not ReportFormat.JSON:  # the officer's display name, for people to read
+        name = display_name(container.uow, caller.tenant_id, caller.principal)
+    content = render_subject_export(export.document, export.tenant_id, pem, format, name)
     return Response(content, media_type=format.media_type, headers=headers)

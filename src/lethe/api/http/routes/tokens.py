@@ -1,4 +1,5 @@
-"""Token administration: an admin mints, lists and revokes the tokens of its own tenant.
+"""Token administration: an admin mints, lists and revokes the tokens of its own tenant;
+any token reads its own scope (``whoami``).
 
 Lists show ids, scope and names, never a secret or its hash. Another tenant's token is
 a 404 on revocation, indistinguishable from an unknown id.
@@ -16,14 +17,14 @@ from fastapi import APIRouter, Response
 from lethe.api.http.auth import CallerDep
 from lethe.api.http.problems import problem_responses
 from lethe.api.http.routes.deps import ResourceId, TokensDep
-from lethe.api.http.schemas.tokens import TokenCreate, TokenCreated, TokenList
+from lethe.api.http.schemas.tokens import TokenCreate, TokenCreated, TokenList, Whoami
 from lethe.vault.errors import OutOfScope
 
-router = APIRouter(prefix="/v1/admin", tags=["admin"])
+router = APIRouter(prefix="/v1", tags=["admin"])
 
 
 @router.post(
-    "/tokens",
+    "/admin/tokens",
     name="create_token",
     status_code=201,
     response_model=TokenCreated,
@@ -50,7 +51,7 @@ def create_token(body: TokenCreate, caller: CallerDep, tokens: TokensDep, respon
 
 
 @router.get(
-    "/tokens",
+    "/admin/tokens",
     name="list_tokens",
     response_model=TokenList,
     responses=problem_responses(401, 403, 429, 503),
@@ -61,7 +62,7 @@ def list_tokens(caller: CallerDep, tokens: TokensDep) -> TokenList:
 
 
 @router.delete(
-    "/tokens/{token_id}",
+    "/admin/tokens/{token_id}",
     name="revoke_token",
     status_code=204,
     response_class=Response,
@@ -71,3 +72,25 @@ def revoke_token(token_id: ResourceId, caller: CallerDep, tokens: TokensDep) -> 
     """Revoke a token of the admin's tenant at once (revoking it again changes nothing)."""
     tokens.revoke(token_id, tenant_id=caller.tenant_id, revoked_by=caller.principal)
     return Response(status_code=204)
+
+
+@router.get(
+    "/whoami",
+    name="whoami",
+    response_model=Whoami,
+    tags=["tokens"],
+    responses=problem_responses(401, 429, 503),
+)
+def whoami(caller: CallerDep) -> Whoami:
+    """The calling token's tenant, role, agent, purposes and source types (never its secret):
+    a client learns its scope before it writes, rather than from a write that has landed."""
+    return Whoami.model_validate(
+        {
+            "token_id": caller.principal,
+            "tenant_id": caller.tenant_id,
+            "role": caller.role,
+            "agent_id": caller.agent_id,
+            "purposes": sorted(caller.purposes),
+            "source_types": None if caller.source_types is None else sorted(caller.source_types),
+        }
+    )

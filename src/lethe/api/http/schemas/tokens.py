@@ -70,3 +70,15 @@ class TokenCreated(TokenOut):
     @classmethod
     def from_minted(cls, token: str, info: TokenInfo) -> TokenCreated:
         return cls(token=token, **TokenOut.from_domain(info).model_dump())
+
+
+class Whoami(BaseModel):
+    """The caller's own token, as the server reads it: what a client needs to know about its
+    scope (the LangGraph store derives its items' ids from the agent), never the secret."""
+
+    token_id: str
+    tenant_id: str
+    role: Role
+    agent_id: str | None
+    purposes: list[str]
+    source_types: list[SourceType] | None = Field(description=_SOURCE_TYPES)
