@@ -54,6 +54,7 @@ PRIVACY_OFFICER = frozenset({Role.PRIVACY_OFFICER})
 OVERSIGHT = frozenset({Role.PRIVACY_OFFICER, Role.AUDITOR})
 AUDITOR = frozenset({Role.AUDITOR})
 ADMIN = frozenset({Role.ADMIN})
+WEBHOOK_ADMINS = frozenset({Role.ADMIN, Role.PRIVACY_OFFICER})  # a tenant's admin or its privacy officer
 
 ROUTE_ROLES: dict[str, frozenset[Role]] = {
     "write_memory": WRITERS,
@@ -82,6 +83,11 @@ ROUTE_ROLES: dict[str, frozenset[Role]] = {
     "create_token": ADMIN,
     "list_tokens": ADMIN,
     "revoke_token": ADMIN,
+    "create_webhook": WEBHOOK_ADMINS,
+    "list_webhooks": WEBHOOK_ADMINS,
+    "delete_webhook": WEBHOOK_ADMINS,
+    "list_webhook_deliveries": WEBHOOK_ADMINS,
+    "replay_webhook_delivery": WEBHOOK_ADMINS,
     "get_audit_checkpoint": AUDITOR,
     "get_audit_kpis": AUDITOR,
     "get_audit_public_key": AUDITOR,

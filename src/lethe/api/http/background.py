@@ -27,6 +27,7 @@ from lethe.api.store_lease import StoreLease
 from lethe.vault.clock import utcnow
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.turns import take_turn
+from lethe.vault.webhooks.deadlines import sweep_deadlines
 
 log = logging.getLogger("lethe.api")
 Job = Callable[[], int]  # a unit of background work; returns how much it did
@@ -119,6 +120,7 @@ def _sweep(container: Container) -> int:
     once per interval across the deployment, like the memories' sweep, not in every worker."""
     expired = container.memories.sweep_expired()
     container.erasure.forget_expired_filings()
+    sweep_deadlines(container.uow)  # request.due_soon / request.overdue webhooks, once each
     return expired
 
 
@@ -147,6 +149,13 @@ def start_server_work(
         container.erasure.run_pending,
         metrics.forget_completions.inc,
     )
+    if container.webhook_dispatch is not None:  # every worker sends; a lease per delivery (vault.webhooks)
+        work.every(
+            settings.webhook_interval_seconds,
+            "webhook_delivery",
+            container.webhook_dispatch.run_due,
+            lambda n: None,
+        )
     work.every(
         settings.checkpoint_interval_seconds,
         "audit_checkpoint",
