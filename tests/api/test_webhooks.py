@@ -27,7 +27,13 @@ from tests.api.conftest import Api, api_settings, assert_problem, bearer, memory
 from tests.webhook_receiver import Receiver
 
 BASIS = "gdpr-art17-1a"
-ALL = ["erasure.status_changed", "erasure.reported", "access_export.ready", "request.due_soon", "request.overdue"]
+ALL = [
+    "erasure.status_changed",
+    "erasure.reported",
+    "access_export.ready",
+    "request.due_soon",
+    "request.overdue",
+]
 
 
 @pytest.fixture
@@ -72,7 +78,12 @@ def test_the_secret_is_shown_once_sealed_at_rest_and_never_listed(api: Api, rece
     admin = bearer(api.mint("admin"))
     created = subscribe(api, receiver.url, admin, ["erasure.reported"])
     assert created["secret"].startswith("whsec_")
-    assert api.client.post("/v1/admin/webhooks", json={"url": receiver.url, "events": ["nope"]}, headers=admin).status_code == 422
+    assert (
+        api.client.post(
+            "/v1/admin/webhooks", json={"url": receiver.url, "events": ["nope"]}, headers=admin
+        ).status_code
+        == 422
+    )
 
     listed = api.client.get("/v1/admin/webhooks", headers=admin).json()["items"]
     assert [e["id"] for e in listed] == [created["id"]] and "secret" not in listed[0]
@@ -95,10 +106,17 @@ def test_every_event_is_signed_and_carries_no_content_or_subject_id(api: Api, re
     receiver.secret = subscribe(api, receiver.url, officer)["secret"]
     subject, content = f"{uuid.uuid4()}@example.com", "Alice prefers oolong tea, secretly"
     agent = bearer(api.mint())
-    assert api.client.post("/v1/memories", json=memory_body(content, subject_id=subject), headers=agent).status_code == 201
+    assert (
+        api.client.post(
+            "/v1/memories", json=memory_body(content, subject_id=subject), headers=agent
+        ).status_code
+        == 201
+    )
     export = api.client.post("/v1/subject-access-requests", json={"subject_id": subject}, headers=officer)
     assert export.status_code == 200
-    filed = api.client.post("/v1/erasure-requests", json={"subject_id": subject, "legal_basis": BASIS}, headers=officer)
+    filed = api.client.post(
+        "/v1/erasure-requests", json={"subject_id": subject, "legal_basis": BASIS}, headers=officer
+    )
     request_id = filed.json()["id"]
     api.container.erasure.run_pending()
 
@@ -150,7 +168,9 @@ def test_a_replay_sends_the_same_webhook_id_again(api: Api, receiver: Receiver) 
     admin = bearer(api.mint("admin"))
     hook = subscribe(api, receiver.url, admin, ["access_export.ready"])
     receiver.secret = hook["secret"]
-    api.client.post("/v1/subject-access-requests", json={"subject_id": "s-2"}, headers=bearer(api.mint("privacy_officer")))
+    api.client.post(
+        "/v1/subject-access-requests", json={"subject_id": "s-2"}, headers=bearer(api.mint("privacy_officer"))
+    )
     worker = dispatcher(api)
     assert worker.run_due() == 1
     (delivery,) = api.client.get(f"/v1/admin/webhooks/{hook['id']}/deliveries", headers=admin).json()["items"]
@@ -179,15 +199,24 @@ def test_a_refused_destination_is_never_contacted(api: Api) -> None:
         refused = api.client.app.state.container.webhooks  # type: ignore[attr-defined]
         refused.rule, kept = strict, refused.rule
         try:
-            assert_problem(api.client.post("/v1/admin/webhooks", json={"url": target.url, "events": ALL}, headers=admin), 422)
+            assert_problem(
+                api.client.post("/v1/admin/webhooks", json={"url": target.url, "events": ALL}, headers=admin),
+                422,
+            )
         finally:
             refused.rule = kept
-        api.client.post("/v1/subject-access-requests", json={"subject_id": "s-3"}, headers=bearer(api.mint("privacy_officer")))
+        api.client.post(
+            "/v1/subject-access-requests",
+            json={"subject_id": "s-3"},
+            headers=bearer(api.mint("privacy_officer")),
+        )
 
         assert dispatcher(api, allow_private=False).run_due() == 0
 
         assert target.received == []
-        (delivery,) = api.client.get(f"/v1/admin/webhooks/{hook['id']}/deliveries", headers=admin).json()["items"]
+        (delivery,) = api.client.get(f"/v1/admin/webhooks/{hook['id']}/deliveries", headers=admin).json()[
+            "items"
+        ]
         assert [(a["status_code"], a["outcome"]) for a in delivery["attempts"]] == [(None, "refused")]
     finally:
         target.stop()
@@ -199,12 +228,18 @@ def test_a_redirect_is_not_followed(api: Api, receiver: Receiver) -> None:
         admin = bearer(api.mint("admin"))
         hook = subscribe(api, receiver.url, admin, ["access_export.ready"])
         receiver.secret, receiver.redirect_to = hook["secret"], inside.url
-        api.client.post("/v1/subject-access-requests", json={"subject_id": "s-4"}, headers=bearer(api.mint("privacy_officer")))
+        api.client.post(
+            "/v1/subject-access-requests",
+            json={"subject_id": "s-4"},
+            headers=bearer(api.mint("privacy_officer")),
+        )
 
         assert dispatcher(api).run_due() == 0
 
         assert [d.status for d in receiver.received] == [302] and inside.received == []
-        (delivery,) = api.client.get(f"/v1/admin/webhooks/{hook['id']}/deliveries", headers=admin).json()["items"]
+        (delivery,) = api.client.get(f"/v1/admin/webhooks/{hook['id']}/deliveries", headers=admin).json()[
+            "items"
+        ]
         assert delivery["state"] == "pending" and delivery["attempts"][0]["status_code"] == 302
     finally:
         inside.stop()
@@ -213,7 +248,9 @@ def test_a_redirect_is_not_followed(api: Api, receiver: Receiver) -> None:
 def test_due_soon_and_overdue_are_each_sent_once(api: Api, receiver: Receiver) -> None:
     officer = bearer(api.mint("privacy_officer"))
     receiver.secret = subscribe(api, receiver.url, officer, ["request.due_soon", "request.overdue"])["secret"]
-    filed = api.client.post("/v1/erasure-requests", json={"subject_id": "s-5", "legal_basis": BASIS}, headers=officer)
+    filed = api.client.post(
+        "/v1/erasure-requests", json={"subject_id": "s-5", "legal_basis": BASIS}, headers=officer
+    )
     request_id = filed.json()["id"]  # never run here: it stays open past its due date
     uow = api.container.uow
     now = utcnow()

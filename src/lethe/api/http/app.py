@@ -118,9 +118,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_verifier(app)
     install_wheels(app)
     mount_console(app)
-    routers = [
-        m.router for m in (health, memories, sessions, review, erasure, subject_access, tokens, audit, webhooks)
-    ]
+    modules = (health, memories, sessions, review, erasure, subject_access, tokens, audit, webhooks)
+    routers = [m.router for m in modules]
     check_route_roles(routers)
     for router in routers:
         app.include_router(router)

@@ -158,7 +158,8 @@ class SubjectAccessService:
             }
             event = Event(SUBJECT_ACCESS_EXPORTED, tenant, payload, subject_ref=ref, occurred_at=iso(now))
             self.log.append(conn, event)
-            ready = {"export_id": export_id, "format": fmt, "items": export.items, "document_sha256": export.sha256}
+            ready = {"export_id": export_id, "format": fmt, "items": export.items}
+            ready["document_sha256"] = export.sha256
             record(conn, tenant, ACCESS_EXPORT_READY, ready, now)  # the webhooks' outbox
         return export
 

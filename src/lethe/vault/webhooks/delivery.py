@@ -64,7 +64,7 @@ class Backoff:
     max_attempts: int = 8
 
     def after(self, attempts: int) -> timedelta:
-        return self.retry_base * (2 ** max(attempts - 1, 0))
+        return self.retry_base * (1 << max(attempts - 1, 0))
 
 
 class Dispatcher:
@@ -125,7 +125,15 @@ class Dispatcher:
         d, e, ep = webhook_deliveries, webhook_events, webhook_endpoints
         with self.uow.read() as conn:
             row = conn.execute(
-                sa.select(d.c.tenant_id, d.c.attempts, d.c.event_id, e.c.payload, ep.c.id, ep.c.url, ep.c.sealed_secret)
+                sa.select(
+                    d.c.tenant_id,
+                    d.c.attempts,
+                    d.c.event_id,
+                    e.c.payload,
+                    ep.c.id,
+                    ep.c.url,
+                    ep.c.sealed_secret,
+                )
                 .join(e, e.c.id == d.c.event_id)
                 .join(ep, ep.c.id == d.c.endpoint_id)
                 .where(d.c.id == delivery_id)
@@ -160,13 +168,19 @@ class Dispatcher:
             state, next_at = "pending", now + self.backoff.after(n)
         conn.execute(
             webhook_attempts.insert().values(
-                delivery_id=delivery_id, n=n, tenant_id=tenant_id, at=to_db(now),
-                status_code=sent.status_code, outcome=sent.outcome,
+                delivery_id=delivery_id,
+                n=n,
+                tenant_id=tenant_id,
+                at=to_db(now),
+                status_code=sent.status_code,
+                outcome=sent.outcome,
             )
         )
         d = webhook_deliveries
         conn.execute(
             d.update()
             .where(d.c.id == delivery_id)
-            .values(state=state, attempts=n, next_attempt_at=to_db(next_at), lease_owner=None, lease_until=None)
+            .values(
+                state=state, attempts=n, next_attempt_at=to_db(next_at), lease_owner=None, lease_until=None
+            )
         )

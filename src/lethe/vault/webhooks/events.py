@@ -96,9 +96,10 @@ def record(
     subscribed = _subscribed(conn, tenant_id, kind)
     if not subscribed:
         return None
-    event = WebhookEvent.from_dict(event_id or new_event_id(), {
-        "type": kind, "timestamp": iso(at), "version": VERSION, "data": dict(data)
-    })
+    event = WebhookEvent.from_dict(
+        event_id or new_event_id(),
+        {"type": kind, "timestamp": iso(at), "version": VERSION, "data": dict(data)},
+    )
     insert = upsert_insert(webhook_events, conn.dialect.name)
     stmt = (
         insert.values(
@@ -152,7 +153,14 @@ def status_changed(
 
 
 def reported(
-    conn: Connection, tenant_id: str, request_id: str, report_id: str, certificate: bytes, at: datetime, *, final: bool
+    conn: Connection,
+    tenant_id: str,
+    request_id: str,
+    report_id: str,
+    certificate: bytes,
+    at: datetime,
+    *,
+    final: bool,
 ) -> None:
     """``erasure.reported`` for a certificate just stored: its id, result and where to fetch
     it (paths under the server's URL; the verifier page checks it offline)."""
@@ -163,5 +171,11 @@ def reported(
         "request": f"/v1/erasure-requests/{request_id}",
         "verifier": "/verify",
     }
-    data = {"request_id": request_id, "report_id": report_id, "result": result, "final": final, "links": links}
+    data = {
+        "request_id": request_id,
+        "report_id": report_id,
+        "result": result,
+        "final": final,
+        "links": links,
+    }
     record(conn, tenant_id, ERASURE_REPORTED, data, at)

@@ -24,7 +24,9 @@ from urllib.parse import urlsplit
 from lethe.vault.errors import InvalidCommand
 
 Resolver = Callable[[str, int], Sequence[str]]  # host, port -> IP addresses as text
-METADATA_NAMES = frozenset({"metadata.google.internal", "metadata", "instance-data", "instance-data.ec2.internal"})
+METADATA_NAMES = frozenset(
+    {"metadata.google.internal", "metadata", "instance-data", "instance-data.ec2.internal"}
+)
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import builtins
 import json
 import os
 import uuid
@@ -75,7 +76,9 @@ def new_secret() -> str:
 def check_secret(secret: str) -> str:
     """A supplied secret in Standard Webhooks' form: ``whsec_`` + base64 of 24 to 64 bytes."""
     try:
-        raw = base64.b64decode(secret.removeprefix(PREFIX), validate=True) if secret.startswith(PREFIX) else b""
+        raw = (
+            base64.b64decode(secret.removeprefix(PREFIX), validate=True) if secret.startswith(PREFIX) else b""
+        )
     except binascii.Error:
         raw = b""
     if not 24 <= len(raw) <= 64:
@@ -131,7 +134,12 @@ class WebhookService:
         self.rule.check_url(url)
         secret = check_secret(secret) if secret is not None else new_secret()
         endpoint = Endpoint(
-            str(uuid.uuid4()), caller.tenant_id, url, tuple(dict.fromkeys(events)), self.clock(), caller.principal
+            str(uuid.uuid4()),
+            caller.tenant_id,
+            url,
+            tuple(dict.fromkeys(events)),
+            self.clock(),
+            caller.principal,
         )
         with self.uow.write() as conn:
             count = conn.execute(
@@ -161,7 +169,9 @@ class WebhookService:
                 sa.select(t).where(t.c.tenant_id == caller.tenant_id).order_by(t.c.created_at, t.c.id)
             ).all()
         return [
-            Endpoint(r.id, r.tenant_id, r.url, tuple(json.loads(r.events)), from_db(r.created_at), r.created_by)
+            Endpoint(
+                r.id, r.tenant_id, r.url, tuple(json.loads(r.events)), from_db(r.created_at), r.created_by
+            )
             for r in rows
         ]
 
@@ -176,11 +186,13 @@ class WebhookService:
                 webhook_deliveries.c.endpoint_id == endpoint_id,
             )
             conn.execute(webhook_attempts.delete().where(webhook_attempts.c.delivery_id.in_(ids)))
-            conn.execute(webhook_deliveries.delete().where(webhook_deliveries.c.id.in_(ids.scalar_subquery())))
+            conn.execute(
+                webhook_deliveries.delete().where(webhook_deliveries.c.id.in_(ids.scalar_subquery()))
+            )
             conn.execute(webhook_endpoints.delete().where(webhook_endpoints.c.id == endpoint_id))
 
     @for_caller
-    def deliveries(self, caller: Caller, endpoint_id: str, limit: int = 100) -> list[Delivery]:
+    def deliveries(self, caller: Caller, endpoint_id: str, limit: int = 100) -> builtins.list[Delivery]:
         """The endpoint's newest deliveries first, each with its attempts (status code, time)."""
         _require(caller)
         d, a = webhook_deliveries, webhook_attempts
@@ -193,9 +205,13 @@ class WebhookService:
                 .order_by(d.c.created_at.desc(), d.c.id)
                 .limit(limit)
             ).all()
-            tries = conn.execute(
-                sa.select(a).where(a.c.delivery_id.in_([r.id for r in rows])).order_by(a.c.n)
-            ).all() if rows else []
+            tries = (
+                conn.execute(
+                    sa.select(a).where(a.c.delivery_id.in_([r.id for r in rows])).order_by(a.c.n)
+                ).all()
+                if rows
+                else []
+            )
         by_delivery: dict[str, list[Attempt]] = {}
         for t in tries:
             by_delivery.setdefault(t.delivery_id, []).append(
@@ -223,7 +239,9 @@ class WebhookService:
             self._endpoint(conn, caller.tenant_id, endpoint_id)
             done = conn.execute(
                 d.update()
-                .where(d.c.id == delivery_id, d.c.tenant_id == caller.tenant_id, d.c.endpoint_id == endpoint_id)
+                .where(
+                    d.c.id == delivery_id, d.c.tenant_id == caller.tenant_id, d.c.endpoint_id == endpoint_id
+                )
                 .values(state="pending", next_attempt_at=to_db(self.clock()))
                 .returning(d.c.id)
             ).first()
@@ -233,13 +251,16 @@ class WebhookService:
     def _require_available(self) -> None:
         if not self.available:
             raise FeatureUnavailable(
-                "this installation cannot send webhooks: install the extra, pip install 'lethe-vault[webhooks]'"
+                "this installation cannot send webhooks: install its extra, "
+                "pip install 'lethe-vault[webhooks]'"
             )
 
     @staticmethod
     def _endpoint(conn: sa.Connection, tenant_id: str, endpoint_id: str) -> None:
         t = webhook_endpoints
-        found = conn.execute(sa.select(t.c.id).where(t.c.id == endpoint_id, t.c.tenant_id == tenant_id)).first()
+        found = conn.execute(
+            sa.select(t.c.id).where(t.c.id == endpoint_id, t.c.tenant_id == tenant_id)
+        ).first()
         if found is None:
             raise NotFound("webhook endpoint not found")
 

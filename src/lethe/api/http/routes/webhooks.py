@@ -16,7 +16,13 @@ from fastapi import APIRouter, Response
 from lethe.api.http.auth import CallerDep
 from lethe.api.http.problems import problem_responses
 from lethe.api.http.routes.deps import ContainerDep, ResourceId
-from lethe.api.http.schemas.webhooks import DeliveryList, WebhookCreate, WebhookCreated, WebhookList, WebhookOut
+from lethe.api.http.schemas.webhooks import (
+    DeliveryList,
+    WebhookCreate,
+    WebhookCreated,
+    WebhookList,
+    WebhookOut,
+)
 
 router = APIRouter(prefix="/v1/admin/webhooks", tags=["admin"])
 
@@ -37,7 +43,9 @@ def create_webhook(
     return WebhookCreated(**WebhookOut.from_domain(endpoint).model_dump(), secret=secret)
 
 
-@router.get("", name="list_webhooks", response_model=WebhookList, responses=problem_responses(401, 403, 429, 503))
+@router.get(
+    "", name="list_webhooks", response_model=WebhookList, responses=problem_responses(401, 403, 429, 503)
+)
 def list_webhooks(caller: CallerDep, container: ContainerDep) -> WebhookList:
     """The tenant's endpoints, oldest first (never their secrets)."""
     return WebhookList(items=[WebhookOut.from_domain(e) for e in container.webhooks.list(caller)])
@@ -62,7 +70,9 @@ def delete_webhook(webhook_id: ResourceId, caller: CallerDep, container: Contain
     response_model=DeliveryList,
     responses=problem_responses(401, 403, 404, 422, 429, 503),
 )
-def list_webhook_deliveries(webhook_id: ResourceId, caller: CallerDep, container: ContainerDep) -> DeliveryList:
+def list_webhook_deliveries(
+    webhook_id: ResourceId, caller: CallerDep, container: ContainerDep
+) -> DeliveryList:
     """The endpoint's newest deliveries first, with each attempt's status code and time."""
     return DeliveryList.from_domain(container.webhooks.deliveries(caller, webhook_id))
 
