@@ -266,3 +266,13 @@ def test_due_soon_and_overdue_are_each_sent_once(api: Api, receiver: Receiver) -
 
     kinds = [(d.event["type"], d.event["data"]["request_id"]) for d in receiver.processed]
     assert kinds == [("request.due_soon", request_id), ("request.overdue", request_id)]
+
+
+def test_without_the_extra_a_subscription_is_refused_naming_it(api: Api) -> None:
+    service = api.container.webhooks
+    service.available = False  # as build_webhooks finds it without standardwebhooks or httpx
+    body = {"url": "https://hooks.example.com/x", "events": ALL}
+    problem = assert_problem(
+        api.client.post("/v1/admin/webhooks", json=body, headers=bearer(api.mint("admin"))), 501
+    )
+    assert "lethe-vault[webhooks]" in problem["detail"]

@@ -57,16 +57,23 @@ def host_header(target: Target) -> str:
 class HttpSender:
     """``vault.webhooks.delivery.Sender`` over httpx, one client per sender (pooled)."""
 
-    def __init__(self, rule: DestinationRule, timeout: float = 10.0) -> None:
+    def __init__(
+        self, rule: DestinationRule, timeout: float = 10.0, transport: httpx.BaseTransport | None = None
+    ) -> None:
+        """``transport``: httpx's (tests put a recording one in place of the network)."""
         self.rule = rule
         self.timeout = timeout
+        self.transport = transport
         self._client: httpx.Client | None = None
 
     def _http(self) -> httpx.Client:
         if self._client is None:
             import httpx
 
-            self._client = httpx.Client(follow_redirects=False, timeout=self.timeout, trust_env=False)
+            # No proxy from the environment: it would connect to the name, not the checked address.
+            self._client = httpx.Client(
+                follow_redirects=False, timeout=self.timeout, trust_env=False, transport=self.transport
+            )
         return self._client
 
     def send(self, url: str, secret: str, webhook_id: str, body: bytes) -> Sent:
