@@ -1,11 +1,12 @@
 """Periodic background work of the server (expiry sweep, erasure runner, compaction,
-audit checkpoints, returning freed memory to the kernel).
+audit checkpoints, webhook deliveries, returning freed memory to the kernel).
 
 Each job runs in a worker thread on a fixed interval; a failure is logged by its type
 only (storage errors can quote parameters) and the job is retried on the next tick. The
 two that read the whole store (the expiry sweep, the scheduled compaction) run once per
 interval across every worker and node: each worker takes the job's turn first
-(``store.turns``), and runs it only if nobody else did within the interval.
+(``store.turns``), and runs it only if nobody else did within the interval. Webhook
+deliveries run in every worker; each delivery is leased by one sender (``vault.webhooks.delivery``).
 
 Exceptions: none escape a loop; ``stop`` cancels what overstays its grace period.
 """
