@@ -276,3 +276,18 @@ def test_without_the_extra_a_subscription_is_refused_naming_it(api: Api) -> None
         api.client.post("/v1/admin/webhooks", json=body, headers=bearer(api.mint("admin"))), 501
     )
     assert "lethe-vault[webhooks]" in problem["detail"]
+
+
+def test_a_delivery_another_worker_holds_is_not_sent_twice(api: Api, receiver: Receiver) -> None:
+    admin = bearer(api.mint("admin"))
+    receiver.secret = subscribe(api, receiver.url, admin, ["access_export.ready"])["secret"]
+    officer = bearer(api.mint("privacy_officer"))
+    api.client.post("/v1/subject-access-requests", json={"subject_id": "s-6"}, headers=officer)
+    first, second = dispatcher(api), dispatcher(api)
+    with api.container.uow.maintenance("test: the due deliveries"):
+        (due,) = first._due()
+        assert first._lease(due)  # the first worker is sending it now
+
+    assert second.run_due() == 0 and receiver.received == []
+    assert first.run_due() == 0  # leased already: its own next pass does not send it again either
+    assert receiver.received == []
