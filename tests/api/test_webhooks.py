@@ -287,6 +287,7 @@ def test_a_delivery_another_worker_holds_is_not_sent_twice(api: Api, receiver: R
     with api.container.uow.maintenance("test: the due deliveries"):
         (due,) = first._due()
         assert first._lease(due)  # the first worker is sending it now
+        assert not second._lease(due)  # found due a moment ago by the second: not its to send
 
     assert second.run_due() == 0 and receiver.received == []
     assert first.run_due() == 0  # leased already: its own next pass does not send it again either
