@@ -92,6 +92,8 @@ class Container:
     created: list[str] = field(default_factory=list)
 
     def close(self) -> None:
+        if self.webhook_dispatch is not None:
+            self.webhook_dispatch.close()
         self.kms.close()
         self.uow.dispose()
 

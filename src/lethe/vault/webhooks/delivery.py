@@ -57,6 +57,8 @@ class Sender(Protocol):
 
     def send(self, url: str, secret: str, webhook_id: str, body: bytes) -> Sent: ...
 
+    def close(self) -> None: ...
+
 
 @dataclass(frozen=True)
 class Backoff:
@@ -84,6 +86,10 @@ class Dispatcher:
         self.backoff = backoff
         self.clock = clock
         self.worker_id = new_runner_id()
+
+    def close(self) -> None:
+        """Close the sender's connections (the container's close)."""
+        self.sender.close()
 
     @maintenance_job("webhook delivery")
     def run_due(self) -> int:
