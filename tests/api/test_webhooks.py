@@ -19,6 +19,7 @@ from lethe.api.http.app import create_app
 from lethe.api.settings import Settings
 from lethe.api.webhooks import HttpSender
 from lethe.vault.clock import utcnow
+from lethe.vault.model import Caller, Role
 from lethe.vault.store.tables import webhook_endpoints
 from lethe.vault.webhooks.deadlines import sweep_deadlines
 from lethe.vault.webhooks.delivery import Backoff, Dispatcher
@@ -292,3 +293,31 @@ def test_a_delivery_another_worker_holds_is_not_sent_twice(api: Api, receiver: R
     assert second.run_due() == 0 and receiver.received == []
     assert first.run_due() == 0  # leased already: its own next pass does not send it again either
     assert receiver.received == []
+
+
+def test_the_console_shows_each_attempt_and_sends_a_delivery_again(api: Api, receiver: Receiver) -> None:
+    from tests.api.test_console import csrf_of, sign_in
+
+    admin_token = api.mint("admin")
+    hook = subscribe(api, receiver.url, bearer(admin_token), ["access_export.ready"])
+    receiver.secret, receiver.fail_first = hook["secret"], 1
+    api.client.post(
+        "/v1/subject-access-requests", json={"subject_id": "s-7"}, headers=bearer(api.mint("privacy_officer"))
+    )
+    worker = dispatcher(api)
+    worker.run_due()  # one failed attempt: 500
+    assert sign_in(api.client, admin_token).status_code == 303
+
+    shown = api.client.get("/console/webhooks")
+
+    assert shown.status_code == 200
+    (sent,) = receiver.received
+    assert sent.webhook_id in shown.text and "1: 500 http error" in shown.text
+    assert hook["secret"] not in shown.text
+    (delivery,) = api.container.webhooks.deliveries(Caller("t1", Role.ADMIN), hook["id"])
+    form = {"csrf_token": csrf_of(api.client, "/console/webhooks")}
+    replay = f"/console/webhooks/{hook['id']}/deliveries/{delivery.id}/replay"
+    assert api.client.post(replay, data=form, follow_redirects=False).status_code == 303
+    assert worker.run_due() == 1
+    assert [d.webhook_id for d in receiver.received] == [sent.webhook_id] * 2
+    assert "2: 200 delivered" in api.client.get("/console/webhooks").text
