@@ -20,8 +20,8 @@ from lethe.api.settings import Settings
 from lethe.api.webhooks import HttpSender
 from lethe.vault.clock import utcnow
 from lethe.vault.model import Caller, Role
-from lethe.vault.store.tables import webhook_endpoints
-from lethe.vault.webhooks.deadlines import sweep_deadlines
+from lethe.vault.store.tables import webhook_endpoints, webhook_events
+from lethe.vault.webhooks.deadlines import prune_deliveries, sweep_deadlines
 from lethe.vault.webhooks.delivery import Backoff, Dispatcher
 from lethe.vault.webhooks.guard import DestinationRule
 from tests.api.conftest import Api, api_settings, assert_problem, bearer, memory_body
@@ -321,3 +321,26 @@ def test_the_console_shows_each_attempt_and_sends_a_delivery_again(api: Api, rec
     assert worker.run_due() == 1
     assert [d.webhook_id for d in receiver.received] == [sent.webhook_id] * 2
     assert "2: 200 delivered" in api.client.get("/console/webhooks").text
+
+
+def test_finished_deliveries_are_forgotten_after_thirty_days_pending_ones_kept(
+    api: Api, receiver: Receiver
+) -> None:
+    admin = bearer(api.mint("admin"))
+    hook = subscribe(api, receiver.url, admin, ["access_export.ready"])
+    receiver.secret = hook["secret"]
+    officer = bearer(api.mint("privacy_officer"))
+    api.client.post("/v1/subject-access-requests", json={"subject_id": "s-8"}, headers=officer)
+    assert dispatcher(api).run_due() == 1  # delivered
+    receiver.accepting = False
+    api.client.post("/v1/subject-access-requests", json={"subject_id": "s-9"}, headers=officer)
+    dispatcher(api).run_due()  # refused by the receiver: pending, retried later
+    uow, now = api.container.uow, utcnow()
+
+    assert prune_deliveries(uow, now + timedelta(days=29)) == 0
+    assert prune_deliveries(uow, now + timedelta(days=31)) == 1
+
+    (left,) = api.client.get(f"/v1/admin/webhooks/{hook['id']}/deliveries", headers=admin).json()["items"]
+    assert left["state"] == "pending"
+    with uow.maintenance("test: the outbox"), uow.read() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(webhook_events)).scalar_one() == 1

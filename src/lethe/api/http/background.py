@@ -28,7 +28,7 @@ from lethe.api.store_lease import StoreLease
 from lethe.vault.clock import utcnow
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.turns import take_turn
-from lethe.vault.webhooks.deadlines import sweep_deadlines
+from lethe.vault.webhooks.deadlines import prune_deliveries, sweep_deadlines
 
 log = logging.getLogger("lethe.api")
 Job = Callable[[], int]  # a unit of background work; returns how much it did
@@ -122,6 +122,7 @@ def _sweep(container: Container) -> int:
     expired = container.memories.sweep_expired()
     container.erasure.forget_expired_filings()
     sweep_deadlines(container.uow)  # request.due_soon / request.overdue webhooks, once each
+    prune_deliveries(container.uow, utcnow())  # finished deliveries' records, after 30 days
     return expired
 
 

@@ -1,4 +1,5 @@
-"""The deadline sweep's webhooks: ``request.due_soon`` and ``request.overdue``.
+"""The expiry sweep's webhook work: ``request.due_soon`` and ``request.overdue``, and
+forgetting finished deliveries after ``KEEP``.
 
 Run once per sweep interval across the deployment (the expiry sweep's turn). An unfinished,
 unpaused erasure request due within ``DUE_SOON`` gets one ``request.due_soon`` event, and one
@@ -18,11 +19,18 @@ import sqlalchemy as sa
 
 from lethe.vault.clock import from_db, iso, to_db, utcnow
 from lethe.vault.store.db import UnitOfWork
-from lethe.vault.store.tables import erasure_jobs, webhook_endpoints
+from lethe.vault.store.tables import (
+    erasure_jobs,
+    webhook_attempts,
+    webhook_deliveries,
+    webhook_endpoints,
+    webhook_events,
+)
 from lethe.vault.store.tenancy import maintenance_job
 from lethe.vault.webhooks.events import REQUEST_DUE_SOON, REQUEST_OVERDUE, named_event_id, record
 
 DUE_SOON = timedelta(days=7)
+KEEP = timedelta(days=30)  # how long a finished delivery's record (and its attempts) is kept
 
 
 @maintenance_job("expiry sweep")
@@ -50,3 +58,20 @@ def sweep_deadlines(uow: UnitOfWork, clock: Callable[[], datetime] = utcnow) -> 
             if record(conn, row.tenant_id, kind, data, now, event_id) is not None:
                 written += 1
     return written
+
+
+@maintenance_job("expiry sweep")
+def prune_deliveries(uow: UnitOfWork, now: datetime, keep: timedelta = KEEP) -> int:
+    """Forget deliveries finished (delivered or failed) more than ``keep`` ago, their attempts,
+    and the events left with no delivery; how many deliveries went. Pending ones stay."""
+    d, a, e = webhook_deliveries, webhook_attempts, webhook_events
+    cutoff = to_db(now - keep)
+    done = sa.select(d.c.id).where(d.c.state.in_(("delivered", "failed")), d.c.next_attempt_at < cutoff)
+    with uow.write() as conn:
+        ids = list(conn.execute(done).scalars())
+        if ids:
+            conn.execute(a.delete().where(a.c.delivery_id.in_(ids)))
+            conn.execute(d.delete().where(d.c.id.in_(ids)))
+        orphans = sa.select(d.c.id).where(d.c.event_id == e.c.id).exists()
+        conn.execute(e.delete().where(e.c.created_at < cutoff, ~orphans))
+    return len(ids)
