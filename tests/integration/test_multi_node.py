@@ -33,11 +33,6 @@ pytestmark = pytest.mark.slow
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "multi-node"
 RATE_LIMIT = 40  # requests per minute per token, counted across every node and worker
-WEBHOOKS = {
-    "LETHE_WEBHOOK_ALLOW_PRIVATE": "true",
-    "LETHE_WEBHOOK_INTERVAL_SECONDS": "0.2",
-    "LETHE_WEBHOOK_RETRY_BASE_SECONDS": "0.2",
-}
 HTTP = 30.0
 
 
@@ -122,8 +117,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory, postgres, openbao) -> I
         "NODE_A_PORT": str(free_port()),
         "NODE_B_PORT": str(free_port()),
     }
-    # Plus webhooks for the test's receiver on loopback, retried quickly.
-    env = clean_env(**node_environment(values), **WEBHOOKS)
+    env = clean_env(**node_environment(values))
     dirs = [root / "node-a", root / "node-b"]
     init = subprocess.run(
         [*lethe_command(), "init"],
@@ -370,40 +364,3 @@ def test_a_stalled_or_stopped_redis_gives_503_problems_never_500s(deployment: De
             assert time.monotonic() < deadline, "requests did not recover after Redis resumed"
             time.sleep(0.5)
         assert r.status_code == 404
-
-
-def test_each_webhook_event_is_sent_by_one_worker_at_a_time_under_one_id(deployment: Deployment) -> None:
-    """Four senders (two nodes of two workers) share the outbox: every try the receiver gets is
-    one the deliveries list records (no two workers send one delivery at once), each event
-    keeps one webhook-id through its retries, and a de-duplicating receiver processes it once."""
-    from tests.webhook_receiver import Receiver
-
-    receiver = Receiver(fail_first=3).start()
-    officer = deployment.mint("--tenant", "hooks", "--role", "privacy_officer")
-    try:
-        a, b = deployment.nodes
-        with deployment.client(a, officer) as http:
-            body = {"url": receiver.url, "events": ["erasure.status_changed", "erasure.reported"]}
-            hook = http.post("/v1/admin/webhooks", json=body)
-            assert hook.status_code == 201, hook.text
-            receiver.secret = hook.json()["secret"]
-        with deployment.client(b, officer) as http:
-            request_erasure(http, f"s-{uuid.uuid4()}")
-        with deployment.client(a, officer) as http:
-            deliveries = f"/v1/admin/webhooks/{hook.json()['id']}/deliveries"
-            deadline = time.monotonic() + 120
-            while True:
-                items = http.get(deliveries).json()["items"]
-                reported = any(i["event_type"] == "erasure.reported" for i in items)
-                if reported and all(i["state"] == "delivered" for i in items):
-                    break
-                assert time.monotonic() < deadline, "the deliveries were not all delivered"
-                time.sleep(2)  # the token is rate limited (RATE_LIMIT per minute)
-    finally:
-        receiver.stop()
-
-    assert len(receiver.received) == sum(len(i["attempts"]) for i in items) >= len(items) + 3
-    assert all(d.verified for d in receiver.received)
-    assert all(len(ids) == 1 for ids in receiver.ids_per_event().values())
-    processed = [d.webhook_id for d in receiver.processed]
-    assert len(processed) == len(set(processed)) == len(items)
