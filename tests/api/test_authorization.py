@@ -29,6 +29,7 @@ from lethe.api.http.routes import (
     sessions,
     subject_access,
     tokens,
+    webhooks,
 )
 from lethe.api.settings import Settings
 from lethe.vault.model import Caller, Role, SourceType
@@ -37,6 +38,7 @@ from tests.conftest import write_cmd
 
 A, R, P, U, D, OP = Role.AGENT, Role.REVIEWER, Role.PRIVACY_OFFICER, Role.AUDITOR, Role.ADMIN, Role.OPERATOR
 PUBLIC = None  # no token needed
+HOOK_URL = "https://hooks.example.com/lethe"  # never resolved here: the delivery loop is held back
 
 # route name, method, path (placeholders filled per call), roles allowed, success status
 TABLE: list[tuple[str, str, str, frozenset[Role] | None, int]] = [
@@ -70,6 +72,17 @@ TABLE: list[tuple[str, str, str, frozenset[Role] | None, int]] = [
     ("list_tokens", "GET", "/v1/admin/tokens", frozenset({D}), 200),
     ("revoke_token", "DELETE", "/v1/admin/tokens/{token}", frozenset({D}), 204),
     ("whoami", "GET", "/v1/whoami", frozenset(Role), 200),
+    ("create_webhook", "POST", "/v1/admin/webhooks", frozenset({D, P}), 201),
+    ("list_webhooks", "GET", "/v1/admin/webhooks", frozenset({D, P}), 200),
+    ("delete_webhook", "DELETE", "/v1/admin/webhooks/{webhook}", frozenset({D, P}), 204),
+    ("list_webhook_deliveries", "GET", "/v1/admin/webhooks/{webhook}/deliveries", frozenset({D, P}), 200),
+    (
+        "replay_webhook_delivery",
+        "POST",
+        "/v1/admin/webhooks/{webhook}/deliveries/{delivery}/replay",
+        frozenset({D, P}),
+        202,
+    ),
     ("get_audit_checkpoint", "GET", "/v1/audit/checkpoint", frozenset({U}), 200),
     ("get_audit_kpis", "GET", "/v1/audit/kpis", frozenset({U}), 200),
     ("get_audit_public_key", "GET", "/v1/audit/public-key", frozenset({U}), 200),
@@ -87,7 +100,8 @@ IDENTITIES = [r.value for r in Role] + list(BAD_TOKENS)
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     # The erasure runner's one pass at start comes before any job: open jobs stay open.
     data_dir = Path(tmp_path_factory.mktemp("authz")) / "data"
-    settings = api_settings(Settings(data_dir=data_dir), erasure_interval_seconds=3600)
+    held_back = {"erasure_interval_seconds": 3600, "webhook_interval_seconds": 3600}
+    settings = api_settings(Settings(data_dir=data_dir), **held_back)
     app = create_app(settings)
     with TestClient(app) as client:
         yield World(Api(app, client))
@@ -135,6 +149,12 @@ class World:
             return job
         if name == "token":
             return self.api.tokens.create(Role.AUDITOR, "t1")[1].id
+        if name == "webhook":  # subscribed to exports, with one delivery waiting (never sent here)
+            self.webhook = c.webhooks.subscribe(self.officer, HOOK_URL, ["access_export.ready"])[0].id
+            c.subject_access.export(self.officer, f"s-{uuid.uuid4()}")
+            return self.webhook
+        if name == "delivery":  # of the webhook just made
+            return c.webhooks.deliveries(self.officer, self.webhook)[0].id
         raise KeyError(name)
 
     def retractable(self, fresh: bool) -> str:
@@ -181,6 +201,7 @@ BODIES: dict[str, Callable[[World, bool], dict[str, Any]]] = {
         "reason": "consent given again",
     },
     "create_token": lambda w, fresh: {"role": "auditor"},
+    "create_webhook": lambda w, fresh: {"url": HOOK_URL, "events": ["erasure.reported"]},
     "request_subject_access": lambda w, fresh: {"subject_id": "alice@example.com"},
     "extend_erasure_request": lambda w, fresh: {
         "months": 1,
@@ -223,6 +244,8 @@ def test_authorisation_matrix(
         "hold",
         "report",
         "token",
+        "webhook",
+        "delivery",
     ):
         if "{" + placeholder + "}" in url:
             url = url.replace("{" + placeholder + "}", world.resource(placeholder, fresh))
@@ -242,7 +265,7 @@ def test_authorisation_matrix(
 def test_the_matrix_covers_every_route_and_agrees_with_the_policy_table() -> None:
     served = {
         r.name
-        for m in (health, memories, sessions, review, erasure, subject_access, tokens, audit)
+        for m in (health, memories, sessions, review, erasure, subject_access, tokens, audit, webhooks)
         for r in m.router.routes
         if isinstance(r, APIRoute)
     }

@@ -49,7 +49,8 @@ def api_schema(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
         pg = request.getfixturevalue("postgres")
         url = pg.create()
     base = Settings(data_dir=tmp_path_factory.mktemp("schemathesis") / "data", database_url=url)
-    app = create_app(api_settings(base, erasure_interval_seconds=0.5))
+    # Webhooks are never sent here: generated URLs must not reach any resolver or network.
+    app = create_app(api_settings(base, erasure_interval_seconds=0.5, webhook_interval_seconds=3600))
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)  # starts the app's lifespan
     assert app.state.container.uow.engine.dialect.name == ("postgresql" if url else "sqlite")
     tokens = app.state.tokens
@@ -84,11 +85,12 @@ def _api_routes() -> list:  # type: ignore[type-arg]
         sessions,
         subject_access,
         tokens,
+        webhooks,
     )
 
     return [
         r
-        for m in (health, memories, sessions, review, erasure, subject_access, tokens, audit)
+        for m in (health, memories, sessions, review, erasure, subject_access, tokens, audit, webhooks)
         for r in m.router.routes
         if isinstance(r, APIRoute)
     ]

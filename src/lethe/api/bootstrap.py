@@ -23,6 +23,7 @@ import sqlalchemy as sa
 
 from lethe.api.settings import Settings
 from lethe.api.signing_key import ensure_signing_key, load_signer, log_origin
+from lethe.api.webhooks import build_webhooks
 from lethe.keys.envelope import create_private_file, create_secret_file
 from lethe.keys.factory import build_kms
 from lethe.keys.protocol import KeyManager
@@ -56,6 +57,8 @@ from lethe.vault.store.db import UnitOfWork, make_engine
 from lethe.vault.store.events import EventLog, SqlEventLog
 from lethe.vault.store.schema import require_current, schema_state, upgrade
 from lethe.vault.subject_access.service import SubjectAccessService
+from lethe.vault.webhooks.delivery import Dispatcher
+from lethe.vault.webhooks.service import WebhookService
 
 
 @dataclass
@@ -85,10 +88,14 @@ class Container:
     sessions: ConsoleSessions
     own_records: OwnRecords
     agent_sessions: AgentSessions  # agents' sessions and their taint (not the console's sign-ins)
+    webhooks: WebhookService
+    webhook_dispatch: Dispatcher | None  # None without the webhooks extra
     semantic: str = ""  # one line: which embedder ranks searches, or why search is lexical only
     created: list[str] = field(default_factory=list)
 
     def close(self) -> None:
+        if self.webhook_dispatch is not None:
+            self.webhook_dispatch.close()
         self.kms.close()
         self.uow.dispose()
 
@@ -202,6 +209,14 @@ def build(
     semantic = load_embedder(settings.embedding_model)
     vectors = VectorIndex(semantic.embedder)
     agent_sessions = AgentSessions(uow, pseudonyms, timedelta(seconds=settings.session_ttl_seconds))
+    webhooks, webhook_dispatch = build_webhooks(
+        uow,
+        pseudonyms,
+        allow_private=settings.webhook_allow_private,
+        retry_base_seconds=settings.webhook_retry_base_seconds,
+        max_attempts=settings.webhook_max_attempts,
+        timeout_seconds=settings.webhook_timeout_seconds,
+    )
     return Container(
         settings=settings,
         uow=uow,
@@ -252,5 +267,7 @@ def build(
             max_age=timedelta(seconds=settings.console_session_max_seconds),
         ),
         own_records=OwnRecords(uow, keyring, pseudonyms),
+        webhooks=webhooks,
+        webhook_dispatch=webhook_dispatch,
         created=created,
     )

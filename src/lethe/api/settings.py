@@ -124,6 +124,13 @@ class Settings(BaseSettings):
     checkpoint_interval_seconds: float = Field(default=60.0, gt=0)  # sign the audit log's head this often
     # Give freed heap pages back to the kernel this often (api.http.allocator.trim; 0: never).
     malloc_trim_interval_seconds: float = Field(default=10.0, ge=0)
+    # Signed webhooks (vault.webhooks, api.webhooks): loopback, private, link-local and metadata
+    # destinations are refused unless this is true (LETHE_WEBHOOK_ALLOW_PRIVATE; tests set it).
+    webhook_allow_private: bool = False
+    webhook_interval_seconds: float = Field(default=1.0, gt=0)  # how often each worker sends what is due
+    webhook_retry_base_seconds: float = Field(default=10.0, gt=0)  # first retry; doubling after each failure
+    webhook_max_attempts: int = Field(default=8, ge=1, le=30)
+    webhook_timeout_seconds: float = Field(default=10.0, gt=0, le=60)
     public_url: str | None = None  # how clients reach the server (MCP resource URL); serve: its address
     # The MCP server serves a user channel: its ``remember`` records this source type (the
     # token must be allowed to assert it). Unset: what a model stores is ``agent_inference``.

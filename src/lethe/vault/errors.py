@@ -238,6 +238,13 @@ class StoreUnavailable(VaultError):
     title = "Service unavailable"
 
 
+class FeatureUnavailable(VaultError):
+    """A feature whose optional extra this installation lacks (e.g. webhooks)."""
+
+    status = 501
+    title = "Not available in this installation"
+
+
 class StoreNotReady(VaultError):
     status = 503
     title = "Store not ready"

@@ -28,7 +28,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.base import RequestResponseEndpoint
 
-from lethe.api.console import admin, auditor, officer, reviewer
+from lethe.api.console import admin, auditor, officer, reviewer, webhooks
 from lethe.api.console.pages import home_for, may_use_console
 from lethe.api.console.render import page
 from lethe.api.console.session import (
@@ -174,7 +174,7 @@ def create_console(api: FastAPI) -> FastAPI:
         clear_cookie(request, response, SESSION_COOKIE)
         return response
 
-    for module in (officer, reviewer, auditor, admin):
+    for module in (officer, reviewer, auditor, admin, webhooks):
         console.include_router(module.router)
     return console
 

@@ -31,6 +31,7 @@ NAV: tuple[Page, ...] = (
     Page("/console/audit", "Audit log", "get_audit_checkpoint"),
     Page("/console/kpis", "KPIs", "get_audit_kpis"),
     Page("/console/tokens", "Tokens", "list_tokens"),
+    Page("/console/webhooks", "Webhooks", "list_webhooks"),
 )
 
 

@@ -47,6 +47,7 @@ from lethe.api.http.routes import (
     sessions,
     subject_access,
     tokens,
+    webhooks,
 )
 from lethe.api.http.subject_sweeps import SubjectSweeps
 from lethe.api.http.verify_page import install_verifier
@@ -117,7 +118,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_verifier(app)
     install_wheels(app)
     mount_console(app)
-    routers = [m.router for m in (health, memories, sessions, review, erasure, subject_access, tokens, audit)]
+    modules = (health, memories, sessions, review, erasure, subject_access, tokens, audit, webhooks)
+    routers = [m.router for m in modules]
     check_route_roles(routers)
     for router in routers:
         app.include_router(router)

@@ -55,6 +55,7 @@ OVERSIGHT = frozenset({Role.PRIVACY_OFFICER, Role.AUDITOR})
 AUDITOR = frozenset({Role.AUDITOR})
 ADMIN = frozenset({Role.ADMIN})
 EVERY_ROLE = frozenset(Role)
+WEBHOOK_ADMINS = frozenset({Role.ADMIN, Role.PRIVACY_OFFICER})  # a tenant's admin or its privacy officer
 
 ROUTE_ROLES: dict[str, frozenset[Role]] = {
     "write_memory": WRITERS,
@@ -84,6 +85,11 @@ ROUTE_ROLES: dict[str, frozenset[Role]] = {
     "list_tokens": ADMIN,
     "revoke_token": ADMIN,
     "whoami": EVERY_ROLE,
+    "create_webhook": WEBHOOK_ADMINS,
+    "list_webhooks": WEBHOOK_ADMINS,
+    "delete_webhook": WEBHOOK_ADMINS,
+    "list_webhook_deliveries": WEBHOOK_ADMINS,
+    "replay_webhook_delivery": WEBHOOK_ADMINS,
     "get_audit_checkpoint": AUDITOR,
     "get_audit_kpis": AUDITOR,
     "get_audit_public_key": AUDITOR,

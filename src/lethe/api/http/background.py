@@ -1,11 +1,12 @@
 """Periodic background work of the server (expiry sweep, erasure runner, compaction,
-audit checkpoints, returning freed memory to the kernel).
+audit checkpoints, webhook deliveries, returning freed memory to the kernel).
 
 Each job runs in a worker thread on a fixed interval; a failure is logged by its type
 only (storage errors can quote parameters) and the job is retried on the next tick. The
 two that read the whole store (the expiry sweep, the scheduled compaction) run once per
 interval across every worker and node: each worker takes the job's turn first
-(``store.turns``), and runs it only if nobody else did within the interval.
+(``store.turns``), and runs it only if nobody else did within the interval. Webhook
+deliveries run in every worker; each delivery is leased by one sender (``vault.webhooks.delivery``).
 
 Exceptions: none escape a loop; ``stop`` cancels what overstays its grace period.
 """
@@ -28,6 +29,7 @@ from lethe.api.store_lease import StoreLease
 from lethe.vault.clock import utcnow
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.turns import take_turn
+from lethe.vault.webhooks.deadlines import prune_deliveries, sweep_deadlines
 
 log = logging.getLogger("lethe.api")
 Job = Callable[[], int]  # a unit of background work; returns how much it did
@@ -139,6 +141,8 @@ def _sweep(container: Container) -> int:
     once per interval across the deployment, like the memories' sweep, not in every worker."""
     expired = container.memories.sweep_expired()
     container.erasure.forget_expired_filings()
+    sweep_deadlines(container.uow)  # request.due_soon / request.overdue webhooks, once each
+    prune_deliveries(container.uow, utcnow())  # finished deliveries' records, after 30 days
     return expired
 
 
@@ -167,6 +171,13 @@ def start_server_work(
         container.erasure.run_pending,
         metrics.forget_completions.inc,
     )
+    if container.webhook_dispatch is not None:  # every worker sends; a lease per delivery (vault.webhooks)
+        work.every(
+            settings.webhook_interval_seconds,
+            "webhook_delivery",
+            container.webhook_dispatch.run_due,
+            lambda n: None,
+        )
     work.every(
         settings.checkpoint_interval_seconds,
         "audit_checkpoint",

@@ -68,6 +68,7 @@ from lethe.vault.model import Caller, Role
 from lethe.vault.store.events import canonical_row
 from lethe.vault.store.tables import backups, erasure_final_reports, erasure_reports, events
 from lethe.vault.store.tenancy import for_caller, maintenance_job
+from lethe.vault.webhooks.events import reported
 
 __all__ = [
     "MAX_CONSISTENCY_PROOFS",
@@ -499,6 +500,7 @@ class ErasureReports:
                 )
             )
             erasure_repo.set_report(conn, job.id, report_id)
+            reported(conn, job.tenant_id, job.id, report_id, data, self.clock(), final=False)
         return ErasureReport(report_id, job.id, job.tenant_id, issued_at, data)
 
     def issue_final(self, job: ErasureJob, first: ErasureReport) -> ErasureReport:
@@ -526,6 +528,7 @@ class ErasureReports:
                     document=data.decode("utf-8"),
                 )
             )
+            reported(conn, job.tenant_id, job.id, report_id, data, self.clock(), final=True)
         return ErasureReport(report_id, job.id, job.tenant_id, issued_at, data)
 
     def _certify(self, job: ErasureJob, supersedes: dict[str, Any] | None) -> tuple[str, str, bytes]:

@@ -294,12 +294,15 @@ def block(conn: Connection, job_id: str, reason: str, at: datetime) -> None:
     )
 
 
-def unblock_jobs_of(conn: Connection, tenant_id: str, subject_ref: str, at: datetime) -> None:
-    """Jobs a hold blocked go back to ``received`` once it is lifted."""
-    conn.execute(
-        erasure_jobs.update()
-        .where(_job.tenant_id == tenant_id, _job.subject_ref == subject_ref, _job.status == BLOCKED)
-        .values(status=RECEIVED, last_error=None, updated_at=to_db(at))
+def unblock_jobs_of(conn: Connection, tenant_id: str, subject_ref: str, at: datetime) -> list[str]:
+    """Jobs a hold blocked go back to ``received`` once it is lifted; their ids."""
+    return list(
+        conn.execute(
+            erasure_jobs.update()
+            .where(_job.tenant_id == tenant_id, _job.subject_ref == subject_ref, _job.status == BLOCKED)
+            .values(status=RECEIVED, last_error=None, updated_at=to_db(at))
+            .returning(_job.id)
+        ).scalars()
     )
 
 

@@ -51,6 +51,7 @@ from lethe.vault.erasure.deadlines import due_date
 from lethe.vault.erasure.leases import Claim
 from lethe.vault.erasure.legal_bases import LegalBases
 from lethe.vault.erasure.model import (
+    BLOCKED,
     KEY_DESTROYED,
     KEY_PENDING,
     LEGAL_HOLD_LIFTED,
@@ -72,6 +73,7 @@ from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.projection import SUBJECT_REINSTATED, apply
 from lethe.vault.store.tenancy import for_caller, maintenance_job
+from lethe.vault.webhooks.events import status_changed
 
 log = logging.getLogger("lethe.erasure")
 
@@ -292,6 +294,7 @@ class ErasureService:
         repo.insert_step(
             conn, job_id, RECEIVED, now, ev.seq, {"legal_basis": legal_basis, "due_at": iso(due)}
         )
+        status_changed(conn, caller.tenant_id, job_id, RECEIVED, None, now)  # the webhooks' outbox
 
     @for_caller
     def get(self, caller: Caller, job_id: str) -> ErasureJob:
@@ -363,7 +366,8 @@ class ErasureService:
                     occurred_at=iso(now),
                 ),
             )
-            repo.unblock_jobs_of(conn, hold.tenant_id, hold.subject_ref, now)
+            for job_id in repo.unblock_jobs_of(conn, hold.tenant_id, hold.subject_ref, now):
+                status_changed(conn, hold.tenant_id, job_id, RECEIVED, BLOCKED, now)
 
     @for_caller
     def reinstate(self, caller: Caller, subject_id: str, reason: str) -> Reinstatement:
@@ -484,6 +488,7 @@ class ErasureService:
         now = self.clock()
         record_step(conn, self.log, job, step, now, ev)
         repo.record_progress(conn, job.id, step, now, completed=step == last)
+        status_changed(conn, job.tenant_id, job.id, step, job.status, now, completed=step == last)
         if step == last:
             residue.forget(conn, job.id)  # the identifiers' hashes live as long as the request
         log.info("erasure step completed", extra={"request_id": job.id, "step": step})
@@ -495,8 +500,10 @@ class ErasureService:
 
     def _note_failure(self, job: ErasureJob, spec: StepSpec, reason: str) -> None:
         status = KEY_PENDING if spec.name == KEY_DESTROYED else job.status
+        now = self.clock()
         with self.uow.write() as conn:
-            repo.note_failure(conn, job.id, status, reason, self.clock())
+            repo.note_failure(conn, job.id, status, reason, now)
+            status_changed(conn, job.tenant_id, job.id, status, job.status, now)
         log.warning(
             "erasure step deferred", extra={"request_id": job.id, "step": spec.name, "reason": reason}
         )
@@ -507,7 +514,9 @@ class ErasureService:
             hold = repo.active_hold(conn, job.tenant_id, job.subject_ref)
             if hold is None:
                 return True
-            repo.block(conn, job.id, f"legal hold {hold.id}: {hold.reason}", self.clock())
+            now = self.clock()
+            repo.block(conn, job.id, f"legal hold {hold.id}: {hold.reason}", now)
+            status_changed(conn, job.tenant_id, job.id, BLOCKED, job.status, now)
         return False
 
     def _load(self, job_id: str) -> ErasureJob | None:

@@ -485,3 +485,55 @@ agent_sessions = sa.Table(
     sa.Column("expires_at", sa.DateTime, nullable=False),
     sa.PrimaryKeyConstraint("tenant_id", "agent_id", "session_ref"),
 )
+
+# Signed webhooks (``vault.webhooks``): a tenant's subscribed endpoints (the signing secret
+# sealed under a key derived from the pepper), the outbox of events written in the
+# transaction that changed a request's state, one delivery per (event, endpoint) and the
+# attempts of each (status code and time, never a response body). Migration 0030.
+webhook_endpoints = sa.Table(
+    "webhook_endpoints",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("url", sa.String(2048), nullable=False),
+    sa.Column("events", sa.Text, nullable=False),  # JSON list of event types
+    sa.Column("sealed_secret", sa.LargeBinary, nullable=False),
+    sa.Column("created_by", sa.String(200), nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Index("ix_webhook_endpoints_tenant", "tenant_id"),
+)
+webhook_events = sa.Table(
+    "webhook_events",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),  # the ``webhook-id`` every delivery carries
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("type", sa.String(40), nullable=False),
+    sa.Column("payload", sa.Text, nullable=False),  # the signed body: ids and statuses only
+    sa.Column("created_at", sa.DateTime, nullable=False),
+)
+webhook_deliveries = sa.Table(
+    "webhook_deliveries",
+    metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("event_id", sa.String(40), nullable=False),
+    sa.Column("endpoint_id", sa.String(36), nullable=False),
+    sa.Column("state", sa.String(12), nullable=False),  # pending, delivered, failed
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("next_attempt_at", sa.DateTime, nullable=False),
+    sa.Column("lease_owner", sa.String(100)),  # the worker sending it, until lease_until
+    sa.Column("lease_until", sa.DateTime),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+    sa.Index("ix_webhook_deliveries_due", "state", "next_attempt_at"),
+    sa.Index("ix_webhook_deliveries_endpoint", "tenant_id", "endpoint_id"),
+)
+webhook_attempts = sa.Table(
+    "webhook_attempts",
+    metadata,
+    sa.Column("delivery_id", sa.String(36), primary_key=True),
+    sa.Column("n", sa.Integer, primary_key=True),
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("at", sa.DateTime, nullable=False),
+    sa.Column("status_code", sa.Integer),  # None: no HTTP answer (refused, timeout, connection)
+    sa.Column("outcome", sa.String(20), nullable=False),
+)

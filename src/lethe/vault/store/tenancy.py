@@ -38,7 +38,7 @@ APP_ROLE = "lethe_app"
 TENANT_SETTING = "lethe.tenant"
 
 # Tables with a ``tenant_id`` column whose policy is ``tenant_id = current_setting('lethe.tenant')``
-# (migration 0024; ``erasure_filings`` by 0029).
+# (migration 0024; ``erasure_filings`` by 0029; the webhook tables by 0030).
 TENANT_TABLES = (
     "memories",
     "search_index",
@@ -60,6 +60,10 @@ TENANT_TABLES = (
     "erasure_identifiers",
     "subject_aliases",
     "erasure_filings",
+    "webhook_endpoints",
+    "webhook_events",
+    "webhook_deliveries",
+    "webhook_attempts",
 )
 # Tables keyed by an erasure job: a row is visible when its job is (the job's own policy).
 JOB_TABLES = ("erasure_steps", "erasure_extensions")

@@ -45,6 +45,7 @@ from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.tables import legal_holds
 from lethe.vault.store.tenancy import for_caller
 from lethe.vault.subject_access.collect import collect
+from lethe.vault.webhooks.events import ACCESS_EXPORT_READY, record
 
 SUBJECT_ACCESS_EXPORTED = "subject_access.exported"
 FORMATS = ("json", "html", "pdf")
@@ -157,6 +158,9 @@ class SubjectAccessService:
             }
             event = Event(SUBJECT_ACCESS_EXPORTED, tenant, payload, subject_ref=ref, occurred_at=iso(now))
             self.log.append(conn, event)
+            ready = {"export_id": export_id, "format": fmt, "items": export.items}
+            ready["document_sha256"] = export.sha256
+            record(conn, tenant, ACCESS_EXPORT_READY, ready, now)  # the webhooks' outbox
         return export
 
     def _refuse_fenced(self, conn: Any, tenant_id: str, subject_ref: str) -> None:

@@ -1,0 +1,1 @@
+"""Signed webhooks: the outbox, subscriptions and their delivery (``docs/integrations.md``)."""
