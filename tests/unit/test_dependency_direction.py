@@ -83,5 +83,5 @@ def test_cryptography_hazmat_is_imported_only_in_keys():
 
 def test_the_checker_can_fail(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("import fastapi\nfrom lethe.api.http.app import create_app\nfrom lethe.keys import x\n")
+    bad.write_text("import fastapi\nfrom lethe.api.server.app import create_app\nfrom lethe.keys import x\n")
     assert imported_roots(bad) & FORBIDDEN["vault"] == {"fastapi", "lethe.api"}

@@ -28,10 +28,7 @@ from lethe.keys.factory import build_kms
 from lethe.keys.protocol import KeyManager
 from lethe.vault.access.sessions import ConsoleSessions
 from lethe.vault.access.tokens import TokenService
-from lethe.vault.audit.certificate import ErasureReports, reported_step
-from lethe.vault.audit.final_certificate import FinalCertificates
 from lethe.vault.audit.forks import AuditForks
-from lethe.vault.audit.kpis import KpiService
 from lethe.vault.audit.log import AuditLog
 from lethe.vault.custody.keyring import DekCache, SubjectKeyring
 from lethe.vault.custody.opened_vectors import OpenedVectors
@@ -51,6 +48,9 @@ from lethe.vault.memory.review import ReviewService
 from lethe.vault.memory.search import SearchService
 from lethe.vault.memory.service import MemoryService
 from lethe.vault.memory.vectors import VectorIndex
+from lethe.vault.oversight.certificate import ErasureReports, reported_step
+from lethe.vault.oversight.final_certificate import FinalCertificates
+from lethe.vault.oversight.kpis import KpiService
 from lethe.vault.store.db import UnitOfWork, make_engine
 from lethe.vault.store.events import EventLog, SqlEventLog
 from lethe.vault.store.schema import require_current, schema_state, upgrade

@@ -152,10 +152,10 @@ def serve(
         os.environ.setdefault(var, "1")
     import uvicorn  # the web stack loads only for the command that serves it
 
-    from lethe.api.http.app import create_app
     from lethe.api.http.header_timeout import serving_protocol
     from lethe.api.http.listeners import serve_workers
     from lethe.api.http.logging import configure_logging
+    from lethe.api.server.app import create_app
 
     settings = load_settings()
     shown = f"[{host}]" if ":" in host else host
@@ -207,7 +207,7 @@ def serve(
     # factory by name); the public URL computed here travels with it.
     os.environ["LETHE_PUBLIC_URL"] = str(settings.public_url)
     config = uvicorn.Config(
-        "lethe.api.http.app:create_app_from_environment", factory=True, workers=workers, **options
+        "lethe.api.server.app:create_app_from_environment", factory=True, workers=workers, **options
     )
     try:
         serve_workers(config)  # a listening socket per worker (api/http/listeners.py)

@@ -19,7 +19,7 @@ Exceptions:
 A token may carry the ``display_name`` and ``email`` of the person or system it stands
 for: records keep the token id and show the name (``vault.access.principals``).
 
-A token may name the source types it may assert (``source_types``; ``memory.policy`` refuses
+A token may name the source types it may assert (``source_types``; ``vault.policy`` refuses
 a write asserting another). Stored as NULL when not given: the role's default (an agent's
 every non-operator type, an operator's ``operator_config``), which is what every token
 minted before the column existed keeps. Minting
@@ -46,8 +46,8 @@ import sqlalchemy as sa
 from lethe.vault.access.known_tokens import REFUSAL, KnownTokens
 from lethe.vault.clock import from_db, iso, to_db, utcnow
 from lethe.vault.errors import InvalidCommand, NotFound, Unauthenticated
-from lethe.vault.memory.policy import DEFAULT_POLICY, role_source_types
 from lethe.vault.model import Caller, Role, SourceType
+from lethe.vault.policy import DEFAULT_POLICY, role_source_types
 from lethe.vault.store import driver_reads
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog

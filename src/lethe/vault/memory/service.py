@@ -57,7 +57,6 @@ from lethe.vault.memory import agent_sessions, summaries
 from lethe.vault.memory import repository as repo
 from lethe.vault.memory.agent_sessions import DEFAULT_SESSION_TTL, WROTE
 from lethe.vault.memory.data_policy import DataPolicy, default_policy
-from lethe.vault.memory.policy import DEFAULT_POLICY, Limits, Policy, Standing, admit_source
 from lethe.vault.memory.retention import kept_until
 from lethe.vault.memory.validation import ValidWrite, normal_subject_id, validate_write
 from lethe.vault.memory.vectors import VectorIndex
@@ -74,6 +73,7 @@ from lethe.vault.model import (
     WriteCommand,
     lowest_trust,
 )
+from lethe.vault.policy import DEFAULT_POLICY, Limits, Policy, Standing, admit_source
 from lethe.vault.store import driver_reads
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
