@@ -53,6 +53,7 @@ from lethe.vault.oversight.final_certificate import FinalCertificates
 from lethe.vault.oversight.kpis import KpiService
 from lethe.vault.store.db import UnitOfWork, make_engine
 from lethe.vault.store.events import EventLog, SqlEventLog
+from lethe.vault.store.readiness import holds_data
 from lethe.vault.store.schema import require_current, schema_state, upgrade
 from lethe.vault.subject_access.service import SubjectAccessService
 
@@ -144,7 +145,7 @@ def _refuse_new_keys_for_old_data(settings: Settings, engine: sa.Engine) -> None
     if schema_state(engine).current is None:
         return
     with engine.connect() as conn:
-        has_data = conn.execute(sa.text("SELECT 1 FROM events LIMIT 1")).first() is not None
+        has_data = holds_data(conn)
     if has_data:
         raise StoreNotReady(
             f"{settings.key_dir / PEPPER} is missing but the database holds data: restore the key dir "

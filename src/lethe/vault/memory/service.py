@@ -33,14 +33,8 @@ from sqlalchemy.exc import IntegrityError
 
 from lethe.vault.access.known_tokens import TOKEN_LIVE, check_not_revoked, confirm
 from lethe.vault.clock import iso, utcnow
-from lethe.vault.custody.keyring import (
-    STALE,
-    WRITABLE,
-    WRITABLE_COLUMNS,
-    SubjectKey,
-    SubjectKeyring,
-    write_verdict,
-)
+from lethe.vault.custody.key_repository import STALE, WRITABLE, WRITABLE_COLUMNS, write_verdict
+from lethe.vault.custody.keyring import SubjectKey, SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
 from lethe.vault.errors import (
     IdempotencyConflict,
