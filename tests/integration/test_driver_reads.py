@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from lethe.vault.access import tokens
+from lethe.vault.access import token_repository, tokens
 from lethe.vault.errors import StoreUnavailable
 from lethe.vault.memory import ranked_scope, scope_statements
 from lethe.vault.memory import repository as repo
@@ -38,13 +38,13 @@ def test_a_tokens_row_read_at_the_driver_is_the_row_sqlalchemy_reads(lethe) -> N
         lethe.uow.maintenance("test: the token row as the owner sees it, past the wall"),
         lethe.uow.read() as conn,
     ):
-        (row,) = _same_rows(conn, tokens._BY_HASH, {"digest": tokens.hash_token(token)})
+        (row,) = _same_rows(conn, token_repository._BY_HASH, {"digest": tokens.hash_token(token)})
     assert row.id == info.id and row.revoked_at is not None and row.expires_at is None
     with (
         lethe.uow.maintenance("test: the token row as the owner sees it, past the wall"),
         lethe.uow.read() as conn,
     ):
-        assert driver_reads.first(conn, tokens._BY_HASH, {"digest": "0" * 64}) is None
+        assert driver_reads.first(conn, token_repository._BY_HASH, {"digest": "0" * 64}) is None
 
 
 def test_a_searchs_statements_read_at_the_driver_give_the_rows_sqlalchemy_gives(lethe) -> None:

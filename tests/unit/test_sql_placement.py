@@ -40,8 +40,6 @@ STILL_TO_MOVE = {
     "api/bench/same_rows.py",
     "api/bench/writes.py",
     "api/store_lease.py",
-    "vault/access/known_tokens.py",
-    "vault/access/principals.py",
     "vault/audit/forks.py",
     "vault/audit/leaves.py",
     "vault/audit/log.py",

@@ -8,6 +8,7 @@ opened: the rules (who may mint what, when a token is valid, the audit events) s
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -28,6 +29,17 @@ _TOKEN_BY_HASH = sa.func.lethe_token_by_hash(sa.bindparam("digest", type_=sa.Str
     *(sa.column(c.name, c.type) for c in api_tokens.c)
 )
 _BY_HASH_PAST_THE_WALL = sa.select(*_TOKEN_BY_HASH.c)
+
+# 1 while the token bound as ``token_id`` exists unrevoked, else NULL: a scalar column for a
+# statement to carry (``access.known_tokens``).
+_t = api_tokens.c
+TOKEN_LIVE = (
+    sa.select(sa.literal(1))
+    .where(_t.id == sa.bindparam("token_id", type_=sa.String), _t.revoked_at.is_(None))
+    .scalar_subquery()
+    .label("token_live")
+)
+_LIVE = sa.select(TOKEN_LIVE)
 
 
 @dataclass(frozen=True)
@@ -126,3 +138,21 @@ def add(conn: Connection, token_hash: str, info: TokenInfo) -> None:
 def mark_revoked(conn: Connection, token_id: str, at: datetime) -> None:
     """Record the token's revocation time."""
     conn.execute(api_tokens.update().where(api_tokens.c.id == token_id).values(revoked_at=to_db(at)))
+
+
+def token_live(conn: Connection, token_id: str) -> Any:
+    """``TOKEN_LIVE`` of one token, read alone: 1 while it exists unrevoked, else None."""
+    row = driver_reads.first(conn, _LIVE, {"token_id": token_id})
+    return None if row is None else row.token_live
+
+
+def display_names(conn: Connection, tenant_id: str, token_ids: Iterable[str]) -> dict[str, str]:
+    """The display names of those of the tenant's tokens that have one, by token id."""
+    rows = conn.execute(
+        sa.select(api_tokens.c.id, api_tokens.c.display_name).where(
+            api_tokens.c.tenant_id == tenant_id,
+            api_tokens.c.id.in_(sorted(token_ids)),
+            api_tokens.c.display_name.is_not(None),
+        )
+    )
+    return {r.id: r.display_name for r in rows}
