@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lethe.keys.signing import Ed25519Signer
-from lethe.vault.audit.certificate import sign_certificate
 from lethe.vault.canonical import canonical_json
+from lethe.vault.oversight.certificate import sign_certificate
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,13 @@ from fastapi.testclient import TestClient
 
 from lethe.api.bench.workload import query_words
 from lethe.api.bootstrap import build
-from lethe.api.http.app import create_app
 from lethe.api.settings import Settings
 from lethe.vault.model import Role
+
+try:  # the app module's home since the package floors; before them, api/http
+    from lethe.api.server.app import create_app
+except ImportError:
+    from lethe.api.http.app import create_app  # type: ignore[no-redef]
 
 kind, n = sys.argv[1], int(sys.argv[2])
 

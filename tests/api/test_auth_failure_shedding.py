@@ -18,7 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import lethe.vault.access.tokens as token_module
-from lethe.api.http.app import create_app
+from lethe.api.server.app import create_app
 from lethe.api.settings import Settings
 from lethe.vault.model import Role
 from lethe.vault.store import driver_reads

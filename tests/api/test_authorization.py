@@ -18,7 +18,6 @@ import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from lethe.api.http.app import create_app
 from lethe.api.http.auth import ROUTE_ROLES
 from lethe.api.http.routes import (
     audit,
@@ -31,6 +30,7 @@ from lethe.api.http.routes import (
     tokens,
     webhooks,
 )
+from lethe.api.server.app import create_app
 from lethe.api.settings import Settings
 from lethe.vault.model import Caller, Role, SourceType
 from tests.api.conftest import Api, api_settings, bearer, memory_body
@@ -300,7 +300,7 @@ def test_an_admin_mints_only_for_its_own_tenant(world: World) -> None:
 
 
 def test_no_role_that_may_write_may_review() -> None:
-    from lethe.vault.memory.policy import DEFAULT_POLICY
+    from lethe.vault.policy import DEFAULT_POLICY
 
     writers = {role for role, _ in DEFAULT_POLICY} | ROUTE_ROLES["write_memory"]
     for route in ("promote_memory", "reject_memory", "list_review_queue", "get_review_item"):

@@ -26,11 +26,11 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from pypdf import PdfReader
 
-from lethe.api.http.app import create_app
+from lethe.api.server.app import create_app
 from lethe.api.settings import Settings
-from lethe.vault.audit.certificate import sign_certificate
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.model import Role
+from lethe.vault.oversight.certificate import sign_certificate
 from tests.api.conftest import Api, api_settings, assert_problem, bearer, memory_body
 from tests.api.mcp_clients import call
 from tests.children import lethe_command, lethe_env

@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from lethe.api.console.pages import NAV
-from lethe.api.http.app import create_app
 from lethe.api.http.auth import may
+from lethe.api.server.app import create_app
 from lethe.api.settings import Settings
 from lethe.vault.model import Role
 from lethe.vault.store.tables import console_sessions, erasure_jobs

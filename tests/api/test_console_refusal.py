@@ -18,7 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
-from lethe.api.http.app import create_app
+from lethe.api.server.app import create_app
 from lethe.api.settings import Settings
 from lethe.vault.model import Role
 from tests.api.conftest import Api, api_settings

@@ -15,8 +15,8 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
-from lethe.api.http.app import create_app
 from lethe.api.http.logging import JsonFormatter
+from lethe.api.server.app import create_app
 from lethe.api.settings import DataPolicyConfig, Settings
 from lethe.keys.filescan import find_in_files
 from lethe.vault.errors import ForbiddenContent

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from lethe.api.cli import app as cli
-from lethe.api.http.app import create_app
+from lethe.api.server.app import create_app
 from lethe.api.settings import Settings
 from lethe.vault.erasure.legal_bases import STANDARD
 from lethe.vault.model import Role

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from lethe.api.http.app import create_app
+from lethe.api.server.app import create_app
 from lethe.api.settings import Settings
 from lethe.vault.model import Role
 from tests.api.conftest import PROBLEM, api_settings, bearer

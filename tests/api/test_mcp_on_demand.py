@@ -11,7 +11,7 @@ from tests.children import python_on_a_new_store
 _SERVE_WITHOUT_THEN_WITH_MCP = """
 import json, sys
 from fastapi.testclient import TestClient
-from lethe.api.http.app import create_app
+from lethe.api.server.app import create_app
 from lethe.api.settings import Settings
 
 loaded = lambda: sorted({m.split(".")[0] for m in sys.modules} & {"mcp", "httpx"})
@@ -44,7 +44,7 @@ _SERVE_WITH_A_BROKEN_SDK = """
 import json, logging, sys
 sys.path.insert(0, %(broken)r)
 from fastapi.testclient import TestClient
-from lethe.api.http.app import create_app
+from lethe.api.server.app import create_app
 from lethe.api.settings import Settings
 
 logged = []

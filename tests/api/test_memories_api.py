@@ -11,8 +11,8 @@ import uuid
 import pytest
 from fastapi.testclient import TestClient
 
-from lethe.api.http.app import create_app
 from lethe.api.http.logging import JsonFormatter
+from lethe.api.server.app import create_app
 from lethe.api.settings import Settings
 from lethe.keys.protocol import KmsUnavailable
 from tests.api.conftest import Api, api_settings, assert_problem, bearer, memory_body

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from lethe.api.bootstrap import Container, build
-from lethe.api.http.app import create_app
+from lethe.api.server.app import create_app
 from lethe.api.settings import Settings
 from lethe.vault.errors import NotFound
 from lethe.vault.model import SearchQuery

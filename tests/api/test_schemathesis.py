@@ -25,8 +25,8 @@ from schemathesis.specs.openapi.checks import (  # noqa: E402
     status_code_conformance,
 )
 
-from lethe.api.http.app import create_app  # noqa: E402
 from lethe.api.http.auth import ROUTE_ROLES  # noqa: E402
+from lethe.api.server.app import create_app  # noqa: E402
 from lethe.api.settings import Settings  # noqa: E402
 from lethe.vault.model import Role  # noqa: E402
 from tests.api.conftest import api_settings  # noqa: E402

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from lethe.api.mcp.stdio import stdio_session
+from lethe.api.server.stdio import stdio_session
 from lethe.client import AsyncLetheClient, LetheClient, Provenance
 from lethe.integrations.langgraph import LetheStore
 from lethe.vault.errors import InvalidCommand

@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
-from lethe.api.http.app import create_app
+from lethe.api.server.app import create_app
 from lethe.api.settings import Settings
 from lethe.api.webhooks import HttpSender
 from lethe.vault.clock import utcnow

@@ -19,8 +19,8 @@ import pytest
 from lethe.api.bootstrap import build
 from lethe.api.settings import Settings
 from lethe.keys.signing import Ed25519Signer
-from lethe.vault.audit.certificate import sign_certificate
 from lethe.vault.audit.verify import verify_certificate
+from lethe.vault.oversight.certificate import sign_certificate
 from tests.browser.conftest import Visit
 from tests.browser.test_browser_verifier import failed, in_browser, offline  # noqa: F401 (fixture)
 from tests.conftest import agent, officer, write_cmd

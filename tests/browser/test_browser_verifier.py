@@ -24,8 +24,8 @@ from playwright.sync_api import expect
 from lethe.api.bootstrap import build
 from lethe.api.settings import Settings
 from lethe.keys.signing import Ed25519Signer
-from lethe.vault.audit.certificate import sign_certificate
 from lethe.vault.audit.verify import verify_certificate
+from lethe.vault.oversight.certificate import sign_certificate
 from tests.browser.conftest import Console, Visit
 from tests.conftest import agent, officer, write_cmd
 from tests.scheduling_kms import SchedulingKms

@@ -11,8 +11,8 @@ import pytest
 
 from lethe.api.bootstrap import Container, build
 from lethe.api.settings import Settings
-from lethe.vault.audit.render import render_html
 from lethe.vault.audit.verify import verify_certificate
+from lethe.vault.oversight.render import render_html
 from tests.conftest import agent, officer, write_cmd
 
 pytestmark = pytest.mark.browser

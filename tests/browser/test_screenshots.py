@@ -19,7 +19,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 def test_the_screenshot_command_writes_every_page_the_docs_show(tmp_path: Path) -> None:
     if not Path(CHROMIUM).exists() or shutil.which("pdftoppm") is None:
         pytest.skip("needs Debian's chromium and poppler-utils (scripts/test.sh installs them)")
-    command = [sys.executable, "-m", "lethe.api.console.screenshots", "--out", str(tmp_path)]
+    command = [sys.executable, "-m", "lethe.api.server.screenshots", "--out", str(tmp_path)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     docs = (Path(__file__).resolve().parents[2] / "docs" / "console.md").read_text()

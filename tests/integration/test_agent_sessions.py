@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from lethe.api.bootstrap import Container
-from lethe.vault.memory.policy import DEFAULT_POLICY, Standing
 from lethe.vault.memory.service import MemoryService
 from lethe.vault.model import Authority, Provenance, Role, SearchQuery, SourceType, Status, Trust
+from lethe.vault.policy import DEFAULT_POLICY, Standing
 from lethe.vault.store import db, replay
 from tests.conftest import agent, write_cmd
 from tests.integration.test_postgres_round_trips import round_trips, wire

@@ -323,9 +323,9 @@ def test_a_certificate_issued_after_history_was_rewritten_is_refused(lethe: Cont
     # A new process (no cached tree) runs the erasure: the reported step cannot sign.
     c = lethe
     c.audit = fresh_audit(c)
-    from lethe.vault.audit.certificate import ErasureReports, reported_step
     from lethe.vault.erasure.compaction import compacted_step
     from lethe.vault.erasure.service import ErasureService
+    from lethe.vault.oversight.certificate import ErasureReports, reported_step
 
     reports = ErasureReports(c.audit, c.reports.signer)
     service = ErasureService(

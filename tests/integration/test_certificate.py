@@ -22,14 +22,14 @@ from pypdf import PdfReader
 from lethe.api.bootstrap import Container
 from lethe.api.settings import Settings
 from lethe.keys.signing import Ed25519Signer
-from lethe.vault.audit.certificate import REPORTED, sign_certificate
 from lethe.vault.audit.certificate_format import KEYED_SCHEME, keyed_subject_commitment
 from lethe.vault.audit.checkpoint import Checkpoint, key_id, sign_checkpoint
-from lethe.vault.audit.render import render_html, render_pdf
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import parse_iso
 from lethe.vault.erasure.deadlines import add_months
+from lethe.vault.oversight.certificate import REPORTED, sign_certificate
+from lethe.vault.oversight.render import render_html, render_pdf
 from lethe.vault.store.events import Event, SqlEventLog
 from lethe.vault.store.tables import backups
 from tests.children import lethe_env

@@ -8,8 +8,8 @@ import json
 import re
 
 from lethe.api.bootstrap import Container
-from lethe.vault.audit.render import render_html
 from lethe.vault.audit.verify import verify_certificate
+from lethe.vault.oversight.render import render_html
 from tests.conftest import agent, officer, write_cmd
 
 

@@ -16,7 +16,6 @@ import sqlalchemy as sa
 
 from lethe.api.bootstrap import Container
 from lethe.api.settings import Settings
-from lethe.vault.audit.certificate import sign_certificate
 from lethe.vault.audit.certificate_format import (
     FORMAT_V1,
     SALTED_SCHEME,
@@ -25,6 +24,7 @@ from lethe.vault.audit.certificate_format import (
 )
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.canonical import canonical_json
+from lethe.vault.oversight.certificate import sign_certificate
 from lethe.vault.store.tables import erasure_jobs, metadata
 from tests.conftest import agent, officer, write_cmd
 from tests.integration.test_certificate import run_lethe

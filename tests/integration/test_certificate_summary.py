@@ -15,17 +15,17 @@ from pypdf import PdfReader
 
 from lethe.api.bootstrap import Container
 from lethe.api.report_formats import ReportFormat, officer_name, render_report
-from lethe.vault.audit.certificate import ErasureReport
-from lethe.vault.audit.render_summary import (
+from lethe.vault.audit.verify import Check, VerificationResult
+from lethe.vault.canonical import canonical_json
+from lethe.vault.model import Role
+from lethe.vault.oversight.certificate import ErasureReport
+from lethe.vault.oversight.render_summary import (
     ERASED,
     NOT_ERASED,
     NOT_VERIFIED,
     WITH_EXCEPTIONS,
     outcome,
 )
-from lethe.vault.audit.verify import Check, VerificationResult
-from lethe.vault.canonical import canonical_json
-from lethe.vault.model import Role
 from tests.conftest import agent, write_cmd
 
 PASSED = VerificationResult((Check("signature", True, "ok"),))
@@ -141,7 +141,7 @@ def test_the_outcome_names_every_exception(lethe: Container) -> None:
 
 
 def test_a_key_still_in_its_waiting_period_is_not_called_purged_on_page_one(lethe: Container) -> None:
-    from lethe.vault.audit.render_summary import summarise
+    from lethe.vault.oversight.render_summary import summarise
 
     report, _ = certified(lethe)
     doc = report.parsed()

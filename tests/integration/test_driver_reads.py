@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from lethe.vault.access import tokens
+from lethe.vault.access import token_repository, tokens
 from lethe.vault.errors import StoreUnavailable
-from lethe.vault.memory import ranked_scope
+from lethe.vault.memory import ranked_scope, scope_statements
 from lethe.vault.memory import repository as repo
 from lethe.vault.model import Role, SearchQuery
 from lethe.vault.store import db, driver_reads
@@ -38,13 +38,13 @@ def test_a_tokens_row_read_at_the_driver_is_the_row_sqlalchemy_reads(lethe) -> N
         lethe.uow.maintenance("test: the token row as the owner sees it, past the wall"),
         lethe.uow.read() as conn,
     ):
-        (row,) = _same_rows(conn, tokens._BY_HASH, {"digest": tokens.hash_token(token)})
+        (row,) = _same_rows(conn, token_repository._BY_HASH, {"digest": tokens.hash_token(token)})
     assert row.id == info.id and row.revoked_at is not None and row.expires_at is None
     with (
         lethe.uow.maintenance("test: the token row as the owner sees it, past the wall"),
         lethe.uow.read() as conn,
     ):
-        assert driver_reads.first(conn, tokens._BY_HASH, {"digest": "0" * 64}) is None
+        assert driver_reads.first(conn, token_repository._BY_HASH, {"digest": "0" * 64}) is None
 
 
 def test_a_searchs_statements_read_at_the_driver_give_the_rows_sqlalchemy_gives(lethe) -> None:
@@ -59,16 +59,16 @@ def test_a_searchs_statements_read_at_the_driver_give_the_rows_sqlalchemy_gives(
             conn, repo._BY_IDS_WITH_KEYS, {"tenant_id": "t1", "memory_ids": [i.id for i in items]}
         )
         assert {r.id for r in rows} == {i.id for i in items} and all(r.wrapped_dek for r in rows)
-        postings = ranked_scope._postings_statement(conn.dialect.name)
+        postings = scope_statements.postings_statement(conn.dialect.name)
         hits = _same_rows(conn, postings, {"tenant": "t1", "query_hashes": terms})
         assert sorted(t for t, _ in hits) == terms  # a row a term, each with the three memories
         assert all(sorted(ids.split(",")) == sorted(i.id for i in items) for _, ids in hits)
-        params = {**ranked_scope._params(request), "query_hashes": terms}
-        stmt = ranked_scope._token_and_operator_statement(conn.dialect.name, False, False, False)
+        params = {**scope_statements.bound_params(request), "query_hashes": terms}
+        stmt = scope_statements._token_and_operator_statement(conn.dialect.name, False, False, False)
         (anchor,) = _same_rows(conn, stmt, params)
         assert anchor.scope_token and anchor.id is None  # the token, and no operator memory
         # The same statement reading a recalled token's revocation: 1 while unrevoked, else NULL.
-        confirming = ranked_scope._token_and_operator_statement(conn.dialect.name, False, False, True)
+        confirming = scope_statements._token_and_operator_statement(conn.dialect.name, False, False, True)
         (live,) = _same_rows(conn, confirming, {**params, "token_id": info.id})
         (gone,) = _same_rows(conn, confirming, {**params, "token_id": "no-such-token"})
         assert live.token_live == 1 and gone.token_live is None

@@ -24,10 +24,10 @@ from pydantic import SecretStr
 from lethe.api.bootstrap import Container, build
 from lethe.api.report_formats import ReportFormat, render_report
 from lethe.api.settings import Settings
-from lethe.vault.audit.certificate import sign_certificate
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.custody.keyring import key_name
 from lethe.vault.erasure.model import KEY_PENDING
+from lethe.vault.oversight.certificate import sign_certificate
 from tests.conftest import agent, officer, write_cmd
 from tests.integration.test_result_classes import DESTROYED_CLAIMS, pdf_text
 from tests.integration.test_vault_transit import token_with_policies

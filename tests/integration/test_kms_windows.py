@@ -22,11 +22,11 @@ import pytest
 from lethe.api.bootstrap import Container, build
 from lethe.api.report_formats import ReportFormat, render_report
 from lethe.api.settings import Settings
-from lethe.vault.audit.certificate import KEY_IRRECOVERABLE, sign_certificate
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import parse_iso, utcnow
 from lethe.vault.erasure.model import ErasureJob
+from lethe.vault.oversight.certificate import KEY_IRRECOVERABLE, sign_certificate
 from tests.conftest import agent, officer, write_cmd
 from tests.integration.test_certificate import run_lethe
 from tests.integration.test_result_classes import pdf_text

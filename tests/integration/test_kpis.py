@@ -17,9 +17,9 @@ import sqlalchemy as sa
 from freezegun import freeze_time
 
 from lethe.vault import errors
-from lethe.vault.audit.kpis import EXPIRY_GRACE, REMOVAL_STEPS, percentile
 from lethe.vault.clock import from_db, parse_iso
 from lethe.vault.model import Caller, Provenance, Role, SourceType
+from lethe.vault.oversight.kpis import EXPIRY_GRACE, REMOVAL_STEPS, percentile
 from lethe.vault.store.tables import erasure_jobs, erasure_steps
 from tests.conftest import agent, officer, reviewer, write_cmd
 

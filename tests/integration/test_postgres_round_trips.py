@@ -20,7 +20,7 @@ from psycopg.pq import TransactionStatus
 
 from lethe.vault.clock import utcnow
 from lethe.vault.errors import StoreUnavailable
-from lethe.vault.memory import ranked_scope
+from lethe.vault.memory import ranked_scope, scope_statements
 from lethe.vault.model import Caller, Provenance, Role, SearchQuery, SourceType
 from lethe.vault.store import db
 from lethe.vault.store.pipeline import inserts_sent_together
@@ -238,7 +238,7 @@ def test_a_searchs_operator_statement_is_planned_once_per_connection_not_per_sea
         lethe.uow.read() as conn,
     ):  # one connection: prepared statements are per session
         for _ in range(20):
-            token, rows = ranked_scope._token_and_operator_rows(conn, request)
+            token, rows = scope_statements.token_and_operator_rows(conn, request)
             assert token is not None and len(rows) == 1
         (plans,) = conn.execute(
             sa.text(

@@ -25,13 +25,13 @@ import sqlalchemy as sa
 
 from lethe.api.bootstrap import Container
 from lethe.api.report_formats import ReportFormat, render_report
-from lethe.vault.audit.certificate import sign_certificate
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.erasure import residue
 from lethe.vault.erasure.steps import StepFailed
 from lethe.vault.errors import InvalidCommand
 from lethe.vault.memory.review import QueueQuery
 from lethe.vault.model import SearchQuery, SourceType, Status
+from lethe.vault.oversight.certificate import sign_certificate
 from lethe.vault.store import replay
 from lethe.vault.store.tables import erasure_identifiers, metadata
 from tests.conftest import agent, officer, reviewer, write_cmd

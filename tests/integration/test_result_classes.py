@@ -18,8 +18,8 @@ from pypdf import PdfReader
 
 from lethe.api.bootstrap import Container
 from lethe.api.report_formats import ReportFormat, render_report
-from lethe.vault.audit.certificate import ErasureReport, sign_certificate
 from lethe.vault.audit.verify import verify_certificate
+from lethe.vault.oversight.certificate import ErasureReport, sign_certificate
 from tests.conftest import agent, officer, write_cmd
 
 # what a sentence claiming a destroyed key looks like, in any of the renderings

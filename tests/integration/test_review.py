@@ -15,10 +15,10 @@ import sqlalchemy as sa
 from freezegun import freeze_time
 
 from lethe.vault import errors
-from lethe.vault.memory.policy import DEFAULT_POLICY, Standing
 from lethe.vault.memory.review import QueueQuery
 from lethe.vault.memory.service import MemoryService
 from lethe.vault.model import Authority, Caller, Provenance, Role, SearchQuery, SourceType, Status, Trust
+from lethe.vault.policy import DEFAULT_POLICY, Standing
 from lethe.vault.store import replay
 from lethe.vault.store.tables import memories
 from tests.conftest import agent, event_count, page_url, reviewer, write_cmd

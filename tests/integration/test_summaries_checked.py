@@ -21,7 +21,6 @@ from freezegun import freeze_time
 
 from lethe.vault import errors
 from lethe.vault.clock import utcnow
-from lethe.vault.memory.policy import DEFAULT_POLICY, Standing
 from lethe.vault.memory.service import MemoryService
 from lethe.vault.model import (
     Authority,
@@ -35,6 +34,7 @@ from lethe.vault.model import (
     Status,
     Trust,
 )
+from lethe.vault.policy import DEFAULT_POLICY, Standing
 from lethe.vault.store import replay
 from lethe.vault.store.tables import events, memories
 from tests.conftest import agent, event_count, page_url, reviewer, write_cmd

@@ -24,7 +24,7 @@ import httpx
 from fastapi.testclient import TestClient
 
 from lethe.api.first_admin import ADMIN_TOKEN_FILE
-from lethe.api.http.app import create_app
+from lethe.api.server.app import create_app
 from lethe.api.settings import Settings
 from lethe.client import LetheClient
 from lethe.integrations.langgraph import LetheStore

@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from lethe.api.bootstrap import build
-from lethe.api.http.app import create_app
+from lethe.api.server.app import create_app
 from lethe.api.settings import Settings
 from lethe.vault.clock import utcnow
 from lethe.vault.model import Role

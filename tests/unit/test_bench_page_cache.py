@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lethe.api.bench import page_cache
-from lethe.api.bench.report import _resident
+from lethe.api.bench.report_search import _resident
 
 linux = pytest.mark.skipif(sys.platform != "linux", reason="posix_fadvise and mincore as Linux has them")
 

@@ -68,6 +68,6 @@ def test_the_client_imports_and_runs_without_the_servers_stack() -> None:
 
 
 def test_the_block_list_really_blocks() -> None:
-    script = SCRIPT.replace("from lethe.client import LetheClient, NotFound", "import lethe.api.http.app")
+    script = SCRIPT.replace("from lethe.client import LetheClient, NotFound", "import lethe.api.server.app")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
     assert proc.returncode != 0 and "blocked: " in proc.stderr

@@ -1,8 +1,8 @@
-"""Evidence as labelled rows in words (``vault.audit.evidence_rows``)."""
+"""Evidence as labelled rows in words (``vault.oversight.evidence_rows``)."""
 
 from __future__ import annotations
 
-from lethe.vault.audit.evidence_rows import EvidenceRow, evidence_rows
+from lethe.vault.oversight.evidence_rows import EvidenceRow, evidence_rows
 
 
 def test_scalars_read_as_words_and_pairs_as_before_and_after() -> None:

@@ -8,7 +8,8 @@ from itertools import product
 import pytest
 
 from lethe.vault.errors import PolicyRefused, SourceTypeRefused
-from lethe.vault.memory.policy import (
+from lethe.vault.model import Authority, Caller, Kind, Role, SourceType, Status, Trust
+from lethe.vault.policy import (
     DEFAULT_POLICY,
     DEFAULT_TTLS,
     Limits,
@@ -17,7 +18,6 @@ from lethe.vault.memory.policy import (
     allowed_source_types,
     standing_for,
 )
-from lethe.vault.model import Authority, Caller, Kind, Role, SourceType, Status, Trust
 
 # The table of docs (DESIGN.md, "Data model"), written out: a change to the code must change this too.
 EXPECTED = {

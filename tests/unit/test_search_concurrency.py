@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lethe.api.http.app import create_app
+from lethe.api.server.app import create_app
 from lethe.api.settings import Settings
 
 POSTGRES = "postgresql+psycopg://lethe@127.0.0.1:5432/lethe"  # never connected to: no lifespan runs

@@ -15,7 +15,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
-STRICT = ("lethe.keys", "lethe.vault.erasure", "lethe.vault.audit", "lethe.vault.custody")
+STRICT = (
+    "lethe.keys",
+    "lethe.vault.erasure",
+    "lethe.vault.audit",
+    "lethe.vault.oversight",
+    "lethe.vault.custody",
+)
 
 
 def _mypy() -> dict[str, Any]:

@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from lethe.vault import errors
-from lethe.vault.memory.policy import DEFAULT_TTLS, Limits
 from lethe.vault.memory.validation import (
     MAX_VERSION,
     normal_subject_id,
@@ -19,6 +18,7 @@ from lethe.vault.memory.validation import (
     validate_write,
 )
 from lethe.vault.model import Kind, Provenance, SourceType, WriteCommand
+from lethe.vault.policy import DEFAULT_TTLS, Limits
 
 NOW = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 LIMITS = Limits()

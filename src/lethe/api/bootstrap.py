@@ -29,10 +29,7 @@ from lethe.keys.factory import build_kms
 from lethe.keys.protocol import KeyManager
 from lethe.vault.access.sessions import ConsoleSessions
 from lethe.vault.access.tokens import TokenService
-from lethe.vault.audit.certificate import ErasureReports, reported_step
-from lethe.vault.audit.final_certificate import FinalCertificates
 from lethe.vault.audit.forks import AuditForks
-from lethe.vault.audit.kpis import KpiService
 from lethe.vault.audit.log import AuditLog
 from lethe.vault.custody.keyring import DekCache, SubjectKeyring
 from lethe.vault.custody.opened_vectors import OpenedVectors
@@ -53,8 +50,12 @@ from lethe.vault.memory.search import SearchService
 from lethe.vault.memory.service import MemoryService
 from lethe.vault.memory.vector_fill import VectorFill
 from lethe.vault.memory.vectors import VectorIndex
+from lethe.vault.oversight.certificate import ErasureReports, reported_step
+from lethe.vault.oversight.final_certificate import FinalCertificates
+from lethe.vault.oversight.kpis import KpiService
 from lethe.vault.store.db import UnitOfWork, make_engine
 from lethe.vault.store.events import EventLog, SqlEventLog
+from lethe.vault.store.readiness import holds_data
 from lethe.vault.store.schema import require_current, schema_state, upgrade
 from lethe.vault.subject_access.service import SubjectAccessService
 from lethe.vault.webhooks.delivery import Dispatcher
@@ -153,7 +154,7 @@ def _refuse_new_keys_for_old_data(settings: Settings, engine: sa.Engine) -> None
     if schema_state(engine).current is None:
         return
     with engine.connect() as conn:
-        has_data = conn.execute(sa.text("SELECT 1 FROM events LIMIT 1")).first() is not None
+        has_data = holds_data(conn)
     if has_data:
         raise StoreNotReady(
             f"{settings.key_dir / PEPPER} is missing but the database holds data: restore the key dir "

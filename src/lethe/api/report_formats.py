@@ -4,7 +4,7 @@ JSON is the stored document byte for byte, as signed (never re-serialised, or th
 signature would no longer cover it). HTML and PDF are for people: rendered together
 with the result of the offline verification, so a reader sees whether it passed.
 
-Exceptions: none of its own; rendering errors of ``vault.audit.render`` propagate.
+Exceptions: none of its own; rendering errors of ``vault.oversight.render`` propagate.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 from enum import StrEnum
 
 from lethe.vault.access.principals import display_name
-from lethe.vault.audit.certificate import ErasureReport
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.audit.verify_export import verify_export
+from lethe.vault.oversight.certificate import ErasureReport
 from lethe.vault.store.db import UnitOfWork
 
 
@@ -42,7 +42,7 @@ def render_report(
     (naming the officer who filed the request, when the caller knows their name)."""
     if fmt is ReportFormat.JSON:
         return report.document
-    from lethe.vault.audit.render import render_html, render_pdf  # fpdf2 takes ~0.5 s to import
+    from lethe.vault.oversight.render import render_html, render_pdf  # fpdf2 takes ~0.5 s to import
 
     result = verify_certificate(report.document, public_key_pem, tenant=report.tenant_id)
     if fmt is ReportFormat.HTML:
@@ -69,7 +69,7 @@ def render_subject_export(
     (carrying those bytes, and naming the officer who asked when the caller knows their name)."""
     if fmt is ReportFormat.JSON:
         return document
-    from lethe.vault.audit.render_export import render_export_html, render_export_pdf
+    from lethe.vault.oversight.render_export import render_export_html, render_export_pdf
 
     result = verify_export(document, public_key_pem, tenant=tenant_id)
     if fmt is ReportFormat.HTML:

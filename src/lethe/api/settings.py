@@ -3,7 +3,7 @@
 Retention is ``LETHE_TTL_<KIND>`` (a memory kind's default TTL), ``LETHE_TTL_<KIND>_MAX``
 (its maximum) and ``LETHE_TTL_<SOURCE TYPE>`` (the cap on a write from that source), each
 a duration: ``90d``, ``12h``, ``30m``, ``45s``, a number of seconds, or ISO 8601
-(``P90D``). Unset ones keep the core's defaults (``vault.memory.policy``). The core
+(``P90D``). Unset ones keep the core's defaults (``vault.policy``). The core
 checks the whole set when the settings load (``Limits.check``), so a contradictory one
 (a default above its maximum, a TTL over ten years) stops every command at start.
 
@@ -44,8 +44,8 @@ from lethe.vault.erasure.legal_bases import LegalBases
 from lethe.vault.errors import InvalidCommand
 from lethe.vault.memory.data_policy import DataPolicy
 from lethe.vault.memory.embedding import DEFAULT_MODEL, MODELS, NONE
-from lethe.vault.memory.policy import Limits
 from lethe.vault.model import Kind, SourceType
+from lethe.vault.policy import Limits
 
 _DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}

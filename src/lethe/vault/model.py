@@ -80,7 +80,7 @@ class Caller:
     purposes: frozenset[str] = frozenset()
     principal: str = "system"
     # The source types the credential may assert; None: whatever the role may write
-    # (``memory.policy``), as for every token minted before tokens named them.
+    # (``vault.policy``), as for every token minted before tokens named them.
     source_types: frozenset[SourceType] | None = None
 
     def may_use(self, purpose: str) -> bool:

@@ -21,10 +21,10 @@ from lethe.api.bench.scales import search_store_name
 from lethe.api.bench.stats import ratio
 from lethe.api.bench.workload import LEGAL_BASIS, REFERENCE, load_subjects, officer_caller
 from lethe.api.bootstrap import Container
-from lethe.vault.audit.certificate import REPORTED
 from lethe.vault.clock import utcnow
 from lethe.vault.erasure.compaction import COMPACTED
 from lethe.vault.erasure.model import CORE_STEPS, RECEIVED
+from lethe.vault.oversight.certificate import REPORTED
 from lethe.vault.store.tables import memories
 
 HEADLINE_STEPS = (RECEIVED, *CORE_STEPS)  # received -> verified

@@ -1,4 +1,4 @@
-"""``lethe mcp``: serve the MCP tools over stdio (see ``api.mcp.stdio``)."""
+"""``lethe mcp``: serve the MCP tools over stdio (see ``api.server.stdio``)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def mcp(
     if not token:
         fail("set LETHE_TOKEN to the agent's (or officer's, or auditor's) Lethe token", ExitCode.SETUP)
     try:
-        from lethe.api.mcp.stdio import serve_stdio
+        from lethe.api.server.stdio import serve_stdio
     except ImportError:
         fail("the MCP SDK is not installed: install the mcp extra (docs/agents.md)", ExitCode.SETUP)
     from lethe.api.http.logging import configure_logging

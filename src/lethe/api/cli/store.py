@@ -160,10 +160,10 @@ def serve(
         os.environ.setdefault(var, "1")
     import uvicorn  # the web stack loads only for the command that serves it
 
-    from lethe.api.http.app import create_app
     from lethe.api.http.header_timeout import serving_protocol
     from lethe.api.http.listeners import WORKER_HEALTHCHECK_SECONDS, serve_workers, usable_cores
     from lethe.api.http.logging import configure_logging
+    from lethe.api.server.app import create_app
 
     settings = load_settings()
     workers = workers or settings.workers or usable_cores()
@@ -216,7 +216,7 @@ def serve(
     # factory by name); the public URL computed here travels with it.
     os.environ["LETHE_PUBLIC_URL"] = str(settings.public_url)
     config = uvicorn.Config(
-        "lethe.api.http.app:create_app_from_environment",
+        "lethe.api.server.app:create_app_from_environment",
         factory=True,
         workers=workers,
         timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,  # a slow start is no hang (listeners.py)

@@ -22,9 +22,9 @@ from lethe.api.console.session import User, container, viewing
 from lethe.api.http.routes.audit import PEM_FILENAME
 from lethe.api.report_formats import ReportFormat
 from lethe.vault.audit.log import StoredCheckpoint
-from lethe.vault.audit.render_summary import summarise
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.merkle import verify_consistency
+from lethe.vault.oversight.render_summary import summarise
 
 router = APIRouter()
 ReportId = Annotated[str, Path(min_length=1, max_length=64)]

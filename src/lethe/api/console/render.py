@@ -16,7 +16,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from lethe.api.console.pages import pages_for
 from lethe.api.console.session import User, container
-from lethe.vault.audit.evidence_rows import evidence_rows
+from lethe.vault.oversight.evidence_rows import evidence_rows
 
 TEMPLATES = Path(__file__).parent / "templates"
 

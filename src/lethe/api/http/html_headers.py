@@ -13,7 +13,7 @@ from __future__ import annotations
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-# The renderings are self-contained: inline styles, nothing else (vault/audit/render_kit.py).
+# The renderings are self-contained: inline styles, nothing else (vault/oversight/render_kit.py).
 HTML_CSP = (
     "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; "
     "frame-ancestors 'none'; base-uri 'none'"

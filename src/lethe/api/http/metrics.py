@@ -5,7 +5,7 @@ admin listener) never share or collide on counters, and nothing registers at imp
 time. The KMS is wrapped in ``InstrumentedKms``, a proxy that times every call and
 counts failures without changing what it returns or raises.
 
-The attributed-memory KPIs (``vault.audit.kpis``) are gauges computed when scraped, for
+The attributed-memory KPIs (``vault.oversight.kpis``) are gauges computed when scraped, for
 the whole store (``/metrics`` is unauthenticated, so no tenant is named), at most once
 per ``KPI_MAX_AGE_SECONDS``; an unreachable store leaves them out of that scrape and sets
 ``lethe_kpis_up`` to 0 rather than failing it.
@@ -24,9 +24,9 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from lethe.keys.protocol import DataKey, DestructionReceipt, KeyInfo, KeyManager, ProbeResult
-from lethe.vault.audit.kpis import Kpis
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.errors import ForbiddenContent, VaultError
+from lethe.vault.oversight.kpis import Kpis
 
 KPI_MAX_AGE_SECONDS = 30.0
 

@@ -5,7 +5,7 @@ the ``mcp`` extra (installed from the server's ``/wheels/`` URL: docs/agents.md)
 - ``lethe serve`` mounts it at ``/mcp`` (Streamable HTTP) as an OAuth 2.1 resource server
   over Lethe's own bearer tokens (``api.mcp.http``);
 - ``lethe mcp`` runs it over stdio for a desktop host, with the token in ``LETHE_TOKEN``
-  (``api.mcp.stdio``).
+  (``api.server.stdio``).
 
 Every tool calls the HTTP API with the caller's own token (``lethe.client`` over an
 in-process ASGI transport), so scope, quarantine, budgets, rate limits, validation and

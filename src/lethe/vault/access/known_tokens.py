@@ -20,12 +20,13 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from lethe.vault.access import token_repository
+
+# The column a statement adds to read a token's revocation, named here for its readers.
+from lethe.vault.access.token_repository import TOKEN_LIVE as TOKEN_LIVE
 from lethe.vault.errors import Unauthenticated
-from lethe.vault.store import driver_reads
-from lethe.vault.store.tables import api_tokens
 
 CAPACITY = 4096  # tokens a process keeps (a few hundred bytes each); the oldest go first
 REFUSAL = "a valid bearer token is required"  # the one 401 every refused token gets
@@ -59,23 +60,10 @@ class KnownTokens:
         return len(self._facts)
 
 
-# 1 while the token bound as ``token_id`` exists unrevoked, else NULL: a scalar column for a
-# statement to carry.
-_t = api_tokens.c
-TOKEN_LIVE = (
-    sa.select(sa.literal(1))
-    .where(_t.id == sa.bindparam("token_id", type_=sa.String), _t.revoked_at.is_(None))
-    .scalar_subquery()
-    .label("token_live")
-)
-_READ = sa.select(TOKEN_LIVE)
-
-
 def check_not_revoked(conn: Connection, token_id: str) -> None:
     """Refuse (``Unauthenticated``) a revoked or deleted token: one statement, for a read
     that has none to fold ``TOKEN_LIVE`` into."""
-    row = driver_reads.first(conn, _READ, {"token_id": token_id})
-    confirm(None if row is None else row.token_live)
+    confirm(token_repository.token_live(conn, token_id))
 
 
 def confirm(live: Any) -> None:

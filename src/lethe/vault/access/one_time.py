@@ -22,12 +22,10 @@ import hmac
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-import sqlalchemy as sa
-
 from lethe.keys.envelope import DecryptionFailed, decrypt_for_subject, encrypt_for_subject
+from lethe.vault.access import session_repository as repo
 from lethe.vault.clock import to_db, utcnow
 from lethe.vault.store.db import UnitOfWork
-from lethe.vault.store.tables import console_one_time
 
 TTL = timedelta(minutes=10)  # long enough for a slow redirect, short enough to leave nothing behind
 
@@ -50,34 +48,22 @@ class OneTimeValues:
     def hold(self, session_id: str, name: str, value: str) -> None:
         """Keep ``value`` for this session under ``name`` (replacing one held there)."""
         sealed = encrypt_for_subject(_key(session_id), value.encode(), name.encode())
-        row = {
-            "session_hash": _session_hash(session_id),
-            "name": name,
-            "sealed": sealed,
-            "expires_at": to_db(self.clock() + TTL),
-        }
-        t = console_one_time.c
+        now = self.clock()
         with self.uow.write() as conn:
-            conn.execute(console_one_time.delete().where(t.expires_at < to_db(self.clock())))
-            conn.execute(
-                console_one_time.delete().where(t.session_hash == row["session_hash"], t.name == name)
-            )
-            conn.execute(console_one_time.insert().values(**row))
+            repo.hold_value(conn, _session_hash(session_id), name, sealed, now, now + TTL)
 
     def take(self, session_id: str, name: str) -> str | None:
         """The value held under ``name`` for this session, deleted as it is read; None if
         there is none (never held, already taken, expired)."""
-        t = console_one_time.c
-        where = sa.and_(t.session_hash == _session_hash(session_id), t.name == name)
         with self.uow.write() as conn:
-            row = conn.execute(sa.select(t.sealed, t.expires_at).where(where)).first()
-            if row is None:
-                return None
-            conn.execute(console_one_time.delete().where(where))
-        if row.expires_at < to_db(self.clock()):
+            held = repo.take_value(conn, _session_hash(session_id), name)
+        if held is None:
+            return None
+        sealed, expires_at = held
+        if expires_at < to_db(self.clock()):
             return None
         try:
-            opened = decrypt_for_subject(_key(session_id), bytes(row.sealed), name.encode())
+            opened = decrypt_for_subject(_key(session_id), sealed, name.encode())
         except DecryptionFailed:
             return None
         return opened.decode()

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from lethe.vault.access import token_repository
 from lethe.vault.store.db import UnitOfWork
-from lethe.vault.store.tables import api_tokens
 from lethe.vault.store.tenancy import acting_for
 
 
@@ -27,14 +26,7 @@ def display_names(conn: Connection, tenant_id: str, principals: Iterable[str]) -
     wanted = sorted({p for p in principals if p})
     if not wanted:
         return {}
-    rows = conn.execute(
-        sa.select(api_tokens.c.id, api_tokens.c.display_name).where(
-            api_tokens.c.tenant_id == tenant_id,
-            api_tokens.c.id.in_(wanted),
-            api_tokens.c.display_name.is_not(None),
-        )
-    )
-    return {r.id: r.display_name for r in rows}
+    return token_repository.display_names(conn, tenant_id, wanted)
 
 
 def display_name(uow: UnitOfWork, tenant_id: str, principal: str) -> str | None:

@@ -25,30 +25,21 @@ import hmac
 import re
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
-from lethe.vault.clock import from_db, to_db, utcnow
+from lethe.vault.access import session_repository as repo
+from lethe.vault.access.session_repository import Session
+from lethe.vault.clock import utcnow
 from lethe.vault.errors import Unauthenticated
 from lethe.vault.model import Caller
 from lethe.vault.store.db import UnitOfWork
-from lethe.vault.store.tables import console_sessions
 from lethe.vault.store.tenancy import for_caller, maintenance_job
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{43}$")
 TOUCH_EVERY = timedelta(seconds=30)  # write last_seen_at at most this often per session...
 TOUCH_SHARE = 4  # ...or every quarter of the idle limit, if that is shorter
-
-
-@dataclass(frozen=True)
-class Session:
-    token_id: str
-    tenant_id: str
-    created_at: datetime
-    last_seen_at: datetime
-    expires_at: datetime
 
 
 def _hash(session_id: str) -> str:
@@ -85,16 +76,7 @@ class ConsoleSessions:
         session_id = secrets.token_urlsafe(32)
         with self.uow.write() as conn:
             self._purge(conn, now)
-            conn.execute(
-                console_sessions.insert().values(
-                    id_hash=_hash(session_id),
-                    token_id=caller.principal,
-                    tenant_id=caller.tenant_id,
-                    created_at=to_db(now),
-                    last_seen_at=to_db(now),
-                    expires_at=to_db(now + self.max_age),
-                )
-            )
+            repo.add(conn, _hash(session_id), caller.principal, caller.tenant_id, now, now + self.max_age)
         return session_id
 
     @maintenance_job("console session by id")
@@ -106,48 +88,29 @@ class ConsoleSessions:
         now = self.clock()
         key = _hash(session_id)
         with self.uow.read() as conn:
-            row = conn.execute(sa.select(console_sessions).where(console_sessions.c.id_hash == key)).first()
-        if row is None:
+            session = repo.by_hash(conn, key)
+        if session is None:
             raise refused
-        session = Session(
-            row.token_id,
-            row.tenant_id,
-            from_db(row.created_at),
-            from_db(row.last_seen_at),
-            from_db(row.expires_at),
-        )
         if now >= session.expires_at or now - session.last_seen_at >= self.idle:
             self.close(session_id)
             raise refused
         if now - session.last_seen_at >= self.touch_every:
             with self.uow.write() as conn:
-                conn.execute(
-                    console_sessions.update()
-                    .where(console_sessions.c.id_hash == key)
-                    .values(last_seen_at=to_db(now))
-                )
+                repo.touch(conn, key, now)
         return session
 
     @maintenance_job("console session by id")
     def close(self, session_id: str) -> None:
         """Sign out: the row goes; closing an unknown session changes nothing."""
         with self.uow.write() as conn:
-            conn.execute(console_sessions.delete().where(console_sessions.c.id_hash == _hash(session_id)))
+            repo.remove(conn, _hash(session_id))
 
     @maintenance_job("console session by id")
     def close_for_token(self, token_id: str) -> int:
         """End every session of a token (it was revoked); returns how many there were."""
         with self.uow.write() as conn:
-            result = conn.execute(console_sessions.delete().where(console_sessions.c.token_id == token_id))
-        return result.rowcount
+            return repo.remove_of_token(conn, token_id)
 
     def _purge(self, conn: sa.Connection, now: datetime) -> None:
         """Drop expired rows (at each sign-in: the table stays the size of the live sessions)."""
-        conn.execute(
-            console_sessions.delete().where(
-                sa.or_(
-                    console_sessions.c.expires_at <= to_db(now),
-                    console_sessions.c.last_seen_at <= to_db(now - self.idle),
-                )
-            )
-        )
+        repo.purge(conn, now, now - self.idle)

@@ -19,12 +19,13 @@ Exceptions:
 A token may carry the ``display_name`` and ``email`` of the person or system it stands
 for: records keep the token id and show the name (``vault.access.principals``).
 
-A token may name the source types it may assert (``source_types``; ``memory.policy`` refuses
+A token may name the source types it may assert (``source_types``; ``vault.policy`` refuses
 a write asserting another). Stored as NULL when not given: the role's default (an agent's
 every non-operator type, an operator's ``operator_config``), which is what every token
 minted before the column existed keeps. Minting
 and revoking append ``token.created`` / ``token.revoked`` audit events (ids, role and
-who acted; never the secret, its hash, the name or the address).
+who acted; never the secret, its hash, the name or the address). The SQL is
+``access.token_repository``.
 - ``StoreUnavailable`` (503): from the unit of work, when the database is down.
 """
 
@@ -32,26 +33,25 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import re
 import secrets
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
+from lethe.vault.access import token_repository as repo
 from lethe.vault.access.known_tokens import REFUSAL, KnownTokens
-from lethe.vault.clock import from_db, iso, to_db, utcnow
+from lethe.vault.access.token_repository import TokenInfo as TokenInfo  # the service's answer
+from lethe.vault.access.token_repository import token_info
+from lethe.vault.clock import iso, utcnow
 from lethe.vault.errors import InvalidCommand, NotFound, Unauthenticated
-from lethe.vault.memory.policy import DEFAULT_POLICY, role_source_types
 from lethe.vault.model import Caller, Role, SourceType
-from lethe.vault.store import driver_reads
+from lethe.vault.policy import DEFAULT_POLICY, role_source_types
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
-from lethe.vault.store.tables import api_tokens
 from lethe.vault.store.tenancy import acting_for, maintenance, maintenance_job
 
 TOKEN_PREFIX = "lethe_"  # noqa: S105 (a prefix, not a secret)
@@ -66,36 +66,6 @@ MAX_DISPLAY_NAME, MAX_EMAIL = 100, 254
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _EMAIL = re.compile(rf"^[^@\s\x00-\x1f\x7f]{{1,64}}@{_LABEL}(?:\.{_LABEL})+$")
 TOKEN_CREATED, TOKEN_REVOKED = "token.created", "token.revoked"
-
-# Every request looks its token up: the statement is built once, not per request.
-_BY_HASH = sa.select(api_tokens).where(api_tokens.c.token_hash == sa.bindparam("digest"))
-# Behind PostgreSQL's tenant wall a token is found by its hash before its tenant is known: the
-# SECURITY DEFINER function of migration 0024 reads as the table's owner, by hash only.
-_TOKEN_BY_HASH = sa.func.lethe_token_by_hash(sa.bindparam("digest", type_=sa.String)).table_valued(
-    *(sa.column(c.name, c.type) for c in api_tokens.c)
-)
-_BY_HASH_PAST_THE_WALL = sa.select(*_TOKEN_BY_HASH.c)
-
-
-@dataclass(frozen=True)
-class TokenInfo:
-    """What may be shown about a token after its creation: everything but the secret."""
-
-    id: str
-    role: Role
-    tenant_id: str
-    agent_id: str | None
-    purposes: tuple[str, ...]
-    description: str | None
-    created_at: datetime
-    expires_at: datetime | None
-    revoked_at: datetime | None
-    display_name: str | None = None
-    email: str | None = None
-    source_types: tuple[SourceType, ...] | None = None  # None: the role's default
-
-    def active(self, now: datetime) -> bool:
-        return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
 
 
 def hash_token(token: str) -> str:
@@ -215,8 +185,7 @@ class TokenService:
         """
         token, info = self._new(Role.ADMIN, tenant_id, description=description)
         with maintenance("token roles"), self.uow.write() as conn:
-            exists = sa.select(api_tokens.c.id).where(api_tokens.c.role == Role.ADMIN.value).limit(1)
-            if conn.execute(exists).first() is not None:
+            if repo.any_with_role(conn, Role.ADMIN):
                 return None
             self._insert(conn, token, info, "system")
         return token, info
@@ -224,22 +193,7 @@ class TokenService:
     def _insert(self, conn: sa.Connection, token: str, info: TokenInfo, created_by: str) -> None:
         """Store a minted token's row (its hash, never the token) and its audit event."""
         asserts = info.source_types
-        conn.execute(
-            api_tokens.insert().values(
-                id=info.id,
-                token_hash=hash_token(token),
-                role=info.role.value,
-                tenant_id=info.tenant_id,
-                agent_id=info.agent_id,
-                purposes=json.dumps(list(info.purposes)),
-                description=info.description,
-                display_name=info.display_name,
-                email=info.email,
-                source_types=None if asserts is None else json.dumps(list(asserts)),
-                created_at=to_db(info.created_at),
-                expires_at=to_db(info.expires_at) if info.expires_at else None,
-            )
-        )
+        repo.add(conn, hash_token(token), info)
         payload = {
             "token_id": info.id,
             "role": info.role.value,
@@ -256,13 +210,11 @@ class TokenService:
             raise refused
         digest = hash_token(token)
         with self.uow.read() as conn:
-            # A named tuple, read at the driver (``store.driver_reads``): every request's first statement.
-            by_hash = _BY_HASH_PAST_THE_WALL if self.uow.row_security else _BY_HASH
-            row = driver_reads.first(conn, by_hash, {"digest": digest})
+            row = repo.by_hash(conn, digest, past_the_wall=self.uow.row_security)
         # The lookup is by an index; comparing in constant time as well costs nothing.
         if row is None or not hmac.compare_digest(row.token_hash, digest):
             raise refused
-        info = _info(row)
+        info = token_info(row)
         if not info.active(self.clock()):
             raise refused
         self.known.remember(digest, info)
@@ -294,19 +246,19 @@ class TokenService:
     def caller_by_id(self, token_id: str) -> Caller:
         """The caller a still-valid token id stands for (a console session holds the id, not the token)."""
         with self.uow.read() as conn:
-            row = conn.execute(sa.select(api_tokens).where(api_tokens.c.id == token_id)).first()
-        if row is None or not _info(row).active(self.clock()):
+            found = repo.by_id(conn, token_id)
+        if found is None or not found.active(self.clock()):
             raise Unauthenticated("the token behind this session is no longer valid")
-        return _caller(_info(row))
+        return _caller(found)
 
     @maintenance_job("token by id")
     def info(self, token_id: str) -> TokenInfo:
         """What may be shown about one token (``NotFound`` if there is none)."""
         with self.uow.read() as conn:
-            row = conn.execute(sa.select(api_tokens).where(api_tokens.c.id == token_id)).first()
-        if row is None:
+            found = repo.by_id(conn, token_id)
+        if found is None:
             raise NotFound("token not found")
-        return _info(row)
+        return found
 
     def revoke(self, token_id: str, tenant_id: str | None = None, revoked_by: str = "system") -> TokenInfo:
         """Revoke at once; revoking a revoked token is a no-op that keeps the first time.
@@ -317,36 +269,27 @@ class TokenService:
         """
         scope = maintenance("token by id") if tenant_id is None else acting_for(tenant_id)
         with scope, self.uow.write() as conn:
-            row = conn.execute(sa.select(api_tokens).where(api_tokens.c.id == token_id)).first()
-            if row is None or (tenant_id is not None and row.tenant_id != tenant_id):
+            found = repo.by_id(conn, token_id)
+            if found is None or (tenant_id is not None and found.tenant_id != tenant_id):
                 raise NotFound("token not found")
-            if row.revoked_at is None:
+            if found.revoked_at is None:
                 now = self.clock()
-                conn.execute(
-                    api_tokens.update().where(api_tokens.c.id == token_id).values(revoked_at=to_db(now))
-                )
+                repo.mark_revoked(conn, token_id, now)
                 payload = {"token_id": token_id, "revoked_by": revoked_by}
-                self.log.append(conn, Event(TOKEN_REVOKED, row.tenant_id, payload, occurred_at=iso(now)))
-            row = conn.execute(sa.select(api_tokens).where(api_tokens.c.id == token_id)).one()
-        return _info(row)
+                self.log.append(conn, Event(TOKEN_REVOKED, found.tenant_id, payload, occurred_at=iso(now)))
+                found = repo.by_id(conn, token_id)
+        assert found is not None  # read in the same transaction
+        return found
 
     def list(self, tenant_id: str) -> list[TokenInfo]:
         with acting_for(tenant_id), self.uow.read() as conn:
-            rows = conn.execute(
-                sa.select(api_tokens)
-                .where(api_tokens.c.tenant_id == tenant_id)
-                .order_by(api_tokens.c.created_at, api_tokens.c.id)
-            ).all()
-        return [_info(r) for r in rows]
+            return repo.of_tenant(conn, tenant_id)
 
     @maintenance_job("token roles")
     def any_with_role(self, role: Role, tenant_id: str | None = None) -> bool:
         """Whether a token of this role (in this tenant) was ever minted: first-run detection."""
         with self.uow.read() as conn:
-            q = sa.select(api_tokens.c.id).where(api_tokens.c.role == role.value)
-            if tenant_id is not None:
-                q = q.where(api_tokens.c.tenant_id == tenant_id)
-            return conn.execute(q.limit(1)).first() is not None
+            return repo.any_with_role(conn, role, tenant_id)
 
 
 def _caller(info: TokenInfo) -> Caller:
@@ -357,25 +300,6 @@ def _caller(info: TokenInfo) -> Caller:
         purposes=frozenset(info.purposes),
         principal=info.id,
         source_types=None if info.source_types is None else frozenset(info.source_types),
-    )
-
-
-def _info(row) -> TokenInfo:  # type: ignore[no-untyped-def]
-    return TokenInfo(
-        id=row.id,
-        role=Role(row.role),
-        tenant_id=row.tenant_id,
-        agent_id=row.agent_id,
-        purposes=tuple(json.loads(row.purposes)),
-        description=row.description,
-        created_at=from_db(row.created_at),
-        expires_at=from_db(row.expires_at) if row.expires_at else None,
-        revoked_at=from_db(row.revoked_at) if row.revoked_at else None,
-        display_name=row.display_name,
-        email=row.email,
-        source_types=(
-            None if row.source_types is None else tuple(SourceType(s) for s in json.loads(row.source_types))
-        ),
     )
 
 

@@ -6,6 +6,8 @@ subject, generation) in this process before the key is destroyed, and a revoked
 generation can never be cached again, so a read that was already in flight cannot
 put the old key back.
 
+The key rows and the fence are read and written by ``custody.key_repository``.
+
 Exceptions: ``SubjectForgotten`` (the subject's key generation is destroyed or fenced),
 ``StoreUnavailable`` (the KMS is unreachable), ``KeyUnavailable`` (the key is gone).
 """
@@ -26,41 +28,21 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lethe.keys.protocol import KeyDestroyed, KeyManager, KmsError, KmsUnavailable, UnwrapFailed
-from lethe.vault.clock import to_db, utcnow
+from lethe.vault.clock import utcnow
+from lethe.vault.custody import key_repository as keys
 from lethe.vault.custody import plaintext_expiry
+
+# The key states and the write verdicts, named here too for the callers that read them with
+# the keyring.
+from lethe.vault.custody.key_repository import ACTIVE as ACTIVE
+from lethe.vault.custody.key_repository import DESTROYED as DESTROYED
+from lethe.vault.custody.key_repository import FORGOTTEN as FORGOTTEN
+from lethe.vault.custody.key_repository import STALE as STALE
+from lethe.vault.custody.key_repository import WRITABLE as WRITABLE
 from lethe.vault.custody.opened_vectors import OpenedVectors
 from lethe.vault.errors import KeyUnavailable, StoreUnavailable, SubjectForgotten
 from lethe.vault.store import scope_changes
 from lethe.vault.store.db import UnitOfWork
-from lethe.vault.store.tables import forgotten_subjects, subject_keys
-
-ACTIVE = "active"
-DESTROYED = "destroyed"
-WRITABLE, FORGOTTEN, STALE = "writable", "forgotten", "stale"  # ``SubjectKeyring.writable``
-
-_p: dict[str, sa.BindParameter[Any]] = {
-    n: sa.bindparam(n) for n in ("tenant_id", "subject_ref", "generation")
-}
-_of_subject = (subject_keys.c.tenant_id == _p["tenant_id"], subject_keys.c.subject_ref == _p["subject_ref"])
-# Built once: the fence, this generation's state and the newest generation, in one statement.
-WRITABLE_COLUMNS = (
-    sa.select(subject_keys.c.state)
-    .where(*_of_subject, subject_keys.c.generation == _p["generation"])
-    .scalar_subquery(),
-    sa.exists().where(
-        forgotten_subjects.c.tenant_id == _p["tenant_id"],
-        forgotten_subjects.c.subject_ref == _p["subject_ref"],
-    ),
-    sa.select(sa.func.max(subject_keys.c.generation)).where(*_of_subject).scalar_subquery(),
-)  # parameters tenant_id, subject_ref, generation; a writer may read them with its other checks
-_WRITABLE = sa.select(*WRITABLE_COLUMNS)
-
-
-def write_verdict(generation: int, state: str | None, fenced: bool, newest: int | None) -> str:
-    """``SubjectKeyring.writable``'s answer from ``WRITABLE_COLUMNS`` as read."""
-    if fenced:
-        return FORGOTTEN
-    return WRITABLE if state == ACTIVE and newest == generation else STALE
 
 
 @dataclass(frozen=True)
@@ -201,26 +183,15 @@ class SubjectKeyring:
 
     def current(self, conn: Connection, tenant_id: str, subject_ref: str) -> sa.Row[Any] | None:
         """The newest key row of the subject (any state), or None."""
-        return conn.execute(
-            sa.select(subject_keys)
-            .where(subject_keys.c.tenant_id == tenant_id, subject_keys.c.subject_ref == subject_ref)
-            .order_by(subject_keys.c.generation.desc())
-            .limit(1)
-        ).first()
+        return keys.newest(conn, tenant_id, subject_ref)
 
     def generations(self, conn: Connection, tenant_id: str, subject_ref: str) -> list[Any]:
         """Every key row of the subject (any state), oldest generation first."""
-        return list(
-            conn.execute(
-                sa.select(subject_keys)
-                .where(subject_keys.c.tenant_id == tenant_id, subject_keys.c.subject_ref == subject_ref)
-                .order_by(subject_keys.c.generation)
-            ).all()
-        )
+        return keys.generations(conn, tenant_id, subject_ref)
 
     def active_keys(self, conn: Connection) -> list[Any]:
         """Every key row the store holds as live (any tenant, any subject)."""
-        return list(conn.execute(sa.select(subject_keys).where(subject_keys.c.state == ACTIVE)).all())
+        return keys.active_keys(conn)
 
     def mark_destroyed(self, conn: Connection, key_names: list[str], at: datetime) -> None:
         """Record that the KMS destroyed these keys (rows still marked live only). Every scope
@@ -229,22 +200,11 @@ class SubjectKeyring:
         (``store.scope_changes``), and reading it again finds the key gone."""
         if not key_names:
             return
-        live = sa.and_(subject_keys.c.key_name.in_(key_names), subject_keys.c.state == ACTIVE)
-        tenants = conn.execute(sa.select(subject_keys.c.tenant_id).where(live).distinct()).scalars().all()
-        conn.execute(subject_keys.update().where(live).values(state=DESTROYED, destroyed_at=to_db(at)))
-        for tenant_id in tenants:
+        for tenant_id in keys.mark_destroyed(conn, key_names, at):
             scope_changes.tenant_changed(conn, tenant_id, uuid.uuid4().hex)
 
     def is_fenced(self, conn: Connection, tenant_id: str, subject_ref: str) -> bool:
-        return (
-            conn.execute(
-                sa.select(forgotten_subjects.c.generation).where(
-                    forgotten_subjects.c.tenant_id == tenant_id,
-                    forgotten_subjects.c.subject_ref == subject_ref,
-                )
-            ).first()
-            is not None
-        )
+        return keys.is_fenced(conn, tenant_id, subject_ref)
 
     def writable(self, conn: Connection, tenant_id: str, subject_ref: str, generation: int) -> str:
         """Whether a write sealed under ``generation`` may commit, asked in the write's own
@@ -252,10 +212,7 @@ class SubjectKeyring:
         ``STALE`` (not fenced, but this generation is not the subject's active newest one:
         a key served from the cache must be fetched again and the write retried; for a key
         just fetched, the subject was forgotten meanwhile)."""
-        state, fenced, newest = conn.execute(
-            _WRITABLE, {"tenant_id": tenant_id, "subject_ref": subject_ref, "generation": generation}
-        ).one()
-        return write_verdict(generation, state, fenced, newest)
+        return keys.writable(conn, tenant_id, subject_ref, generation)
 
     def cached_for_write(self, tenant_id: str, subject_ref: str) -> SubjectKey | None:
         """The newest generation of the subject's key this process holds, if any: no store,
@@ -296,17 +253,8 @@ class SubjectKeyring:
                     raise SubjectForgotten("this subject was forgotten; a privacy officer must reinstate it")
                 winner = existing
             else:
-                conn.execute(
-                    subject_keys.insert().values(
-                        tenant_id=tenant_id,
-                        subject_ref=subject_ref,
-                        generation=generation,
-                        key_name=name,
-                        backend=self.kms.backend,
-                        wrapped_dek=dk.wrapped,
-                        state=ACTIVE,
-                        created_at=to_db(utcnow()),
-                    )
+                keys.add_generation(
+                    conn, tenant_id, subject_ref, generation, name, self.kms.backend, dk.wrapped, utcnow()
                 )
                 winner = None
         if winner is not None:

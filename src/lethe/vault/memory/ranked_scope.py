@@ -25,27 +25,27 @@ Score dictionaries are built only for the rows the caller reads down to (the lim
 the budget): what the search returns.
 
 The order and the scores are those of ``ranking.score`` (the same operations on the same
-floats, in the same order), ties broken by memory id like the lexical search's SQL.
+floats, in the same order), ties broken by memory id like the lexical search's SQL. The
+statements that read a scope are ``memory.scope_statements``.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
 import numpy as np
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lethe.vault.access.known_tokens import TOKEN_LIVE, check_not_revoked, confirm
+from lethe.vault.access.known_tokens import check_not_revoked
 from lethe.vault.clock import to_db
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.read_fence import pending
 from lethe.vault.custody.sealing import Reuse, scope_vectors, sealed_by_id
+from lethe.vault.memory import scope_statements as statements
 from lethe.vault.memory.kept_results import KeptResults
 from lethe.vault.memory.ranking import (
     AUTHORITY_RANK,
@@ -55,12 +55,9 @@ from lethe.vault.memory.ranking import (
     WEIGHTS,
     score,
 )
+from lethe.vault.memory.scope_statements import Request
 from lethe.vault.memory.vectors import VectorIndex
-from lethe.vault.memory.visibility import scope_branches
-from lethe.vault.model import Caller, Status
 from lethe.vault.store import driver_reads, scope_changes
-from lethe.vault.store.in_list import one_of
-from lethe.vault.store.tables import memories, memory_vectors, search_postings
 
 Ranked = tuple[str, int, dict[str, float]]
 
@@ -122,22 +119,6 @@ class Ranking(NamedTuple):
     every_vector: bool = True  # every memory of the scope had its vector (a search says hybrid)
 
 
-class Request(NamedTuple):
-    """One search as the ranking needs it: who asks, for what, when, narrowed how."""
-
-    caller: Caller
-    purpose: str
-    query: str
-    query_terms: list[str]
-    now: datetime
-    subject_ref: str | None
-    kinds: Sequence[str]
-    blend: dict[str, float] | None = None
-    # The id of a token recalled without reading its revocation (``TokenService.recall``):
-    # the first statement reads it (``vault.access.known_tokens``), refusing a revoked one.
-    confirm_token: str | None = None
-
-
 def ranked(
     conn: Connection, keyring: SubjectKeyring, vectors: VectorIndex, r: Request, cap: int
 ) -> Ranking | None:
@@ -152,7 +133,7 @@ def ranked(
     if r.confirm_token is not None and not folded:
         check_not_revoked(conn, r.confirm_token)  # before anything is read
     if folded:  # the token with the operator rows (and the revocation): a round trip fewer
-        token, operator = _token_and_operator_rows(conn, r)
+        token, operator = statements.token_and_operator_rows(conn, r)
     elif opened.capacity:
         token = scope_changes.current(conn, tenant, agent or "", r.purpose)
     scope = opened.kept_scope(scope_id, token) if token is not None else None
@@ -195,7 +176,7 @@ def _rank(
     operator: list[Any] = []
     if r.query_terms:
         lexical = _hits(conn, r.caller.tenant_id, r.query_terms, scope)[rows] / len(r.query_terms)
-        operator = _operator_rows(conn, r) if operator_read is None else operator_read
+        operator = statements.operator_rows(conn, r) if operator_read is None else operator_read
     own = rows.tolist()
     authority, trust = scope.authority[rows], scope.trust[rows]
     confidence, created, tokens = scope.confidence[rows], scope.created_us[rows], scope.tokens[rows]
@@ -272,7 +253,7 @@ def _hits(conn: Connection, tenant_id: str, terms: list[str], scope: Scope) -> A
         read: dict[str, list[int]] = {t: [] for t in missing}
         pos = scope.pos
         params = {"tenant": tenant_id, "query_hashes": missing}
-        for term, ids in driver_reads.rows(conn, _postings_statement(conn.dialect.name), params):
+        for term, ids in driver_reads.rows(conn, statements.postings_statement(conn.dialect.name), params):
             read[term] = [i for m in ids.split(",") if (i := pos.get(m)) is not None]
         n, size = len(scope), scope.term_rows_size
         for t, at in read.items():
@@ -317,13 +298,13 @@ def _read(
     warm_key = (tenant, r.caller.agent_id, r.purpose, model)
     with_sealed = model is not None and prior is None and not opened.scope_is_warm(warm_key)
     shape = (conn.dialect.name, r.subject_ref is not None, bool(r.kinds), cap)
-    params = _params(r)
-    rows = conn.execute(_scope_statement(*shape, model if with_sealed else None), params).all()
+    params = statements.bound_params(r)
+    rows = conn.execute(statements.scope_statement(*shape, model if with_sealed else None), params).all()
     if len(rows) > cap:
         return None
     fenced = pending(conn, tenant)  # an erasure accepted: its subject is read no more
     if fenced:  # usually empty; by position, not by name: 0.3 ms for 3,000 rows, not 1 ms
-        rows = [row for row in rows if row[7] not in fenced]  # 7: subject_ref (``_columns``)
+        rows = [row for row in rows if row[7] not in fenced]  # 7: subject_ref (``scope_statements.columns``)
     columns = (
         [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in range(15 if with_sealed else 11)]
     )
@@ -343,7 +324,7 @@ def _read(
                 return sealed
             if len(missing) <= READ_BY_ID:
                 return sealed_by_id(conn, tenant, model, missing)
-            return conn.execute(_vectors_statement(*shape, model), params)
+            return conn.execute(statements.vectors_statement(*shape, model), params)
 
         wanted = list(zip(ids, refs, gens, versions, strict=True))
         reuse = None if prior is None else _reuse(prior)
@@ -425,43 +406,6 @@ def _operator_similarities(
     return _similarities(q, _matrix([o.id for o in rows], plain), np.arange(len(rows)))
 
 
-def _params(r: Request) -> dict[str, Any]:
-    """The bound values of a scope or operator statement for this search."""
-    params: dict[str, Any] = {
-        "tenant": r.caller.tenant_id,
-        "agent": r.caller.agent_id,
-        "purpose": r.purpose,
-        "now": to_db(r.now),
-    }
-    if r.subject_ref is not None:
-        params["subject_ref"] = r.subject_ref
-    if r.kinds:
-        params["kinds"] = list(r.kinds)
-    return params
-
-
-def _operator_rows(conn: Connection, r: Request) -> list[Any]:
-    """The operator memories of the purpose (not the agent's own) that match a query term."""
-    stmt = _operator_statement(conn.dialect.name, r.subject_ref is not None, bool(r.kinds))
-    return list(conn.execute(stmt, {**_params(r), "query_hashes": r.query_terms}))
-
-
-def _token_and_operator_rows(conn: Connection, r: Request) -> tuple[str | None, list[Any]]:
-    """The scope's change token and ``_operator_rows``, read by one statement, which also
-    reads whether ``r.confirm_token`` is unrevoked (``Unauthenticated`` if not)."""
-    confirming = r.confirm_token is not None
-    stmt = _token_and_operator_statement(
-        conn.dialect.name, r.subject_ref is not None, bool(r.kinds), confirming
-    )
-    params = {**_params(r), "query_hashes": r.query_terms}
-    if confirming:
-        params["token_id"] = r.confirm_token
-    rows = driver_reads.rows(conn, stmt, params)
-    if confirming:
-        confirm(rows[0].token_live)
-    return rows[0].scope_token, [row for row in rows if row.id is not None]
-
-
 def _shared(values: list[str]) -> list[str]:
     """The values with one string object per distinct value: a kept scope's rows name a handful
     of subjects and kinds, and the driver makes a new string for every row (about 160 bytes a
@@ -476,151 +420,5 @@ def _microseconds(t: datetime) -> int:
 
 
 def _us_of(values: list[Any]) -> Any:
-    """Times read by ``_time_text`` (ISO text) or as datetimes, as int64 microseconds."""
+    """Times read as ISO text (``scope_statements``) or as datetimes, as int64 microseconds."""
     return np.array(values, dtype="datetime64[us]").astype(np.int64)
-
-
-def _time_text(dialect: str, column: sa.ColumnElement) -> sa.ColumnElement:
-    """A time column as ISO text: parsed by numpy at once (a datetime object per value was a
-    third of a scope read)."""
-    if dialect == "sqlite":
-        return sa.type_coerce(column, sa.String)  # stored as 'YYYY-MM-DD HH:MM:SS.ffffff'
-    return sa.func.to_char(column, 'YYYY-MM-DD"T"HH24:MI:SS.US')
-
-
-def _columns(dialect: str) -> list[sa.ColumnElement]:
-    """What a scope keeps of each memory, in ``Scope``'s order."""
-    m = memories.c
-    return [
-        m.id,
-        m.token_estimate,
-        m.authority,
-        m.trust,
-        _time_text(dialect, m.created_at).label("created_at"),
-        _time_text(dialect, m.expires_at).label("expires_at"),
-        m.confidence,
-        m.subject_ref,
-        m.key_generation,
-        m.sealed_version,
-        m.kind,
-    ]
-
-
-def _filters(subject: bool, kinds: bool) -> list[sa.ColumnElement[bool]]:
-    common: list[sa.ColumnElement[bool]] = [
-        memories.c.status == Status.ACTIVE.value,
-        memories.c.expires_at > sa.bindparam("now", type_=sa.DateTime),
-    ]
-    if subject:
-        common.append(memories.c.subject_ref == sa.bindparam("subject_ref"))
-    if kinds:
-        common.append(one_of(memories.c.kind, "kinds"))
-    return common
-
-
-def _branches() -> tuple[list[sa.ColumnElement[bool]], list[sa.ColumnElement[bool]]]:
-    return scope_branches(
-        sa.bindparam("tenant", type_=sa.String), sa.bindparam("agent"), sa.bindparam("purpose")
-    )
-
-
-@functools.lru_cache(maxsize=64)
-def _scope_statement(dialect: str, subject: bool, kinds: bool, cap: int, model: str | None) -> sa.Select:
-    """The agent's own scope of one shape, built once: at most ``cap`` + 1 rows (one more says
-    "over the cap"), one range of ``ix_memories_scope``. With ``model``, each row also
-    carries its sealed vector of that model (None if it has none)."""
-    own, _ = _branches()
-    joined: sa.FromClause = memories
-    sealed: list[sa.ColumnElement] = []
-    if model is not None:
-        v = memory_vectors
-        joined = memories.outerjoin(v, _vector_of(model))
-        sealed = [v.c.subject_ref, v.c.key_generation, v.c.version, v.c.sealed]
-    return (
-        sa.select(*_columns(dialect), *sealed)
-        .select_from(joined)
-        .where(*own, *_filters(subject, kinds))
-        .limit(cap + 1)
-    )
-
-
-@functools.lru_cache(maxsize=64)
-def _vectors_statement(dialect: str, subject: bool, kinds: bool, cap: int, model: str) -> sa.Select:
-    """The sealed vectors of the same scope, read the way the scope is."""
-    own, _ = _branches()
-    v = memory_vectors
-    return (
-        sa.select(v.c.memory_id, v.c.subject_ref, v.c.key_generation, v.c.version, v.c.sealed)
-        .select_from(memories.join(v, _vector_of(model)))
-        .where(*own, *_filters(subject, kinds))
-        .limit(cap + 1)
-    )
-
-
-@functools.lru_cache(maxsize=4)
-def _postings_statement(dialect: str) -> sa.Select:
-    """(term_hash, ids) of the tenant's postings of some terms, a primary-key range each:
-    one row a term, its memory ids joined by commas (ids are UUIDs). A row a posting cost
-    ~1 µs each to fetch and build, and a cold scope's 64-term query read some 6,900 of them
-    (18 ms, against 3 for two terms); the server joins them in C."""
-    p = search_postings
-    # The separator as SQL text: SQLAlchemy's aggregate_strings renders it at each execution.
-    join = sa.func.string_agg if dialect == "postgresql" else sa.func.group_concat
-    return (
-        sa.select(p.c.term_hash, join(p.c.memory_id, sa.literal_column("','")).label("ids"))
-        .where(
-            p.c.tenant_id == sa.bindparam("tenant", type_=sa.String),
-            one_of(p.c.term_hash, "query_hashes"),
-        )
-        .group_by(p.c.term_hash)
-    )
-
-
-@functools.lru_cache(maxsize=16)
-def _operator_statement(dialect: str, subject: bool, kinds: bool) -> sa.Select:
-    """The operator memories of the purpose that others wrote and that match a query term:
-    the few of ``ix_memories_authority``, each counting its own postings of the terms."""
-    _, operator = _branches()
-    p = search_postings
-    hits = (
-        sa.select(sa.func.count())
-        .where(p.c.tenant_id == memories.c.tenant_id, p.c.memory_id == memories.c.id)
-        .where(one_of(p.c.term_hash, "query_hashes"))
-        .correlate(memories)
-        .scalar_subquery()
-    )
-    m = memories.c
-    return sa.select(
-        m.id,
-        m.token_estimate,
-        m.authority,
-        m.trust,
-        _time_text(dialect, m.created_at).label("created_at"),
-        m.confidence,
-        m.subject_ref,
-        m.key_generation,
-        m.sealed_version,
-        hits.label("hits"),
-    ).where(*operator, hits > 0, *_filters(subject, kinds))
-
-
-@functools.lru_cache(maxsize=32)
-def _token_and_operator_statement(dialect: str, subject: bool, kinds: bool, confirming: bool) -> sa.Select:
-    """``_operator_statement`` with the scope's token beside each row: one row per operator
-    memory, or one row without a memory (its columns NULL) when none matches. ``confirming``:
-    each row also says whether the token ``token_id`` is unrevoked (``TOKEN_LIVE``)."""
-    operator = _operator_statement(dialect, subject, kinds).subquery()
-    token = scope_changes.token_of(
-        sa.bindparam("tenant", type_=sa.String), sa.bindparam("agent"), sa.bindparam("purpose")
-    )
-    live = [TOKEN_LIVE] if confirming else []
-    anchor = sa.select(sa.literal(1).label("one")).subquery()
-    return sa.select(token.label("scope_token"), *live, *operator.c).select_from(
-        anchor.outerjoin(operator, sa.true())
-    )
-
-
-def _vector_of(model: str) -> sa.ColumnElement[bool]:
-    """The join condition of a memory and its sealed vector of ``model``."""
-    v = memory_vectors
-    return sa.and_(v.c.tenant_id == memories.c.tenant_id, v.c.memory_id == memories.c.id, v.c.model == model)

@@ -24,9 +24,9 @@ from lethe.vault.clock import iso, to_db, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.errors import InvalidTtl, NotFound, OutOfScope, VersionConflict
 from lethe.vault.memory import repository as repo
-from lethe.vault.memory.policy import Limits
 from lethe.vault.memory.validation import require_version
 from lethe.vault.model import GONE, Caller, Kind, MemoryItem, Role, Status
+from lethe.vault.policy import Limits
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.projection import MEMORY_RETENTION_CONFIRMED, apply

@@ -5,8 +5,10 @@ events and applies them to the projection in one transaction. Concurrency is the
 database's job (compare-and-swap on ``version``, unique keys), never an in-process lock.
 Memory ids are unique per tenant only, so every lookup by id is the caller's tenant's:
 an id another tenant uses reads, and can be written, exactly like an unknown one. The
-SQL lives in ``memory.repository``; this module keeps the rules. Review (the queue,
-promotion, rejection) is ``memory.review``; retraction is ``memory.retraction``.
+SQL lives in ``memory.repository``; this module keeps the rules. A write's pieces (its
+event, its request hash) are ``memory.write_event``; where it lands is
+``memory.write_target``. Review (the queue, promotion, rejection) is ``memory.review``;
+retraction is ``memory.retraction``.
 
 Exceptions: ``InvalidCommand`` (422) and its subclasses (``ForbiddenContent``: the data
 policy), ``ContentTooLarge`` (413), ``PolicyRefused`` (``SourceTypeRefused`` among them) and
@@ -17,9 +19,7 @@ policy), ``ContentTooLarge`` (413), ``PolicyRefused`` (``SourceTypeRefused`` amo
 
 from __future__ import annotations
 
-import hashlib
 import hmac
-import json
 import uuid
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -31,20 +31,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from lethe.keys.envelope import content_commitment, derive_key
 from lethe.vault.access.known_tokens import TOKEN_LIVE, check_not_revoked, confirm
-from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import iso, utcnow
-from lethe.vault.custody.keyring import (
-    STALE,
-    WRITABLE,
-    WRITABLE_COLUMNS,
-    SubjectKey,
-    SubjectKeyring,
-    write_verdict,
-)
+from lethe.vault.custody.key_repository import STALE, WRITABLE, WRITABLE_COLUMNS, write_verdict
+from lethe.vault.custody.keyring import SubjectKey, SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
-from lethe.vault.custody.sealing import origin_commitment, seal
 from lethe.vault.errors import (
     IdempotencyConflict,
     InvalidCommand,
@@ -53,27 +44,30 @@ from lethe.vault.errors import (
     SubjectForgotten,
     VersionConflict,
 )
-from lethe.vault.memory import agent_sessions, summaries
+from lethe.vault.memory import agent_sessions, summaries, write_target
 from lethe.vault.memory import repository as repo
-from lethe.vault.memory.agent_sessions import DEFAULT_SESSION_TTL, WROTE
+from lethe.vault.memory.agent_sessions import DEFAULT_SESSION_TTL
 from lethe.vault.memory.data_policy import DataPolicy, default_policy
-from lethe.vault.memory.policy import DEFAULT_POLICY, Limits, Policy, Standing, admit_source
-from lethe.vault.memory.retention import kept_until
 from lethe.vault.memory.validation import ValidWrite, normal_subject_id, validate_write
 from lethe.vault.memory.vectors import VectorIndex
 from lethe.vault.memory.visibility import may_read
+from lethe.vault.memory.write_event import (
+    PreparedWrite,
+    Target,
+    origin_of,
+    request_hash,
+    stored_in_session,
+    written_event,
+)
 from lethe.vault.model import (
-    GONE,
-    Authority,
     Caller,
     MemoryItem,
-    SessionTaint,
     SourceType,
     Status,
-    Trust,
     WriteCommand,
     lowest_trust,
 )
+from lethe.vault.policy import DEFAULT_POLICY, Limits, Policy, Standing, admit_source
 from lethe.vault.store import driver_reads
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
@@ -81,7 +75,6 @@ from lethe.vault.store.pipeline import inserts_sent_together
 from lethe.vault.store.projection import (
     MEMORY_EXPIRED,
     MEMORY_SUPERSEDED,
-    MEMORY_WRITTEN,
     apply,
     apply_many,
 )
@@ -112,31 +105,6 @@ def _check_verdict(verdict: str, cached_key: bool) -> None:
 class WriteOutcome:
     item: MemoryItem
     created: bool  # False when an idempotent retry returned the first result
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    """A write admitted by validation and policy and keyed for its subject, not yet placed."""
-
-    caller: Caller
-    agent_id: str
-    cmd: WriteCommand
-    valid: ValidWrite
-    standing: Standing
-    subject_ref: str
-    key: SubjectKey
-    request_hash: str
-    session_taint: str | None = None  # the tainted session's cause (JSON), set under the lock
-
-
-@dataclass(frozen=True)
-class _Target:
-    """Where a write lands: a new memory at version 1, or the next version of an existing one."""
-
-    memory_id: str
-    version: int
-    created_at: datetime
-    kept_until: datetime | None = None  # an update never keeps a memory longer (``memory.retention``)
 
 
 class MemoryService:
@@ -209,12 +177,12 @@ class MemoryService:
 
     def _prepare(
         self, caller: Caller, cmd: WriteCommand, now: datetime, key_for: Callable[[str], SubjectKey]
-    ) -> _Prepared:
+    ) -> PreparedWrite:
         """Admit the write, then key it: the subject's ref, its data key and the request hash."""
         valid, standing = self._admit(caller, cmd, now)
         subject_ref = self.pseudonyms.subject_ref(caller.tenant_id, cmd.subject_id)
         key = key_for(subject_ref)
-        return _Prepared(
+        return PreparedWrite(
             caller=caller,
             agent_id=caller.writes_as,
             cmd=cmd,
@@ -222,10 +190,10 @@ class MemoryService:
             standing=standing,
             subject_ref=subject_ref,
             key=key,
-            request_hash=_request_hash(key.data_key, cmd),
+            request_hash=request_hash(key.data_key, cmd),
         )
 
-    def _summary_checked(self, conn: Connection, w: _Prepared, now: datetime) -> _Prepared:
+    def _summary_checked(self, conn: Connection, w: PreparedWrite, now: datetime) -> PreparedWrite:
         """A summary's cited ids checked under the write lock, and what it inherits from them
         (``memory.summaries``): its origins, the lowest trust, the earliest expiry. Any other
         write is returned as it is."""
@@ -241,55 +209,11 @@ class MemoryService:
             valid=replace(w.valid, expires_at=min(w.valid.expires_at, got.expires_at)),
         )
 
-    def _written_event(self, w: _Prepared, at: _Target, now: datetime) -> Event:
-        """The ``memory.written`` event of a prepared write at its target (sealed content)."""
-        cmd, key = w.cmd, w.key
-        provenance = cmd.provenance
-        assert provenance is not None  # validation requires it
-        origin = provenance.origin()  # sealed with the content; the payload holds its digest only
-        ciphertext = seal(
-            key.data_key,
-            w.caller.tenant_id,
-            w.subject_ref,
-            at.memory_id,
-            at.version,
-            cmd.subject_id,
-            cmd.content,
-            origin,
-        )
-        payload = {
-            "agent_id": w.agent_id,
-            "purpose": cmd.purpose,
-            "kind": w.valid.kind.value,
-            "content_hmac": content_commitment(key.data_key, cmd.content.encode()),
-            "token_estimate": self.count_tokens(cmd.content),
-            "provenance": {**provenance.clear_part(), "origin_hmac": origin_commitment(key.data_key, origin)},
-            "authority": w.standing.authority.value,
-            "trust": w.standing.trust.value,
-            "status": w.standing.status.value,
-            "confidence": _decimal(cmd.confidence),
-            "created_at": iso(at.created_at),
-            "expires_at": iso(kept_until(w.valid.expires_at, at.kept_until)),
-            "version": at.version,
-            "supersedes_id": cmd.supersedes_id,
-            "idempotency_key": cmd.idempotency_key,
-            "request_hash": w.request_hash,
-            "key_generation": key.generation,
-            "written_by": w.caller.principal,
-        }
-        if w.session_taint is not None:  # only then: other writes' events are as before
-            payload["session_taint"] = json.loads(w.session_taint)
-        return Event(
-            MEMORY_WRITTEN,
-            w.caller.tenant_id,
-            payload,
-            at.memory_id,
-            w.subject_ref,
-            ciphertext,
-            occurred_at=iso(now),
-        )
+    def _written_event(self, w: PreparedWrite, at: Target, now: datetime) -> Event:
+        """The ``memory.written`` event of a prepared write at its target (``memory.write_event``)."""
+        return written_event(w, at, now, self.count_tokens(w.cmd.content))
 
-    def _index_row(self, w: _Prepared, memory_id: str) -> dict[str, str]:
+    def _index_row(self, w: PreparedWrite, memory_id: str) -> dict[str, str]:
         tenant_id = w.caller.tenant_id
         terms = self.pseudonyms.term_hashes(tenant_id, w.cmd.content)
         source_ref = w.cmd.provenance.source_ref if w.cmd.provenance else None
@@ -297,7 +221,7 @@ class MemoryService:
             terms.add(self.pseudonyms.source_hash(tenant_id, source_ref))
         return repo.index_row(tenant_id, w.subject_ref, memory_id, terms)
 
-    def _vector_row(self, w: _Prepared, at: _Target, vector: bytes) -> dict[str, object]:
+    def _vector_row(self, w: PreparedWrite, at: Target, vector: bytes) -> dict[str, object]:
         return self.vectors.row(
             w.key.data_key,
             w.caller.tenant_id,
@@ -393,11 +317,11 @@ class MemoryService:
                 )
             _check_verdict(write_verdict(w.key.generation, *key_state), cached_key)
             w = self._summary_checked(conn, w, now)
-            at = self._target(conn, caller, w.agent_id, w.subject_ref, cmd, now)
+            at = write_target.target(conn, caller, w.agent_id, w.subject_ref, cmd, now)
             stored, taints = w, None  # the write as stored: a tainted session's is quarantined
             if session_ref is not None:
-                stored, taints = self._in_session(w, session_taint, at.memory_id, now)
-            old = self._supersedable(conn, caller, w.agent_id, cmd) if cmd.supersedes_id else None
+                stored, taints = stored_in_session(w, session_taint, at.memory_id, now)
+            old = write_target.supersedable(conn, caller, w.agent_id, cmd) if cmd.supersedes_id else None
             # A create only inserts: they are sent together (``store.pipeline``). An update or a
             # correction compares and swaps, which reads row counts: one statement at a time.
             create = at.version == 1 and old is None
@@ -440,23 +364,8 @@ class MemoryService:
             raise VersionConflict("a memory with this id already exists") from exc
         if isinstance(done, WriteOutcome):
             return done
-        return WriteOutcome(repo.written_item(done, cmd.subject_id, cmd.content, _origin(cmd)), created=True)
-
-    def _in_session(
-        self, w: _Prepared, session_taint: str | None, memory_id: str, now: datetime
-    ) -> tuple[_Prepared, SessionTaint | None]:
-        """A write of a session as its lock found the session: a tainted session's write is
-        quarantined and untrusted, recording the session's cause, and extends the taint; an
-        external write (the policy's ``external`` standing) taints an untainted session. The
-        write as it will be stored, and the taint to record (None: the session is untouched)."""
-        if session_taint is not None:
-            tainted = Standing(w.standing.authority, Trust.UNTRUSTED, Status.QUARANTINED)
-            return replace(w, standing=tainted, session_taint=session_taint), SessionTaint.from_json(
-                session_taint
-            )
-        if w.standing.authority is Authority.EXTERNAL:
-            return w, SessionTaint(WROTE + w.valid.source_type.value, iso(now), memory_id=memory_id)
-        return w, None
+        item = repo.written_item(done, cmd.subject_id, cmd.content, origin_of(cmd))
+        return WriteOutcome(item, created=True)
 
     @for_caller
     def import_batch(self, caller: Caller, cmds: list[WriteCommand]) -> int:
@@ -478,7 +387,7 @@ class MemoryService:
             if cmd.provenance is not None and cmd.provenance.source_type == SourceType.SUMMARY:
                 raise InvalidCommand("a bulk import holds no summaries: their sources are checked one by one")
             w = self._prepare(caller, cmd, now, key_for)
-            at = _Target(str(uuid.uuid4()), 1, now)
+            at = Target(str(uuid.uuid4()), 1, now)
             batch.append(self._written_event(w, at, now))
             index_rows.append(self._index_row(w, at.memory_id))
             placed.append((w, at))
@@ -523,57 +432,6 @@ class MemoryService:
         if item is None:
             raise SubjectForgotten("the memory written under this key has been forgotten")
         return item
-
-    def _target(
-        self,
-        conn: Connection,
-        caller: Caller,
-        agent_id: str,
-        subject_ref: str,
-        cmd: WriteCommand,
-        now: datetime,
-    ) -> _Target:
-        """Where a create or an update-by-id lands: the memory id, its new version, its creation time."""
-        if cmd.id is None:
-            if cmd.expected_version != 0:
-                raise InvalidCommand("expected_version must be 0 when no id is given")
-            return _Target(str(uuid.uuid4()), 1, now)
-        _check_id(cmd.id)
-        row = repo.by_id(conn, caller.tenant_id, cmd.id)
-        if row is None:
-            if cmd.expected_version != 0:
-                raise NotFound("memory not found")
-            return _Target(cmd.id, 1, now)
-        if row.agent_id != agent_id or row.purpose != cmd.purpose:
-            raise NotFound("memory not found")
-        if row.version != cmd.expected_version:
-            raise VersionConflict(f"expected version {cmd.expected_version}, current is {row.version}")
-        if row.subject_ref != subject_ref:
-            raise InvalidCommand("an update cannot change the memory's subject")
-        if row.status in (*GONE, Status.SUPERSEDED, Status.EXPIRED):
-            raise VersionConflict(f"a {row.status} memory cannot be updated")
-        return _Target(
-            cmd.id,
-            row.version + 1,
-            row.created_at.replace(tzinfo=now.tzinfo),
-            row.expires_at.replace(tzinfo=now.tzinfo),
-        )
-
-    def _supersedable(self, conn: Connection, caller: Caller, agent_id: str, cmd: WriteCommand):  # type: ignore[no-untyped-def]
-        """The memory a correction supersedes, checked (same tenant, agent, purpose; active).
-
-        One outside the caller's scope, a purpose its credential lacks included, is a
-        ``NotFound`` like an unknown id: the purpose rule must not confirm that it exists.
-        """
-        assert cmd.supersedes_id is not None  # only called for a correction
-        old = repo.by_id(conn, caller.tenant_id, cmd.supersedes_id)
-        if old is None or old.agent_id != agent_id or not caller.may_use(old.purpose):
-            raise NotFound("the superseded memory was not found")
-        if old.purpose != cmd.purpose:
-            raise InvalidCommand("a correction must keep the purpose of the memory it supersedes")
-        if old.status != Status.ACTIVE or old.id == cmd.id:
-            raise VersionConflict("only an active memory can be superseded")
-        return old
 
     # -- reads ------------------------------------------------------------------------
 
@@ -628,39 +486,3 @@ class MemoryService:
             total += len(rows)
             if len(found) < batch:
                 return total
-
-
-def _origin(cmd: WriteCommand) -> dict[str, str]:
-    return cmd.provenance.origin() if cmd.provenance else {}
-
-
-def _check_id(memory_id: str) -> None:
-    try:
-        uuid.UUID(memory_id)
-    except ValueError:
-        raise InvalidCommand("id must be a UUID") from None
-
-
-def _decimal(x: float) -> float | int:
-    """Confidence as JSON-safe number (RFC 8785 has exact rules for floats)."""
-    return int(x) if float(x).is_integer() else round(float(x), 6)
-
-
-def _request_hash(data_key: bytes, cmd: WriteCommand) -> str:
-    """Keyed by the subject's data key: no dictionary attack on short contents."""
-    body = canonical_json(
-        {
-            "id": cmd.id,
-            "subject_id": cmd.subject_id,
-            "purpose": cmd.purpose,
-            "kind": cmd.kind,
-            "content": cmd.content,
-            "provenance": cmd.provenance.as_dict() if cmd.provenance else None,
-            "confidence": _decimal(cmd.confidence),
-            "expires_at": iso(cmd.expires_at) if cmd.expires_at else None,
-            "ttl_seconds": cmd.ttl_seconds,
-            "expected_version": cmd.expected_version,
-            "supersedes_id": cmd.supersedes_id,
-        }
-    )
-    return hmac.new(derive_key(data_key, b"lethe idempotency v1"), body, hashlib.sha256).hexdigest()

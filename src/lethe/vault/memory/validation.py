@@ -25,8 +25,8 @@ from lethe.vault.errors import (
     MissingProvenance,
     UnknownKind,
 )
-from lethe.vault.memory.policy import Limits
 from lethe.vault.model import Kind, Provenance, SourceType, WriteCommand
+from lethe.vault.policy import Limits
 
 _PURPOSE = re.compile(r"^[a-z0-9][a-z0-9_.:-]*$")
 MAX_VERSION = 2**31 - 1  # versions are 32-bit integers in the store

@@ -86,3 +86,9 @@ def _read(uow: UnitOfWork) -> None:
 def _write(uow: UnitOfWork) -> None:
     with uow.write(lock_wait_ms=PROBE_LOCK_WAIT_MS) as conn:
         conn.execute(sa.text("UPDATE alembic_version SET version_num = version_num"))
+
+
+def holds_data(conn: sa.Connection) -> bool:
+    """Whether the store holds any event: a store in use, not a new one (``lethe init``
+    mints a pepper only for a new one)."""
+    return conn.execute(sa.text("SELECT 1 FROM events LIMIT 1")).first() is not None

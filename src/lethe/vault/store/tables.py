@@ -272,7 +272,7 @@ api_tokens = sa.Table(
     sa.Column("created_at", sa.DateTime, nullable=False),
     sa.Column("expires_at", sa.DateTime),
     sa.Column("revoked_at", sa.DateTime),
-    # JSON list of the source types it may assert; NULL: its role's default (``memory.policy``)
+    # JSON list of the source types it may assert; NULL: its role's default (``vault.policy``)
     sa.Column("source_types", sa.Text),
 )
 

@@ -1,4 +1,5 @@
-"""Gathering what the store holds about one subject, as plain JSON values for the export.
+"""Gathering what the store holds about one subject, as plain JSON values for the export: a
+read model (it reads the memories and their derivations, and writes nothing).
 
 ``collect`` reads, in one read transaction, every memory of the subject in the tenant
 (every agent, purpose and status), opens the readable ones with the subject's keys, and

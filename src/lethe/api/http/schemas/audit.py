@@ -115,7 +115,7 @@ class AuditForkList(BaseModel):
 
 
 class KpisOut(Out):
-    """The attributed-memory KPIs of the auditor's tenant (``vault.audit.kpis``): counts,
+    """The attributed-memory KPIs of the auditor's tenant (``vault.oversight.kpis``): counts,
     shares and durations from metadata, never content. A share or duration is null when
     there is nothing to measure yet."""
 

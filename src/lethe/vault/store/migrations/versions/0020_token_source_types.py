@@ -1,7 +1,7 @@
 """token source types: a token names the source types it may assert
 
 ``api_tokens.source_types`` holds the JSON list of the source types a token may assert
-(``memory.policy.admit_source`` refuses a write asserting another). NULL means the role's
+(``vault.policy.admit_source`` refuses a write asserting another). NULL means the role's
 default (an agent token every non-operator type, an operator token ``operator_config``),
 so every token minted before this revision keeps what it could write.
 

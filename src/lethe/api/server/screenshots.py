@@ -1,4 +1,4 @@
-"""Regenerate the console screenshots of ``docs/console.md``: ``python -m lethe.api.console.screenshots``.
+"""Regenerate the console screenshots of ``docs/console.md``: ``python -m lethe.api.server.screenshots``.
 
 Starts the real app on a throwaway store (SQLite, local KMS) on a loopback port, fills it
 with a small made-up scene (named tokens, memories, requests in several states, a hold,
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     import uvicorn
 
     from lethe.api.bootstrap import build
-    from lethe.api.http.app import create_app
+    from lethe.api.server.app import create_app
     from lethe.api.settings import Settings
 
     args.out.mkdir(parents=True, exist_ok=True)

@@ -27,9 +27,9 @@ from typing import Any
 
 from lethe.vault.audit.certificate_format import NOTHING_HELD, PARTIAL, RESULTS, CheckFailed, result_of
 from lethe.vault.audit.refused_wording import refused_of, still_held
-from lethe.vault.audit.render_kit import as_list, as_object
 from lethe.vault.audit.verify import VerificationResult
 from lethe.vault.erasure.legal_bases import words as legal_basis_words
+from lethe.vault.oversight.render_kit import as_list, as_object
 
 STEP_NAMES = {
     "received": "Request received",

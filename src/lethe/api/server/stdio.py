@@ -23,14 +23,14 @@ from __future__ import annotations
 import os
 import uuid
 
-from lethe.api.http.app import create_app
 from lethe.api.mcp.catalogue import scopes_of
 from lethe.api.mcp.identity import identity_of
 from lethe.api.mcp.server import asgi_connector, build_server
+from lethe.api.server.app import create_app
 from lethe.api.settings import Settings
 from lethe.vault.errors import InvalidCommand, Unauthenticated
 from lethe.vault.memory.agent_sessions import check_session_id
-from lethe.vault.memory.policy import DEFAULT_POLICY, allowed_source_types
+from lethe.vault.policy import DEFAULT_POLICY, allowed_source_types
 
 
 def stdio_session() -> str:

@@ -23,12 +23,12 @@ from typing import Any
 import sqlalchemy as sa
 
 from lethe.keys.protocol import KeyManager, KmsError
-from lethe.vault.audit.certificate import ErasureReports
 from lethe.vault.audit.certificate_format import KEY_IRRECOVERABLE
 from lethe.vault.clock import iso, parse_iso, utcnow
 from lethe.vault.erasure import repository as erasure_repo
 from lethe.vault.erasure.model import KEY_DESTROYED, ErasureJob
 from lethe.vault.erasure.steps import StepFailed, record_step
+from lethe.vault.oversight.certificate import ErasureReports
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import EventLog
 from lethe.vault.store.tables import erasure_final_reports, erasure_jobs, erasure_steps, subject_keys

@@ -18,8 +18,8 @@ from typing import Any
 
 from fpdf.enums import XPos, YPos
 
-from lethe.vault.audit.render_kit import DocumentPdf, as_object, esc, html_head, text
 from lethe.vault.audit.verify import VerificationResult
+from lethe.vault.oversight.render_kit import DocumentPdf, as_object, esc, html_head, text
 
 __all__ = [
     "export_file_name",

@@ -1,4 +1,5 @@
-"""The attributed-memory KPIs: figures about the store's governance, never about its content.
+"""The attributed-memory KPIs, a read model: figures about the store's governance, never
+about its content.
 
 Every figure is computed from metadata (statuses, times, provenance fields, the erasure
 and retraction ledgers); nothing is decrypted, and no subject, content or source ref

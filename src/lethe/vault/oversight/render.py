@@ -23,14 +23,20 @@ from typing import Any
 
 from fpdf.enums import XPos, YPos
 
-from lethe.vault.audit.evidence_rows import evidence_rows
-from lethe.vault.audit.render_kit import DocumentPdf, as_list, as_object, html_head
-from lethe.vault.audit.render_kit import esc as _e
-from lethe.vault.audit.render_kit import latin1 as _latin1
-from lethe.vault.audit.render_kit import text as _text
-from lethe.vault.audit.render_summary import ERASED, NOTHING_HELD_OUTCOME, PARTIAL_OUTCOME, Summary, summarise
 from lethe.vault.audit.verify import VerificationResult
 from lethe.vault.erasure.legal_bases import words as legal_basis_words
+from lethe.vault.oversight.evidence_rows import evidence_rows
+from lethe.vault.oversight.render_kit import DocumentPdf, as_list, as_object, html_head
+from lethe.vault.oversight.render_kit import esc as _e
+from lethe.vault.oversight.render_kit import latin1 as _latin1
+from lethe.vault.oversight.render_kit import text as _text
+from lethe.vault.oversight.render_summary import (
+    ERASED,
+    NOTHING_HELD_OUTCOME,
+    PARTIAL_OUTCOME,
+    Summary,
+    summarise,
+)
 
 __all__ = ["render_html", "render_pdf", "verify_command"]
 
