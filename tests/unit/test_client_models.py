@@ -34,6 +34,7 @@ PAIRS: list[tuple[type, type[BaseModel]]] = [
     (models.AuditFork, audit.AuditForkOut),
     (models.ReappliedErasure, audit.ReappliedErasureOut),
     (models.TokenCreated, tokens.TokenCreated),
+    (models.Identity, tokens.Whoami),
     (models.Health, health.Health),
 ]
 

@@ -420,6 +420,36 @@ class Operations:
         """The token's own tenant, role, agent, purposes and source types (any role)."""
         return Call("GET", "/v1/whoami", _model(Identity), retry=True)
 
+    # -- webhooks (an admin or a privacy officer) -------------------------------------------
+
+    @operation
+    def create_webhook(url: str, events: Iterable[str], *, secret: str | None = None) -> Call[dict[str, Any]]:
+        """Subscribe ``url`` to request events; the answer holds the signing secret, this once."""
+        body = _drop_none({"url": url, "events": list(events), "secret": secret})
+        return Call("POST", "/v1/admin/webhooks", _json, json=body)
+
+    @operation
+    def list_webhooks() -> Call[list[dict[str, Any]]]:
+        """The tenant's subscriptions (never their secrets)."""
+        return Call("GET", "/v1/admin/webhooks", lambda r: list(_json(r).get("items", [])), retry=True)
+
+    @operation
+    def delete_webhook(webhook_id: str) -> Call[None]:
+        """End a subscription; deliveries not yet sent are not sent."""
+        return Call("DELETE", f"/v1/admin/webhooks/{_id(webhook_id)}", _nothing, retry=True)
+
+    @operation
+    def list_webhook_deliveries(webhook_id: str) -> Call[list[dict[str, Any]]]:
+        """A subscription's deliveries with their attempts (status and time, never bodies)."""
+        path = f"/v1/admin/webhooks/{_id(webhook_id)}/deliveries"
+        return Call("GET", path, lambda r: list(_json(r).get("items", [])), retry=True)
+
+    @operation
+    def replay_webhook_delivery(webhook_id: str, delivery_id: str) -> Call[None]:
+        """Send a delivery again, under the same ``webhook-id``."""
+        path = f"/v1/admin/webhooks/{_id(webhook_id)}/deliveries/{_id(delivery_id)}/replay"
+        return Call("POST", path, _nothing)
+
     # -- health (no token needed) ----------------------------------------------------------
 
     @operation
