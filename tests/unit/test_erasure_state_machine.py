@@ -17,16 +17,13 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from lethe.vault.audit.step_names import CORE_STEP_ORDER, Step
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
 from lethe.vault.erasure.deadlines import add_months
 from lethe.vault.erasure.model import (
     BLOCKED,
-    CORE_STEPS,
-    KEY_DESTROYED,
     KEY_PENDING,
-    RECEIVED,
-    VERIFIED,
     ErasureJob,
 )
 from lethe.vault.erasure.service import ErasureService
@@ -41,6 +38,8 @@ from tests.unit.fakes import FakeClock, FakeKms
 
 OFFICER = Caller("t1", Role.PRIVACY_OFFICER, None, frozenset(), principal="officer-1")
 AGENT = Caller("t1", Role.AGENT, "a1", frozenset({"support"}), principal="tok-a1")
+
+CORE_STEPS = CORE_STEP_ORDER[1:]  # tombstoned -> verified
 
 
 class FakeStep:
@@ -57,7 +56,7 @@ class FakeStep:
         return {"step_names": list(ctx.step_names), "status_seen": ctx.job.status}
 
     def spec(self) -> StepSpec:
-        return StepSpec(self.name, self, transactional=False)
+        return StepSpec(Step(self.name), self, transactional=False)
 
 
 @dataclass
@@ -112,11 +111,11 @@ def test_the_core_steps_then_the_extra_ones_run_in_order_and_the_last_completes_
     report = FakeStep("reported")
     erasure = world.erasure(FakeStep("compacted"), report)
     job = erasure.request(OFFICER, "alice", "gdpr-art17-1a", None)
-    assert (job.status, names(job), job.completed_at) == (RECEIVED, [RECEIVED], None)
+    assert (job.status, names(job), job.completed_at) == (Step.RECEIVED, [Step.RECEIVED], None)
     world.clock.advance(5)
     assert erasure.run_pending() == 1
     done = erasure.get(OFFICER, job.id)
-    assert names(done) == [RECEIVED, *CORE_STEPS, "compacted", "reported"]
+    assert names(done) == [Step.RECEIVED, *CORE_STEPS, "compacted", "reported"]
     assert done.status == erasure.final_status == "reported"
     assert done.completed_at == world.clock.now and done.last_error is None
     assert [s.event_seq for s in done.steps] == sorted(s.event_seq for s in done.steps)
@@ -133,9 +132,9 @@ def test_a_step_that_cannot_finish_keeps_the_status_records_why_and_stops_the_st
     for attempt in (1, 2):
         assert erasure.advance(job.id) is False
         parked = erasure.get(OFFICER, job.id)
-        assert parked.status == VERIFIED and parked.completed_at is None
+        assert parked.status == Step.VERIFIED and parked.completed_at is None
         assert parked.last_error == "compacted cannot finish yet"
-        assert names(parked) == [RECEIVED, *CORE_STEPS]
+        assert names(parked) == [Step.RECEIVED, *CORE_STEPS]
         assert world.attempts(job.id) == attempt
         assert after.runs == 0
     assert erasure.advance(job.id) is True
@@ -152,13 +151,13 @@ def test_a_kms_outage_parks_the_job_in_key_destruction_pending_until_the_kms_is_
     assert erasure.run_pending() == 0
     parked = erasure.get(OFFICER, job.id)
     assert parked.status == KEY_PENDING and "KMS unavailable" in (parked.last_error or "")
-    assert names(parked) == [RECEIVED, "tombstoned", "derived_purged"]
+    assert names(parked) == [Step.RECEIVED, "tombstoned", "derived_purged"]
     assert world.kms.destroyed == set()
     world.kms.down = False
     assert erasure.run_pending() == 1
     done = erasure.get(OFFICER, job.id)
-    assert done.status == VERIFIED and done.completed_at is not None
-    receipt = next(s for s in done.steps if s.step == KEY_DESTROYED).evidence["receipts"][0]
+    assert done.status == Step.VERIFIED and done.completed_at is not None
+    receipt = next(s for s in done.steps if s.step == Step.KEY_DESTROYED).evidence["receipts"][0]
     assert len(world.kms.destroyed) == 1 and receipt["key_unusable"] is True
     # The receipt names the key under the request's own reference, not the KMS name, which
     # embeds the stable subject_ref (docs/verifying-erasure.md, "What a certificate can be linked to").
@@ -175,10 +174,10 @@ def test_a_hold_placed_after_the_request_blocks_the_job_before_anything_is_destr
     assert erasure.run_pending() == 0
     blocked = erasure.get(OFFICER, job.id)
     assert blocked.status == BLOCKED and hold.id in (blocked.last_error or "")
-    assert names(blocked) == [RECEIVED] and world.kms.destroyed == set()
+    assert names(blocked) == [Step.RECEIVED] and world.kms.destroyed == set()
     assert erasure.run_pending() == 0  # a blocked job is not picked up again
     erasure.lift_hold(OFFICER, hold.id)
-    assert erasure.get(OFFICER, job.id).status == RECEIVED
+    assert erasure.get(OFFICER, job.id).status == Step.RECEIVED
     assert erasure.run_pending() == 1
     assert erasure.get(OFFICER, job.id).completed_at is not None
 

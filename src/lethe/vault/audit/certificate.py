@@ -45,7 +45,6 @@ from lethe.keys.signing import Ed25519Signer
 from lethe.vault.audit.certificate_format import (
     FORMAT,
     KEY,
-    KEY_IRRECOVERABLE,
     KEYED_SCHEME,
     NOTHING_HELD,
     REQUEST_SUBJECT_REF,
@@ -56,12 +55,13 @@ from lethe.vault.audit.certificate_format import (
 from lethe.vault.audit.checkpoint import key_id
 from lethe.vault.audit.log import AuditLog, b64
 from lethe.vault.audit.refused_wording import with_refusals
+from lethe.vault.audit.step_names import Step
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.erasure import repository as erasure_repo
 from lethe.vault.erasure import residue
-from lethe.vault.erasure.model import RECEIVED, ErasureJob, ErasureStep
+from lethe.vault.erasure.model import ErasureJob, ErasureStep
 from lethe.vault.erasure.steps import StepContext, StepFailed, StepSpec
 from lethe.vault.errors import LogInconsistent, NotFound, OutOfScope
 from lethe.vault.model import Caller, Role
@@ -71,7 +71,6 @@ from lethe.vault.store.tenancy import for_caller, maintenance_job
 
 __all__ = [
     "MAX_CONSISTENCY_PROOFS",
-    "REPORTED",
     "CertifiedStep",
     "ErasureReport",
     "ErasureReports",
@@ -80,9 +79,7 @@ __all__ = [
     "sign_certificate",
 ]
 
-REPORTED = "reported"
 MAX_CONSISTENCY_PROOFS = 32
-COMPACTED = "compacted"
 
 VERIFY_COMMAND = (
     "lethe verify <certificate.json> --public-key <issuer-public-key.pem> "
@@ -141,7 +138,7 @@ OTHER_PROCESSES = "other processes' caches"
 def other_processes(steps: Sequence[ErasureStep]) -> dict[str, str] | None:
     """The ``what_remains`` entry for the plaintext other processes had cached, with the bound
     the key's destruction recorded (``keys.key_copies``); None if it recorded none."""
-    evidence = next((s.evidence for s in steps if s.step == "key_destroyed"), {})
+    evidence = next((s.evidence for s in steps if s.step == Step.KEY_DESTROYED), {})
     copies = evidence.get("key_copies")
     bound = copies.get("plaintext_bound_seconds") if isinstance(copies, dict) else None
     if not isinstance(bound, int | float):
@@ -216,7 +213,7 @@ def missing_parts(
     receipts = {
         r.get("generation"): r
         for s in steps
-        if s.get("name") == "key_destroyed"
+        if s.get("name") == Step.KEY_DESTROYED
         for r in (s.get("evidence") or {}).get("receipts", [])
         if isinstance(r, dict)
     }
@@ -238,12 +235,12 @@ def missing_parts(
 
 def key_destruction(steps: Sequence[ErasureStep]) -> dict[str, Any]:
     """What the certificate says about the key's destruction, from the logged evidence."""
-    evidence = next((s.evidence for s in steps if s.step == "key_destroyed"), {})
+    evidence = next((s.evidence for s in steps if s.step == Step.KEY_DESTROYED), {})
     receipts = [r for r in evidence.get("receipts", []) if isinstance(r, dict)]
     scheduled = [
         r for r in receipts if r.get("destruction") == "scheduled" and not r.get("material_destroyed")
     ]
-    closed = any(s.step == KEY_IRRECOVERABLE for s in steps)
+    closed = any(s.step == Step.KEY_IRRECOVERABLE for s in steps)
     pending = [r["pending_until"] for r in scheduled if r.get("pending_until")]
     after = [r["irrecoverable_after"] for r in receipts if r.get("irrecoverable_after")]
     return {
@@ -310,7 +307,7 @@ def build_certificate(
     held = None if nothing else other_processes([r.step for r in steps])
     if held is not None:
         remains.append(held)
-    if COMPACTED not in names and not nothing:
+    if Step.COMPACTED not in names and not nothing:
         remains.append({"item": NOT_COMPACTED[0], "why": NOT_COMPACTED[1]})
     backup_statement = NOTHING_HELD_BACKUP_STATEMENT if nothing else BACKUP_STATEMENT
     document: dict[str, Any] = {
@@ -334,7 +331,7 @@ def build_certificate(
             "completed_at": iso(steps[-1].step.completed_at),
             # as logged at receipt (the received event commits to it); an extension or a
             # stopped clock moved the job's due date later, each by its own audit event
-            "due_at": next(s.evidence["due_at"] for s in job.steps if s.step == RECEIVED),
+            "due_at": next(s.evidence["due_at"] for s in job.steps if s.step == Step.RECEIVED),
         },
         "subject": _subject(job, _events_ref(steps)),
         "steps": [
@@ -349,10 +346,10 @@ def build_certificate(
             for r in steps
         ],
         "covers": (
-            f"every step up to {names[-1]}; the step that issues this certificate ({REPORTED}) "
+            f"every step up to {names[-1]}; the step that issues this certificate ({Step.REPORTED}) "
             "is logged after it and so is not covered by it"
             if supersedes is None
-            else f"every step up to {names[-1]}, the {REPORTED} step of the first certificate included"
+            else f"every step up to {names[-1]}, the {Step.REPORTED} step of the first certificate included"
         ),
         "key_destruction": key_destruction([r.step for r in steps]),
         **({"supersedes": supersedes} if supersedes is not None else {}),
@@ -481,7 +478,7 @@ class ErasureReports:
         if existing is not None:
             return existing
         recorded = [s.step for s in job.steps]
-        missing = [name for name in (RECEIVED, *required_steps) if name not in recorded]
+        missing = [name for name in (Step.RECEIVED, *required_steps) if name not in recorded]
         if missing:
             raise StepFailed(f"cannot certify: step(s) {', '.join(missing)} not recorded")
         report_id, issued_at, data = self._certify(job, None)
@@ -507,8 +504,8 @@ class ErasureReports:
         existing = self.final_for_job(job.id)
         if existing is not None:
             return existing
-        if not any(s.step == KEY_IRRECOVERABLE for s in job.steps):
-            raise StepFailed(f"cannot issue the final certificate: {KEY_IRRECOVERABLE} not recorded")
+        if not any(s.step == Step.KEY_IRRECOVERABLE for s in job.steps):
+            raise StepFailed(f"cannot issue the final certificate: {Step.KEY_IRRECOVERABLE} not recorded")
         supersedes = {"report_id": first.id, "certificate_sha256": first.sha256}
         report_id, issued_at, data = self._certify(job, supersedes)
         t = erasure_final_reports
@@ -540,7 +537,7 @@ class ErasureReports:
         with self._uow.read() as conn:
             canonical = _canonical_events(conn, [s.event_seq for s in steps])
             before = _backups_before(conn, _forget_seq(steps))
-            hunted = next((s for s in steps if s.step == residue.RESIDUE_HUNTED), None)
+            hunted = next((s for s in steps if s.step == Step.RESIDUE_HUNTED), None)
             found = (
                 None
                 if hunted is None
@@ -595,7 +592,7 @@ def _canonical_events(conn: Connection, seqs: Sequence[int]) -> dict[int, bytes]
 def _forget_seq(steps: Sequence[ErasureStep]) -> int | None:
     """The seq of the ``subject.forgotten`` event (the tombstoned step records it)."""
     for s in steps:
-        if s.step == "tombstoned":
+        if s.step == Step.TOMBSTONED:
             seq = s.evidence.get("event_seq")
             return seq if isinstance(seq, int) else s.event_seq
     return None
@@ -636,7 +633,7 @@ def reported_step(
 
     def run(ctx: StepContext, _conn: Connection | None) -> dict[str, Any]:
         names = list(ctx.step_names)
-        preceding = names[: names.index(REPORTED)] if REPORTED in names else names
+        preceding = names[: names.index(Step.REPORTED)] if Step.REPORTED in names else names
         report = service.issue(ctx.job, preceding)
         note = report.parsed()["checkpoint"]["note"]
         return {
@@ -645,4 +642,4 @@ def reported_step(
             "certificate_sha256": report.sha256,
         }
 
-    return StepSpec(REPORTED, run, transactional=False)
+    return StepSpec(Step.REPORTED, run, transactional=False)

@@ -78,16 +78,13 @@ from typing import Any
 
 from lethe.keys.signing import SigningKeyError, load_public_key_pem, verify_ed25519
 from lethe.vault.audit.certificate_format import (
-    CORE_STEP_ORDER,
     FORMAT,
     FORMAT_V1,
     FORMAT_V3,
     FORMATS,
-    KEY_IRRECOVERABLE,
     KEYED_SCHEME,
     MAX_DOCUMENT_BYTES,
     RECEIVED_EVENT,
-    RESIDUE_STEP,
     RESULTS,
     SALTED_SCHEME,
     SIGNATURE_DOMAIN,
@@ -113,6 +110,7 @@ from lethe.vault.audit.certificate_format import (
     timestamp,
 )
 from lethe.vault.audit.checkpoint import key_id, parse_and_verify
+from lethe.vault.audit.step_names import CORE_STEP_ORDER, Step
 from lethe.vault.canonical import canonical_json
 from lethe.vault.merkle import leaf_hash, verify_consistency, verify_inclusion
 
@@ -412,10 +410,10 @@ class _Verifier:
             if not evidence:
                 raise CheckFailed(f"step {step_name(step, i)} carries no evidence")
             by_name[step_name(step, i)] = evidence
-        tomb = by_name.get("tombstoned", {})
+        tomb = by_name.get(Step.TOMBSTONED, {})
         if tomb.get("index_entries_after") != 0:
             raise CheckFailed("tombstoned: search index entries remained after the tombstone")
-        destroyed = by_name.get("key_destroyed", {})
+        destroyed = by_name.get(Step.KEY_DESTROYED, {})
         receipts = destroyed.get("receipts")
         if not isinstance(receipts, list) or destroyed.get("keys_destroyed") != len(receipts):
             raise CheckFailed("key_destroyed: the receipts do not match the number of keys destroyed")
@@ -432,7 +430,7 @@ class _Verifier:
         refused_gens = {r.get("generation") for r in refused}
         if refused_gens & {r.get("generation") for r in receipts}:
             raise CheckFailed("key_destroyed: a generation has both a receipt and a refusal")
-        verified = by_name.get("verified", {})
+        verified = by_name.get(Step.VERIFIED, {})
         probes = verified.get("key_probes")
         if not isinstance(probes, list) or any(not _probe_ok(p, scheduled, refused_gens) for p in probes):
             raise CheckFailed("verified: a key probe does not show the key destroyed")
@@ -490,14 +488,14 @@ class _Verifier:
         if mode == "immediate" and closed is not True:
             raise CheckFailed("key_destruction: an immediate destruction has no open window")
         if mode == "scheduled" and closed is True:
-            final = next((st for st in steps_of(self.doc) if st.get("name") == KEY_IRRECOVERABLE), None)
+            final = next((st for st in steps_of(self.doc) if st.get("name") == Step.KEY_IRRECOVERABLE), None)
             evidence = final.get("evidence") if isinstance(final, dict) else None
             receipts = evidence.get("receipts") if isinstance(evidence, dict) else None
             if not receipts or any(
                 not isinstance(r, dict) or r.get("material_destroyed") is not True for r in receipts
             ):
                 raise CheckFailed(
-                    f"key_destruction: the window is said closed but no {KEY_IRRECOVERABLE} step shows "
+                    f"key_destruction: the window is said closed but no {Step.KEY_IRRECOVERABLE} step shows "
                     "the key material destroyed"
                 )
 
@@ -507,7 +505,7 @@ class _Verifier:
         report_id = field_of(sup, "report_id", str, "supersedes.")
         digest = field_of(sup, "certificate_sha256", str, "supersedes.")
         by_name = {step_name(st, i): st.get("evidence") for i, st in enumerate(steps_of(self.doc))}
-        reported = by_name.get("reported")
+        reported = by_name.get(Step.REPORTED)
         if not isinstance(reported, dict) or (
             reported.get("report_id"),
             reported.get("certificate_sha256"),
@@ -516,9 +514,9 @@ class _Verifier:
             digest,
         ):
             raise CheckFailed("the logged reported step names another first certificate")
-        final = by_name.get(KEY_IRRECOVERABLE)
+        final = by_name.get(Step.KEY_IRRECOVERABLE)
         if not isinstance(final, dict) or final.get("previous_certificate_sha256") != digest:
-            raise CheckFailed(f"the logged {KEY_IRRECOVERABLE} step names another first certificate")
+            raise CheckFailed(f"the logged {Step.KEY_IRRECOVERABLE} step names another first certificate")
         if self.previous is not None:
             if hashlib.sha256(bytes(self.previous)).hexdigest() != digest:
                 raise CheckFailed("the first certificate given is not the one this certificate follows")
@@ -686,7 +684,7 @@ def verify_certificate(
     if v.doc.get("format") == FORMAT_V3:
         v.run("result", v.result)
         names = [s.get("name") for s in steps if isinstance(s, dict)] if isinstance(steps, list) else []
-        if "residue" in v.doc or RESIDUE_STEP in names:
+        if "residue" in v.doc or Step.RESIDUE_HUNTED in names:
             v.run("residue", lambda: check_residue(v.doc, steps_of(v.doc)))
     if "supersedes" in v.doc or previous is not None:
         v.run("chain", v.chain)

@@ -36,9 +36,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from lethe.keys.filescan import FileScanFailed, find_in_files, greppable
+from lethe.vault.audit.step_names import Step
 from lethe.vault.clock import iso, to_db, utcnow
 from lethe.vault.erasure import vector_samples
-from lethe.vault.erasure.model import DERIVED_PURGED
 from lethe.vault.erasure.steps import StepContext, StepFailed, StepSpec
 from lethe.vault.model import GONE
 from lethe.vault.store.db import UnitOfWork, is_sqlite
@@ -46,7 +46,6 @@ from lethe.vault.store.projection import MEMORY_WRITTEN
 from lethe.vault.store.tables import erasure_jobs, events, memories
 from lethe.vault.store.tenancy import maintenance_job
 
-COMPACTED = "compacted"
 DEFAULT_RETENTION = timedelta(days=30)
 SCAN_SAMPLE = 64  # ciphertexts byte-scanned per compaction (bounded cost; the row check is complete)
 SLICE = 16  # bytes per distinctive ciphertext slice kept (in memory only) for the file scan
@@ -479,7 +478,7 @@ def compacted_step(compactor: Compactor) -> StepSpec:
 
     def run(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
         job = ctx.job
-        purge = [s.evidence for s in job.steps if s.step == DERIVED_PURGED]
+        purge = [s.evidence for s in job.steps if s.step == Step.DERIVED_PURGED]
         derived = purge[0].get("derived_ids", []) if purge else []
         scope = ErasedScope(job.tenant_id, job.subject_ref, tuple(derived))
         ever = compactor.ciphertext_events(scope)
@@ -520,7 +519,7 @@ def compacted_step(compactor: Compactor) -> StepSpec:
             }
         return evidence
 
-    return StepSpec(COMPACTED, run, transactional=False)
+    return StepSpec(Step.COMPACTED, run, transactional=False)
 
 
 def _vector_evidence(result: CompactionResult, removed: int) -> dict[str, Any]:

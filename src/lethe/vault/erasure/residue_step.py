@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from lethe.vault.audit.step_names import Step
 from lethe.vault.erasure import residue
 from lethe.vault.erasure.model import ErasureJob
 from lethe.vault.erasure.steps import StepContext, StepSpec
@@ -31,4 +32,4 @@ def _hunt(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
 
 
 def residue_step() -> StepSpec:
-    return StepSpec(residue.RESIDUE_HUNTED, _hunt, applies=_has_identifiers)
+    return StepSpec(Step.RESIDUE_HUNTED, _hunt, applies=_has_identifiers)

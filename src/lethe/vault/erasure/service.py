@@ -40,6 +40,7 @@ from sqlalchemy.exc import IntegrityError
 from lethe.keys.protocol import KeyManager
 from lethe.vault.access.principals import display_names
 from lethe.vault.audit.certificate_format import keyed_subject_commitment, new_verification_code
+from lethe.vault.audit.step_names import Step
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
@@ -51,12 +52,9 @@ from lethe.vault.erasure.deadlines import due_date
 from lethe.vault.erasure.leases import Claim
 from lethe.vault.erasure.legal_bases import LegalBases
 from lethe.vault.erasure.model import (
-    KEY_DESTROYED,
     KEY_PENDING,
     LEGAL_HOLD_LIFTED,
     LEGAL_HOLD_PLACED,
-    RECEIVED,
-    TOMBSTONED,
     ErasureJob,
     LegalHold,
     Reinstatement,
@@ -132,7 +130,7 @@ class ErasureService:
         self.after_run = list(after_run)
 
     @property
-    def final_status(self) -> str:  # the last step every job has (the residue hunt is not one)
+    def final_status(self) -> Step:  # the last step every job has (the residue hunt is not one)
         return next(s.name for s in reversed(self.steps) if s.applies is None)
 
     # -- requests ---------------------------------------------------------------------
@@ -290,7 +288,7 @@ class ErasureService:
         event_ref = request_ref(self.pseudonyms, caller.tenant_id, job_id, ref)
         ev = log_receipt(conn, self.log, caller.tenant_id, payload, ref, event_ref, iso(now))
         repo.insert_step(
-            conn, job_id, RECEIVED, now, ev.seq, {"legal_basis": legal_basis, "due_at": iso(due)}
+            conn, job_id, Step.RECEIVED, now, ev.seq, {"legal_basis": legal_basis, "due_at": iso(due)}
         )
 
     @for_caller
@@ -439,7 +437,7 @@ class ErasureService:
                 claim = self._claim(job_id)  # renewed before each step; lost if it expired
                 if claim is not Claim.TAKEN:
                     return claim is Claim.FINISHED
-                if spec.name == TOMBSTONED and not self._hold_check(job):
+                if spec.name == Step.TOMBSTONED and not self._hold_check(job):
                     return False
                 try:
                     if not self._run_step(job, spec, names):
@@ -479,26 +477,26 @@ class ErasureService:
                     self._record(conn, job, spec.name, evidence, names[-1])
         return True
 
-    def _record(self, conn: Connection, job: ErasureJob, step: str, ev: dict[str, Any], last: str) -> None:
+    def _record(self, conn: Connection, job: ErasureJob, step: Step, ev: dict[str, Any], last: Step) -> None:
         """Record a step; the job is complete at ``last``, the last step that applies to it."""
         now = self.clock()
         record_step(conn, self.log, job, step, now, ev)
-        repo.record_progress(conn, job.id, step, now, completed=step == last)
+        repo.record_progress(conn, job.id, step.value, now, completed=step == last)
         if step == last:
             residue.forget(conn, job.id)  # the identifiers' hashes live as long as the request
-        log.info("erasure step completed", extra={"request_id": job.id, "step": step})
-        if step == KEY_DESTROYED and ev.get("refused"):
+        log.info("erasure step completed", extra={"request_id": job.id, "step": step.value})
+        if step == Step.KEY_DESTROYED and ev.get("refused"):
             log.warning(
                 "the KMS refused key destruction past its window: the certificate will be partial",
-                extra={"request_id": job.id, "step": step, "refused": len(ev["refused"])},
+                extra={"request_id": job.id, "step": step.value, "refused": len(ev["refused"])},
             )
 
     def _note_failure(self, job: ErasureJob, spec: StepSpec, reason: str) -> None:
-        status = KEY_PENDING if spec.name == KEY_DESTROYED else job.status
+        status = KEY_PENDING if spec.name == Step.KEY_DESTROYED else job.status
         with self.uow.write() as conn:
             repo.note_failure(conn, job.id, status, reason, self.clock())
         log.warning(
-            "erasure step deferred", extra={"request_id": job.id, "step": spec.name, "reason": reason}
+            "erasure step deferred", extra={"request_id": job.id, "step": spec.name.value, "reason": reason}
         )
 
     def _hold_check(self, job: ErasureJob) -> bool:

@@ -23,20 +23,14 @@ from sqlalchemy.engine import Connection
 
 from lethe.keys.key_copies import inventory
 from lethe.keys.protocol import DestructionReceipt, KeyManager, KmsError, KmsUnavailable
+from lethe.vault.audit.step_names import Step
 from lethe.vault.clock import iso
 from lethe.vault.custody import plaintext_expiry
 from lethe.vault.custody.keyring import DESTROYED, SubjectKeyring, key_name
 from lethe.vault.erasure import refusals, vector_samples
 from lethe.vault.erasure import repository as erasure_repo
 from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
-from lethe.vault.erasure.model import (
-    DERIVED_PURGED,
-    ERASURE_STEP,
-    KEY_DESTROYED,
-    TOMBSTONED,
-    VERIFIED,
-    ErasureJob,
-)
+from lethe.vault.erasure.model import ERASURE_STEP, ErasureJob
 from lethe.vault.memory import repository as memory_repo
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
@@ -65,7 +59,7 @@ class StepContext:
 
     job: ErasureJob
     deps: StepDeps
-    step_names: tuple[str, ...]
+    step_names: tuple[Step, ...]
 
 
 # A step does its work and returns its evidence. Steps that run inside one DB
@@ -79,7 +73,7 @@ class StepSpec:
     """A step; ``applies`` (None: always) says whether a job has it at all (the residue hunt
     runs only for requests with identifiers attached)."""
 
-    name: str
+    name: Step
     run: StepFn
     transactional: bool = True
     applies: Callable[[Connection, ErasureJob], bool] | None = None
@@ -93,7 +87,7 @@ class StepSpec:
 
 
 def record_step(
-    conn: Connection, log: EventLog, job: ErasureJob, step: str, now: datetime, evidence: dict[str, Any]
+    conn: Connection, log: EventLog, job: ErasureJob, step: Step, now: datetime, evidence: dict[str, Any]
 ) -> None:
     """A step's ``erasure.step`` event (its evidence in the log the certificate proves) and
     its row in ``erasure_steps``, in the caller's transaction. The event carries the subject
@@ -103,7 +97,7 @@ def record_step(
         Event(
             ERASURE_STEP,
             job.tenant_id,
-            {"request_id": job.id, "step": step, "evidence": evidence},
+            {"request_id": job.id, "step": step.value, "evidence": evidence},
             subject_ref=job.event_subject_ref or erasure_repo.event_ref(conn, job),
             occurred_at=iso(now),
         ),
@@ -114,10 +108,10 @@ def record_step(
 def core_steps() -> list[StepSpec]:
     """tombstoned -> derived_purged -> key_destroyed -> verified, in that order."""
     return [
-        StepSpec(TOMBSTONED, _tombstone),
-        StepSpec(DERIVED_PURGED, _purge_derived),
-        StepSpec(KEY_DESTROYED, _destroy_keys, transactional=False),
-        StepSpec(VERIFIED, _verify),
+        StepSpec(Step.TOMBSTONED, _tombstone),
+        StepSpec(Step.DERIVED_PURGED, _purge_derived),
+        StepSpec(Step.KEY_DESTROYED, _destroy_keys, transactional=False),
+        StepSpec(Step.VERIFIED, _verify),
     ]
 
 
@@ -306,7 +300,7 @@ def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
 def _scheduled_generations(job: ErasureJob) -> set[int]:
     """Generations whose destruction the KMS scheduled rather than did (key_destroyed receipts)."""
     for step in job.steps:
-        if step.step == KEY_DESTROYED:
+        if step.step == Step.KEY_DESTROYED:
             return {
                 r["generation"]
                 for r in step.evidence.get("receipts", [])
