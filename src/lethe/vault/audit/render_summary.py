@@ -32,8 +32,8 @@ from lethe.vault.audit.step_names import Step
 from lethe.vault.audit.verify import VerificationResult
 from lethe.vault.erasure.legal_bases import words as legal_basis_words
 
-STEP_NAMES = {
-    "received": "Request received",
+STEP_NAMES: dict[str, str] = {
+    Step.RECEIVED: "Request received",
     Step.TOMBSTONED: "Memories marked forgotten and taken out of search",
     Step.DERIVED_PURGED: "Summaries built on them removed",
     Step.KEY_DESTROYED: "The subject's encryption key destroyed",
@@ -47,7 +47,7 @@ KMS_NAMES = {
     "vault": "HashiCorp Vault / OpenBao Transit",
 }
 # the steps of a request that found nothing: no sentence may claim what did not happen
-NOTHING_STEP_NAMES = {
+NOTHING_STEP_NAMES: dict[str, str] = {
     Step.TOMBSTONED: "No memories to mark forgotten; new writes about the subject refused",
     Step.DERIVED_PURGED: "No summaries built on them",
     Step.KEY_DESTROYED: "No encryption key existed: none to destroy",
@@ -55,11 +55,11 @@ NOTHING_STEP_NAMES = {
     Step.COMPACTED: "Database files compacted",
 }
 # a partial request's key: unusable, its destruction not confirmed (the final certificate says so)
-PARTIAL_STEP_NAMES = {
+PARTIAL_STEP_NAMES: dict[str, str] = {
     Step.KEY_DESTROYED: "The subject's encryption key made unusable; its destruction pending"
 }
 # a key the KMS refused to destroy past Lethe's window: said so, and that Lethe stopped asking
-REFUSED_STEP_NAMES = {
+REFUSED_STEP_NAMES: dict[str, str] = {
     Step.KEY_DESTROYED: (
         "The key manager refused to destroy the subject's encryption key; Lethe stopped asking"
     ),
