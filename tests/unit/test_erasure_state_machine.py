@@ -10,7 +10,7 @@ prove the same claims against real SQLite, PostgreSQL and OpenBao.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -26,6 +26,7 @@ from lethe.vault.erasure.model import (
     KEY_PENDING,
     ErasureJob,
 )
+from lethe.vault.erasure.pipeline import Pipeline, core_steps
 from lethe.vault.erasure.service import ErasureService
 from lethe.vault.erasure.steps import StepContext, StepFailed, StepSpec
 from lethe.vault.errors import LegalHoldActive, NotFound
@@ -74,7 +75,7 @@ class World:
             self.kms,
             keyring,
             pseudonyms,
-            extra_steps=[s.spec() for s in extra],
+            Pipeline((*core_steps(), *(s.spec() for s in extra))),
             clock=self.clock,
             log=self.memories.log,
         )
@@ -180,6 +181,43 @@ def test_a_hold_placed_after_the_request_blocks_the_job_before_anything_is_destr
     assert erasure.get(OFFICER, job.id).status == Step.RECEIVED
     assert erasure.run_pending() == 1
     assert erasure.get(OFFICER, job.id).completed_at is not None
+
+
+def test_the_runner_reads_the_hold_check_and_the_waiting_status_from_the_step_not_its_name(world: World):
+    """A pipeline that moves the hold check to ``compacted`` and gives it a waiting status:
+    the runner follows the declaration (it used to test ``tombstoned``/``key_destroyed``)."""
+    world.remember()
+    core = tuple(replace(s, checks_holds=False, waiting_status=None) for s in core_steps())
+    flaky = FakeStep("compacted", failures=1)
+    spec = replace(flaky.spec(), checks_holds=True, waiting_status="compaction_pending")
+    erasure = ErasureService(
+        world.uow,
+        world.kms,
+        world.memories.keyring,
+        world.memories.pseudonyms,
+        Pipeline((*core, spec)),
+        clock=world.clock,
+        log=world.memories.log,
+    )
+    job = erasure.request(OFFICER, "alice", "gdpr-art17-1a", None)
+    erasure.place_hold(OFFICER, "alice", "litigation 2026-17")
+    assert erasure.advance(job.id) is False
+    held = erasure.get(OFFICER, job.id)
+    assert held.status == BLOCKED and names(held) == [Step.RECEIVED, *CORE_STEPS]
+    assert flaky.runs == 0
+    (hold,) = erasure.holds(OFFICER, active=True)
+    erasure.lift_hold(OFFICER, hold.id)
+    assert erasure.advance(job.id) is False
+    assert erasure.get(OFFICER, job.id).status == "compaction_pending"
+    assert erasure.advance(job.id) is True
+
+
+def test_a_pipeline_refuses_steps_out_of_the_declared_order() -> None:
+    tomb, purge, *_ = core_steps()
+    with pytest.raises(ValueError, match="order"):
+        Pipeline((purge, tomb))
+    with pytest.raises(ValueError, match="order"):
+        Pipeline((tomb, tomb))
 
 
 def test_a_request_under_an_active_hold_is_refused_and_files_nothing(world: World):

@@ -28,7 +28,7 @@ from lethe.keys.factory import build_kms
 from lethe.keys.protocol import KeyManager
 from lethe.vault.access.sessions import ConsoleSessions
 from lethe.vault.access.tokens import TokenService
-from lethe.vault.audit.certificate import ErasureReports, reported_step
+from lethe.vault.audit.certificate import ErasureReports, certificate_work
 from lethe.vault.audit.final_certificate import FinalCertificates
 from lethe.vault.audit.forks import AuditForks
 from lethe.vault.audit.kpis import KpiService
@@ -36,9 +36,10 @@ from lethe.vault.audit.log import AuditLog
 from lethe.vault.custody.keyring import DekCache, SubjectKeyring
 from lethe.vault.custody.opened_vectors import OpenedVectors
 from lethe.vault.custody.pseudonyms import Pseudonymizer, create_pepper
-from lethe.vault.erasure.compaction import Compactor, compacted_step
+from lethe.vault.erasure.compaction import Compactor
 from lethe.vault.erasure.deadline_service import ErasureDeadlines
 from lethe.vault.erasure.legal_bases import LegalBases
+from lethe.vault.erasure.pipeline import erasure_pipeline
 from lethe.vault.erasure.service import ErasureService
 from lethe.vault.errors import StoreNotReady
 from lethe.vault.memory.agent_sessions import AgentSessions
@@ -227,9 +228,12 @@ def build(
             kms,
             keyring,
             pseudonyms,
-            extra_steps=[compacted_step(compactor), reported_step(audit, signer, reports)],
+            erasure_pipeline(
+                compactor,
+                certify=certificate_work(audit, signer, reports),
+                after_run=[FinalCertificates(uow, kms, reports, log).run_due],
+            ),
             log=log,
-            after_run=[FinalCertificates(uow, kms, reports, log).run_due],
             legal_bases=LegalBases(settings.extra_legal_bases),
             kms_refusal_window=timedelta(seconds=settings.erasure_kms_refusal_window_seconds),
         ),

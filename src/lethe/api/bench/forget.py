@@ -23,10 +23,12 @@ from lethe.api.bench.workload import LEGAL_BASIS, REFERENCE, load_subjects, offi
 from lethe.api.bootstrap import Container
 from lethe.vault.audit.step_names import CORE_STEP_ORDER, Step
 from lethe.vault.clock import utcnow
+from lethe.vault.erasure.pipeline import ORDER
 from lethe.vault.store.tables import memories
 
 HEADLINE_STEPS = CORE_STEP_ORDER  # received -> verified
-STEPS = (*HEADLINE_STEPS, Step.COMPACTED.value, Step.REPORTED.value)  # every step of a job, in order
+# every step of a job the bench files (no identifiers attached: no residue hunt), in order
+STEPS = (Step.RECEIVED.value, *(s.value for s in ORDER if s is not Step.RESIDUE_HUNTED))
 TENANT = "bench-forget"
 
 

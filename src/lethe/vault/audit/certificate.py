@@ -9,7 +9,7 @@ audit event its canonical bytes, leaf index and inclusion proof. An Ed25519 sign
 by the log's key covers ``SIGNATURE_DOMAIN`` followed by the canonical document without
 its ``signature`` member; ``vault.verify_certificate`` checks it all offline.
 
-The certificate is issued by the erasure job's ``reported`` step (``reported_step``),
+The certificate is issued by the erasure job's ``reported`` step (``certificate_work``),
 which runs after every other step. That step's own audit event is appended after the
 certificate exists, so it cannot be inside the certificate it produces: a certificate
 covers the steps up to the one before ``reported``, whatever they are (``compacted``
@@ -62,7 +62,7 @@ from lethe.vault.clock import iso, utcnow
 from lethe.vault.erasure import repository as erasure_repo
 from lethe.vault.erasure import residue
 from lethe.vault.erasure.model import ErasureJob, ErasureStep
-from lethe.vault.erasure.steps import StepContext, StepFailed, StepSpec
+from lethe.vault.erasure.steps import StepContext, StepFailed, StepFn
 from lethe.vault.errors import LogInconsistent, NotFound, OutOfScope
 from lethe.vault.model import Caller, Role
 from lethe.vault.store.events import canonical_row
@@ -75,7 +75,7 @@ __all__ = [
     "ErasureReport",
     "ErasureReports",
     "build_certificate",
-    "reported_step",
+    "certificate_work",
     "sign_certificate",
 ]
 
@@ -619,15 +619,16 @@ def _backups_before(conn: Connection, forget_seq: int | None) -> list[dict[str, 
     ]
 
 
-def reported_step(
+def certificate_work(
     audit_log: AuditLog, signer: Ed25519Signer, reports: ErasureReports | None = None
-) -> StepSpec:
-    """The ``reported`` step: issue the certificate for every step before it.
+) -> StepFn:
+    """The work of the ``reported`` step (``erasure.pipeline``): issue the certificate for
+    every step before it.
 
-    Generic over what precedes it: the steps required are those listed before this one
-    in the erasure service (core steps, then e.g. ``compacted``). Its evidence names the
-    report, the checkpoint size it is anchored to and the certificate's SHA-256.
-    Non-transactional: signing a checkpoint takes the log's write lock itself.
+    Generic over what precedes it: the steps required are those the job has before this
+    one (core steps, then e.g. ``compacted``). Its evidence names the report, the checkpoint
+    size it is anchored to and the certificate's SHA-256. The pipeline declares it outside
+    a transaction: signing a checkpoint takes the log's write lock itself.
     """
     service = reports or ErasureReports(audit_log, signer)
 
@@ -642,4 +643,4 @@ def reported_step(
             "certificate_sha256": report.sha256,
         }
 
-    return StepSpec(Step.REPORTED, run, transactional=False)
+    return run

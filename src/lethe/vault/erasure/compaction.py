@@ -39,7 +39,7 @@ from lethe.keys.filescan import FileScanFailed, find_in_files, greppable
 from lethe.vault.audit.step_names import Step
 from lethe.vault.clock import iso, to_db, utcnow
 from lethe.vault.erasure import vector_samples
-from lethe.vault.erasure.steps import StepContext, StepFailed, StepSpec
+from lethe.vault.erasure.steps import StepContext, StepFailed, StepFn
 from lethe.vault.model import GONE
 from lethe.vault.store.db import UnitOfWork, is_sqlite
 from lethe.vault.store.projection import MEMORY_WRITTEN
@@ -466,8 +466,9 @@ def _sampled(secrets: list[bytes], sample: int) -> list[bytes]:
     return secrets[::step][:sample]
 
 
-def compacted_step(compactor: Compactor) -> StepSpec:
-    """The erasure job's ``compacted`` step: remove the subject's dead ciphertext, show it is gone.
+def compaction_work(compactor: Compactor) -> StepFn:
+    """The work of the erasure job's ``compacted`` step (``erasure.pipeline``): remove the
+    subject's dead ciphertext, show it is gone.
 
     The byte scan samples the ciphertext that is still there before compacting it; a second
     scan (``vector_scan``) looks for the sealed vectors the job's earlier steps removed
@@ -519,7 +520,7 @@ def compacted_step(compactor: Compactor) -> StepSpec:
             }
         return evidence
 
-    return StepSpec(Step.COMPACTED, run, transactional=False)
+    return run
 
 
 def _vector_evidence(result: CompactionResult, removed: int) -> dict[str, Any]:

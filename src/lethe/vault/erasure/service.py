@@ -7,10 +7,10 @@ done. The one step outside the database, destroying the key, is idempotent at th
 so repeating it after a crash changes nothing. A KMS outage parks the job in
 ``key_destruction_pending``; the runner retries it.
 
-Steps: received -> tombstoned -> derived_purged -> key_destroyed -> verified, then any
-``extra_steps`` (compaction, the signed report) added by their own modules. This module
-holds the rules (who may, in which order, when a job is done, leases); the domain
-objects live in ``erasure.model``, the steps in ``erasure.steps``, the SQL in
+The steps, their order and how the runner treats each (a hold checked first, the status a
+job waits in) are declared in ``erasure.pipeline``. This module holds the rules (who may,
+when a job is done, leases); the domain objects live in ``erasure.model``, the steps'
+work in ``erasure.steps``, the SQL in
 ``erasure.repository``, the deadline rules in ``erasure.deadlines`` and the deadline
 commands (extend, pause, resume) in ``erasure.deadline_service``. A paused job (its
 clock stopped while the subject's identity is verified) is never advanced: the check
@@ -52,17 +52,16 @@ from lethe.vault.erasure.deadlines import due_date
 from lethe.vault.erasure.leases import Claim
 from lethe.vault.erasure.legal_bases import LegalBases
 from lethe.vault.erasure.model import (
-    KEY_PENDING,
     LEGAL_HOLD_LIFTED,
     LEGAL_HOLD_PLACED,
     ErasureJob,
     LegalHold,
     Reinstatement,
 )
+from lethe.vault.erasure.pipeline import Pipeline, erasure_pipeline
 from lethe.vault.erasure.refusals import REFUSAL_WINDOW
 from lethe.vault.erasure.request_ref import log_receipt, request_ref
-from lethe.vault.erasure.residue_step import residue_step
-from lethe.vault.erasure.steps import StepContext, StepDeps, StepFailed, StepSpec, core_steps, record_step
+from lethe.vault.erasure.steps import StepContext, StepDeps, StepFailed, StepSpec, record_step
 from lethe.vault.errors import LegalHoldActive, NotFound, OutOfScope, VersionConflict
 from lethe.vault.memory.validation import normal_subject_id, require_text
 from lethe.vault.model import Caller, Role
@@ -101,16 +100,15 @@ class ErasureService:
         kms: KeyManager,
         keyring: SubjectKeyring,
         pseudonyms: Pseudonymizer,
-        extra_steps: Sequence[StepSpec] = (),
+        pipeline: Pipeline | None = None,
         clock: Callable[[], datetime] = utcnow,
         *,
         log: EventLog,
-        after_run: Sequence[Callable[[], object]] = (),
         legal_bases: LegalBases | None = None,
         kms_refusal_window: timedelta = REFUSAL_WINDOW,
     ) -> None:
-        """``after_run``: work the runner does after each pass over the jobs (e.g. issuing
-        final certificates when a KMS's waiting window closes). ``legal_bases``: the codes a
+        """``pipeline``: the steps and the work after each pass (``erasure.pipeline``; without
+        one, the core steps only). ``legal_bases``: the codes a
         request may cite (the standard list unless the deployment adds its own).
         ``kms_refusal_window``: how long a KMS that refuses a key's destruction is asked
         again before the job ends in a ``partial`` certificate (``erasure.refusals``)."""
@@ -126,12 +124,14 @@ class ErasureService:
         # turns here instead: a second thread waits and then finds the steps recorded.
         self._advancing = threading.Lock()
         self.deps = StepDeps(uow, kms, keyring, self.log, clock, kms_refusal_window)
-        self.steps: list[StepSpec] = [*core_steps(), residue_step(), *extra_steps]
-        self.after_run = list(after_run)
+        pipeline = pipeline or erasure_pipeline()
+        self.steps: list[StepSpec] = list(pipeline.steps)
+        self.after_run = list(pipeline.after_run)
+        self._final_status = pipeline.final_step
 
     @property
     def final_status(self) -> Step:  # the last step every job has (the residue hunt is not one)
-        return next(s.name for s in reversed(self.steps) if s.applies is None)
+        return self._final_status
 
     # -- requests ---------------------------------------------------------------------
 
@@ -437,7 +437,7 @@ class ErasureService:
                 claim = self._claim(job_id)  # renewed before each step; lost if it expired
                 if claim is not Claim.TAKEN:
                     return claim is Claim.FINISHED
-                if spec.name == Step.TOMBSTONED and not self._hold_check(job):
+                if spec.checks_holds and not self._hold_check(job):
                     return False
                 try:
                     if not self._run_step(job, spec, names):
@@ -459,7 +459,7 @@ class ErasureService:
     def _release(self, job_id: str) -> None:
         leases.release(self.uow, job_id, self.runner_id)
 
-    def _run_step(self, job: ErasureJob, spec: StepSpec, names: tuple[str, ...]) -> bool:
+    def _run_step(self, job: ErasureJob, spec: StepSpec, names: tuple[Step, ...]) -> bool:
         """Run one step of the job's ``names`` and record it; False if the job's clock was
         stopped first (paused)."""
         ctx = StepContext(job, self.deps, names)
@@ -492,7 +492,7 @@ class ErasureService:
             )
 
     def _note_failure(self, job: ErasureJob, spec: StepSpec, reason: str) -> None:
-        status = KEY_PENDING if spec.name == Step.KEY_DESTROYED else job.status
+        status = spec.waiting_status or job.status
         with self.uow.write() as conn:
             repo.note_failure(conn, job.id, status, reason, self.clock())
         log.warning(

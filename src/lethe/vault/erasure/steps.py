@@ -1,11 +1,13 @@
-"""The core steps of an erasure job: tombstone, derived purge, key destruction, verification.
+"""The work of the core steps of an erasure job: tombstone, derived purge, key destruction,
+verification.
 
 A step does its work and returns its evidence; the runner (``ErasureService``) records
-both. ``StepSpec`` is the shape every step takes, the core ones here (``core_steps``)
-and those added by their own modules (``compacted_step``, ``reported_step``). A step
-receives a ``StepContext``: the job as it stands, the names of the job's steps in order,
-and ``StepDeps``, only what steps may use (store, KMS, keyring, event log, clock), never
-the service itself.
+both. ``StepSpec`` is the shape every step takes: its name, its work and how the runner
+treats it (a legal hold checked first, the status a job waits in when it fails); the whole
+pipeline, these steps and those of other modules (``compaction_run``, the certificate's),
+is declared in ``erasure.pipeline``. A step receives a ``StepContext``: the job as it
+stands, the names of the job's steps in order, and ``StepDeps``, only what steps may use
+(store, KMS, keyring, event log, clock), never the service itself.
 
 Exceptions: ``StepFailed``, control flow only (see ``vault.errors``): a step raises it to
 say "not now", and the runner records the message as the job's ``last_error``.
@@ -70,13 +72,21 @@ StepFn = Callable[[StepContext, Connection | None], dict[str, Any]]
 
 @dataclass(frozen=True)
 class StepSpec:
-    """A step; ``applies`` (None: always) says whether a job has it at all (the residue hunt
-    runs only for requests with identifiers attached)."""
+    """A step, as the runner treats it.
+
+    ``applies`` (None: always) says whether a job has it at all (the residue hunt runs only
+    for requests with identifiers attached). ``checks_holds``: a legal hold placed after the
+    request blocks the job before this step runs (the first destructive one).
+    ``waiting_status``: the status a job takes while this step cannot finish (None: it keeps
+    the one it has), so a KMS outage shows as ``key_destruction_pending``.
+    """
 
     name: Step
     run: StepFn
     transactional: bool = True
     applies: Callable[[Connection, ErasureJob], bool] | None = None
+    checks_holds: bool = False
+    waiting_status: str | None = None
 
     def applies_to(self, uow: UnitOfWork, job: ErasureJob) -> bool:
         """Whether ``job`` has this step at all."""
@@ -105,17 +115,7 @@ def record_step(
     erasure_repo.insert_step(conn, job.id, step, now, ev.seq, evidence)
 
 
-def core_steps() -> list[StepSpec]:
-    """tombstoned -> derived_purged -> key_destroyed -> verified, in that order."""
-    return [
-        StepSpec(Step.TOMBSTONED, _tombstone),
-        StepSpec(Step.DERIVED_PURGED, _purge_derived),
-        StepSpec(Step.KEY_DESTROYED, _destroy_keys, transactional=False),
-        StepSpec(Step.VERIFIED, _verify),
-    ]
-
-
-def _tombstone(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
+def tombstone(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     assert conn is not None
     deps, job = ctx.deps, ctx.job
     vector_samples.hold(job.id, memory_repo.sealed_vectors(conn, job.tenant_id, job.subject_ref))
@@ -131,7 +131,7 @@ def _tombstone(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     }
 
 
-def _purge_derived(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
+def purge_summaries(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     """Tombstone summaries built from any forgotten memory, transitively, whoever their subject."""
     assert conn is not None
     job = ctx.job
@@ -148,7 +148,7 @@ def _purge_derived(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     }
 
 
-def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
+def destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
     """Destroy every live generation of the subject's key at the KMS, then record it: each
     receipt with its waiting window (immediate, or scheduled by the KMS), and the inventory
     of every copy of the key material and its fate (``keys.key_copies``)."""
@@ -240,7 +240,7 @@ def key_label(job: ErasureJob, generation: int, name: str) -> str:
     return key_name(job.tenant_id, job.event_subject_ref, generation)
 
 
-def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
+def probe_and_verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     """Probe, don't assume: every key gone, nothing retrievable, no index entries."""
     assert conn is not None
     deps, job = ctx.deps, ctx.job
