@@ -21,7 +21,7 @@ from lethe.api.bench.context import BenchError, RunContext
 from lethe.api.bench.stats import ratio
 from lethe.api.bench.workload import LEGAL_BASIS, REFERENCE, load_subjects, officer_caller
 from lethe.api.bootstrap import Container
-from lethe.vault.erasure.compaction import reclaim_space, scan_store
+from lethe.vault.erasure.compaction_disk import reclaim_space, scan_store
 from lethe.vault.erasure.pipeline import erasure_pipeline
 from lethe.vault.erasure.service import ErasureService
 from lethe.vault.store.tables import events

@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from lethe.vault.audit.step_names import Step
-from lethe.vault.erasure.compaction import Compactor, compaction_work
+from lethe.vault.erasure.compaction import Compactor
+from lethe.vault.erasure.compaction_step import compaction_work
 from lethe.vault.erasure.model import KEY_PENDING
 from lethe.vault.erasure.residue_step import has_identifiers, hunt_residue
 from lethe.vault.erasure.steps import (
