@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from lethe.vault.audit.certificate import OTHER_PROCESSES
+from lethe.vault.audit.certificate_wording import OTHER_PROCESSES
 from lethe.vault.custody.plaintext_expiry import SWEEP_SECONDS
 from tests.api.test_serve import memory, start_server
 
