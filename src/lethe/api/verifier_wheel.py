@@ -33,6 +33,9 @@ MODULES = {
         "audit/certificate_format.py",
         "audit/step_names.py",
         "audit/verify.py",
+        "audit/verify_checkpoint.py",
+        "audit/verify_evidence.py",
+        "audit/verify_result.py",
         "audit/verify_main.py",
     ),
 }
