@@ -31,6 +31,7 @@ MODULES = {
         "audit/__init__.py",
         "audit/checkpoint.py",
         "audit/certificate_format.py",
+        "audit/step_evidence.py",
         "audit/step_names.py",
         "audit/verify.py",
         "audit/verify_checkpoint.py",

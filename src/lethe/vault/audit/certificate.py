@@ -46,6 +46,7 @@ from lethe.vault.audit import certificate_repository as repo
 from lethe.vault.audit.certificate_document import CertifiedStep, build_certificate, sign_certificate
 from lethe.vault.audit.certificate_repository import ErasureReport
 from lethe.vault.audit.log import AuditLog
+from lethe.vault.audit.step_evidence import ReportedEvidence, TombstonedEvidence
 from lethe.vault.audit.step_names import Step
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.clock import iso, utcnow
@@ -219,8 +220,8 @@ def _forget_seq(steps: Sequence[ErasureStep]) -> int | None:
     """The seq of the ``subject.forgotten`` event (the tombstoned step records it)."""
     for s in steps:
         if s.step == Step.TOMBSTONED:
-            seq = s.evidence.get("event_seq")
-            return seq if isinstance(seq, int) else s.event_seq
+            seq = TombstonedEvidence.from_dict(s.evidence).event_seq
+            return seq if seq is not None else s.event_seq
     return None
 
 
@@ -242,10 +243,10 @@ def certificate_work(
         preceding = names[: names.index(Step.REPORTED)] if Step.REPORTED in names else names
         report = service.issue(ctx.job, preceding)
         note = report.parsed()["checkpoint"]["note"]
-        return {
-            "report_id": report.id,
-            "checkpoint_tree_size": int(note.split("\n")[1]),
-            "certificate_sha256": report.sha256,
-        }
+        return ReportedEvidence(
+            report_id=report.id,
+            checkpoint_tree_size=int(note.split("\n")[1]),
+            certificate_sha256=report.sha256,
+        ).to_dict()
 
     return run

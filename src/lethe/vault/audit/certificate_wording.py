@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lethe.vault.audit.certificate_format import KEY
+from lethe.vault.audit.step_evidence import KeyDestroyedEvidence
 from lethe.vault.audit.step_names import Step
 from lethe.vault.erasure.model import ErasureStep
 
@@ -75,9 +76,8 @@ OTHER_PROCESSES = "other processes' caches"
 def other_processes(steps: Sequence[ErasureStep]) -> dict[str, str] | None:
     """The ``what_remains`` entry for the plaintext other processes had cached, with the bound
     the key's destruction recorded (``keys.key_copies``); None if it recorded none."""
-    evidence = next((s.evidence for s in steps if s.step == Step.KEY_DESTROYED), {})
-    copies = evidence.get("key_copies")
-    bound = copies.get("plaintext_bound_seconds") if isinstance(copies, dict) else None
+    copies = _key_destroyed(steps).key_copies
+    bound = copies.get("plaintext_bound_seconds") if copies is not None else None
     if not isinstance(bound, int | float):
         return None
     return {
@@ -172,11 +172,9 @@ def missing_parts(
 
 def key_destruction(steps: Sequence[ErasureStep]) -> dict[str, Any]:
     """What the certificate says about the key's destruction, from the logged evidence."""
-    evidence = next((s.evidence for s in steps if s.step == Step.KEY_DESTROYED), {})
-    receipts = [r for r in evidence.get("receipts", []) if isinstance(r, dict)]
-    scheduled = [
-        r for r in receipts if r.get("destruction") == "scheduled" and not r.get("material_destroyed")
-    ]
+    evidence = _key_destroyed(steps)
+    receipts = evidence.receipts or []
+    scheduled = evidence.scheduled_receipts()
     closed = any(s.step == Step.KEY_IRRECOVERABLE for s in steps)
     pending = [r["pending_until"] for r in scheduled if r.get("pending_until")]
     after = [r["irrecoverable_after"] for r in receipts if r.get("irrecoverable_after")]
@@ -186,6 +184,12 @@ def key_destruction(steps: Sequence[ErasureStep]) -> dict[str, Any]:
         "irrecoverable_after": max(after) if after else None,
         "cancellable": any(r.get("cancellable") is True for r in scheduled) and not closed,
         "window_closed": not scheduled or closed,
-        "key_copies": evidence.get("key_copies"),
+        "key_copies": evidence.key_copies,
         "statement": KEY_DESTRUCTION_STATEMENT,
     }
+
+
+def _key_destroyed(steps: Sequence[ErasureStep]) -> KeyDestroyedEvidence:
+    """The ``key_destroyed`` step's evidence (empty if the job has none yet)."""
+    evidence = next((s.evidence for s in steps if s.step == Step.KEY_DESTROYED), {})
+    return KeyDestroyedEvidence.from_dict(evidence)

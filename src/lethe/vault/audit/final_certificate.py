@@ -24,6 +24,7 @@ import sqlalchemy as sa
 
 from lethe.keys.protocol import KeyManager, KmsError
 from lethe.vault.audit.certificate import ErasureReports
+from lethe.vault.audit.step_evidence import KeyDestroyedEvidence, KeyIrrecoverableEvidence
 from lethe.vault.audit.step_names import Step
 from lethe.vault.clock import iso, parse_iso, utcnow
 from lethe.vault.erasure import repository as erasure_repo
@@ -40,8 +41,7 @@ log = logging.getLogger("lethe.erasure")
 def scheduled_receipts(job: ErasureJob) -> list[dict[str, Any]]:
     """The key_destroyed receipts whose destruction the KMS scheduled rather than did."""
     step = next((s for s in job.steps if s.step == Step.KEY_DESTROYED), None)
-    receipts = step.evidence.get("receipts", []) if step is not None else []
-    return [r for r in receipts if r.get("destruction") == "scheduled" and not r.get("material_destroyed")]
+    return [] if step is None else KeyDestroyedEvidence.from_dict(step.evidence).scheduled_receipts()
 
 
 class FinalCertificates:
@@ -103,12 +103,12 @@ class FinalCertificates:
                         "details": now_r.details,
                     }
                 )
-            evidence = {
-                "receipts": receipts,
-                "previous_report_id": first.id,
-                "previous_certificate_sha256": first.sha256,
-            }
-            self._record(job, evidence)
+            evidence = KeyIrrecoverableEvidence(
+                receipts=receipts,
+                previous_report_id=first.id,
+                previous_certificate_sha256=first.sha256,
+            )
+            self._record(job, evidence.to_dict())
             with self.uow.read() as conn:
                 job = erasure_repo.load_job(conn, job_id, self.clock())
             assert job is not None

@@ -22,6 +22,12 @@ from lethe.vault.audit.certificate_format import (
     step_name,
     steps_of,
 )
+from lethe.vault.audit.step_evidence import (
+    EvidenceMalformed,
+    KeyDestroyedEvidence,
+    TombstonedEvidence,
+    VerifiedEvidence,
+)
 from lethe.vault.audit.step_names import Step
 
 
@@ -32,35 +38,41 @@ def check_evidence(doc: dict[str, Any]) -> str:
         if not evidence:
             raise CheckFailed(f"step {step_name(step, i)} carries no evidence")
         by_name[step_name(step, i)] = evidence
-    tomb = by_name.get(Step.TOMBSTONED, {})
-    if tomb.get("index_entries_after") != 0:
+    try:  # a record that cannot be read is a failed check, never an exception
+        tomb = TombstonedEvidence.from_dict(by_name.get(Step.TOMBSTONED, {}))
+        destroyed = KeyDestroyedEvidence.from_dict(by_name.get(Step.KEY_DESTROYED, {}))
+        verified = VerifiedEvidence.from_dict(by_name.get(Step.VERIFIED, {}))
+    except EvidenceMalformed as exc:
+        raise CheckFailed(str(exc)) from exc
+    if tomb.index_entries_after != 0:
         raise CheckFailed("tombstoned: search index entries remained after the tombstone")
-    destroyed = by_name.get(Step.KEY_DESTROYED, {})
-    receipts = destroyed.get("receipts")
-    if not isinstance(receipts, list) or destroyed.get("keys_destroyed") != len(receipts):
+    receipts = destroyed.receipts
+    if receipts is None or destroyed.keys_destroyed != len(receipts):
         raise CheckFailed("key_destroyed: the receipts do not match the number of keys destroyed")
-    if any(not isinstance(r, dict) or r.get("key_unusable") is not True for r in receipts):
+    if any(r.get("key_unusable") is not True for r in receipts):
         raise CheckFailed("key_destroyed: a receipt does not show the key unusable")
     scheduled = {
         r.get("generation")
         for r in receipts
         if r.get("destruction") == "scheduled" and r.get("material_destroyed") is not True
     }
-    refused = destroyed.get("refused", [])
-    if not isinstance(refused, list) or any(not isinstance(r, dict) for r in refused):
-        raise CheckFailed("key_destroyed: the refused generations are not a list of objects")
+    refused = destroyed.refused or []  # a list of objects, or ``from_dict`` failed
     refused_gens = {r.get("generation") for r in refused}
     if refused_gens & {r.get("generation") for r in receipts}:
         raise CheckFailed("key_destroyed: a generation has both a receipt and a refusal")
-    verified = by_name.get(Step.VERIFIED, {})
-    probes = verified.get("key_probes")
-    if not isinstance(probes, list) or any(not _probe_ok(p, scheduled, refused_gens) for p in probes):
+    probes = verified.key_probes
+    if probes is None or any(not _probe_ok(p, scheduled, refused_gens) for p in probes):
         raise CheckFailed("verified: a key probe does not show the key destroyed")
-    check_key_destruction(doc, destroyed, scheduled)
-    for key in ("retrievable_memories", "projection_rows_with_ciphertext", "index_entries"):
-        if verified.get(key) != 0:
+    check_key_destruction(doc, destroyed.to_dict(), scheduled)
+    counts = {
+        "retrievable_memories": verified.retrievable_memories,
+        "projection_rows_with_ciphertext": verified.projection_rows_with_ciphertext,
+        "index_entries": verified.index_entries,
+    }
+    for key, count in counts.items():
+        if count != 0:
             raise CheckFailed(f"verified: {key} is not 0")
-    if verified.get("erasure_fence") is not True:
+    if verified.erasure_fence is not True:
         raise CheckFailed("verified: the erasure fence is not up")
     if not receipts and not probes:
         return "no key to destroy; nothing retrievable, no index entries"

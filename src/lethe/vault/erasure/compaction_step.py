@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from lethe.vault.audit.step_evidence import DerivedPurgedEvidence
 from lethe.vault.audit.step_names import Step
 from lethe.vault.erasure import vector_samples
 from lethe.vault.erasure.compaction import CompactionResult, Compactor
@@ -31,7 +32,7 @@ def compaction_work(compactor: Compactor) -> StepFn:
     def run(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
         job = ctx.job
         purge = [s.evidence for s in job.steps if s.step == Step.DERIVED_PURGED]
-        derived = purge[0].get("derived_ids", []) if purge else []
+        derived = (DerivedPurgedEvidence.from_dict(purge[0]).derived_ids or []) if purge else []
         scope = ErasedScope(job.tenant_id, job.subject_ref, tuple(derived))
         ever = compactor.ciphertext_events(scope)
         present = compactor.dead_ciphertexts(scope=scope)

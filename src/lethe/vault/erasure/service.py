@@ -37,6 +37,7 @@ from sqlalchemy.exc import IntegrityError
 from lethe.keys.protocol import KeyManager
 from lethe.vault.access.principals import display_names
 from lethe.vault.audit.certificate_format import keyed_subject_commitment, new_verification_code
+from lethe.vault.audit.step_evidence import ReceivedEvidence
 from lethe.vault.audit.step_names import Step
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
@@ -265,7 +266,7 @@ class ErasureService(ErasureRunner):
         event_ref = request_ref(self.pseudonyms, caller.tenant_id, job_id, ref)
         ev = log_receipt(conn, self.log, caller.tenant_id, payload, ref, event_ref, iso(now))
         repo.insert_step(
-            conn, job_id, Step.RECEIVED, now, ev.seq, {"legal_basis": legal_basis, "due_at": iso(due)}
+            conn, job_id, Step.RECEIVED, now, ev.seq, ReceivedEvidence(legal_basis, iso(due)).to_dict()
         )
 
     @for_caller

@@ -25,6 +25,12 @@ from sqlalchemy.engine import Connection
 
 from lethe.keys.key_copies import inventory
 from lethe.keys.protocol import DestructionReceipt, KeyManager, KmsError, KmsUnavailable
+from lethe.vault.audit.step_evidence import (
+    DerivedPurgedEvidence,
+    KeyDestroyedEvidence,
+    TombstonedEvidence,
+    VerifiedEvidence,
+)
 from lethe.vault.audit.step_names import Step
 from lethe.vault.clock import iso
 from lethe.vault.custody import plaintext_expiry
@@ -120,15 +126,15 @@ def tombstone(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     deps, job = ctx.deps, ctx.job
     vector_samples.hold(job.id, memory_repo.sealed_vectors(conn, job.tenant_id, job.subject_ref))
     ev = tombstone_subject(conn, deps.log, deps.keyring, job.tenant_id, job.subject_ref, job.id)
-    return {
-        "event_seq": ev.seq,
-        "key_generation": ev.generation,
-        "memories_forgotten": ev.memories_forgotten,
-        "index_entries_before": ev.index_entries_before,
-        "index_entries_after": ev.index_entries_after,
-        "sealed_vectors_before": ev.sealed_vectors_before,
-        "sealed_vectors_after": ev.sealed_vectors_after,
-    }
+    return TombstonedEvidence(
+        event_seq=ev.seq,
+        key_generation=ev.generation,
+        memories_forgotten=ev.memories_forgotten,
+        index_entries_before=ev.index_entries_before,
+        index_entries_after=ev.index_entries_after,
+        sealed_vectors_before=ev.sealed_vectors_before,
+        sealed_vectors_after=ev.sealed_vectors_after,
+    ).to_dict()
 
 
 def purge_summaries(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
@@ -138,14 +144,14 @@ def purge_summaries(ctx: StepContext, conn: Connection | None) -> dict[str, Any]
     own = memory_repo.count_index(conn, job.tenant_id, job.subject_ref)
     purge = purge_derived(conn, ctx.deps.log, job.tenant_id, job.subject_ref, job.id, ctx.deps.clock())
     vector_samples.hold(job.id, list(purge.sealed))
-    return {
-        "derived_tombstoned": len(purge.ids),
-        "derived_ids": purge.ids,
-        "index_entries_before": own + purge.index_entries_removed,
-        "index_entries_after": memory_repo.count_index(conn, job.tenant_id, job.subject_ref, purge.ids),
-        "sealed_vectors_purged": purge.sealed_vectors_removed,
-        "sealed_vectors_after": memory_repo.count_vectors(conn, job.tenant_id, job.subject_ref, purge.ids),
-    }
+    return DerivedPurgedEvidence(
+        derived_tombstoned=len(purge.ids),
+        derived_ids=purge.ids,
+        index_entries_before=own + purge.index_entries_removed,
+        index_entries_after=memory_repo.count_index(conn, job.tenant_id, job.subject_ref, purge.ids),
+        sealed_vectors_purged=purge.sealed_vectors_removed,
+        sealed_vectors_after=memory_repo.count_vectors(conn, job.tenant_id, job.subject_ref, purge.ids),
+    ).to_dict()
 
 
 def destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
@@ -194,14 +200,14 @@ def destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
             }
         )
     scheduled = [r for r in done if r.scheduled and not r.material_destroyed]
-    return {
-        "kms_backend": deps.kms.backend,
-        "keys_destroyed": len(receipts),
-        "receipts": receipts,
+    return KeyDestroyedEvidence(
+        kms_backend=deps.kms.backend,
+        keys_destroyed=len(receipts),
+        receipts=receipts,
         # generations the KMS refused to destroy past the refusal window (``erasure.refusals``)
-        **({"refused": refused} if refused else {}),
-        "destruction": "scheduled" if scheduled else "immediate",
-        "key_copies": inventory(
+        refused=refused or None,
+        destruction="scheduled" if scheduled else "immediate",
+        key_copies=inventory(
             backend=deps.kms.backend,
             receipts=done,
             wrapped_in_store=len(gens),
@@ -210,9 +216,9 @@ def destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
             sweep_seconds=plaintext_expiry.SWEEP_SECONDS,
             refused=len(refused),
         ),
-        "key_config": {"exportable": False, "plaintext_backup_allowed": False},
-        "dek_cache": "revoked in this process; other processes refuse theirs and drop them on expiry",
-    }
+        key_config={"exportable": False, "plaintext_backup_allowed": False},
+        dek_cache="revoked in this process; other processes refuse theirs and drop them on expiry",
+    ).to_dict()
 
 
 def _refused(ctx: StepContext, g: Any, error: str) -> dict[str, Any]:
@@ -287,14 +293,14 @@ def probe_and_verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any
         failures.append("erasure fence is not up")
     if failures:
         raise StepFailed("verification failed: " + "; ".join(failures))
-    return {
-        "key_probes": probes,
-        "retrievable_memories": retrievable,
-        "projection_rows_with_ciphertext": with_ciphertext,
-        "index_entries": index_entries,
-        "sealed_vectors": sealed_vectors,
-        "erasure_fence": fenced,
-    }
+    return VerifiedEvidence(
+        key_probes=probes,
+        retrievable_memories=retrievable,
+        projection_rows_with_ciphertext=with_ciphertext,
+        index_entries=index_entries,
+        sealed_vectors=sealed_vectors,
+        erasure_fence=fenced,
+    ).to_dict()
 
 
 def _scheduled_generations(job: ErasureJob) -> set[int]:
@@ -302,8 +308,6 @@ def _scheduled_generations(job: ErasureJob) -> set[int]:
     for step in job.steps:
         if step.step == Step.KEY_DESTROYED:
             return {
-                r["generation"]
-                for r in step.evidence.get("receipts", [])
-                if r.get("destruction") == "scheduled" and not r.get("material_destroyed")
+                r["generation"] for r in KeyDestroyedEvidence.from_dict(step.evidence).scheduled_receipts()
             }
     return set()
