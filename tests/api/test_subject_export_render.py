@@ -76,7 +76,7 @@ def test_the_pdf_attaches_its_json_and_prints_the_command_whole(api: Api) -> Non
 
 
 def test_a_langgraph_store_value_reads_as_its_key_and_fields() -> None:
-    from lethe.vault.audit.render_export import readable_content
+    from lethe.vault.oversight.render_export import readable_content
 
     assert readable_content(STORE_VALUE) == "language: es"
     two = json.dumps({"lethe_store": 1, "key": "diet", "value": {"avoid": "nuts", "since": 2024}})

@@ -323,9 +323,9 @@ def test_a_certificate_issued_after_history_was_rewritten_is_refused(lethe: Cont
     # A new process (no cached tree) runs the erasure: the reported step cannot sign.
     c = lethe
     c.audit = fresh_audit(c)
-    from lethe.vault.erasure.compaction import compacted_step
+    from lethe.vault.erasure.pipeline import erasure_pipeline
     from lethe.vault.erasure.service import ErasureService
-    from lethe.vault.oversight.certificate import ErasureReports, reported_step
+    from lethe.vault.oversight.certificate import ErasureReports, certificate_work
 
     reports = ErasureReports(c.audit, c.reports.signer)
     service = ErasureService(
@@ -333,7 +333,7 @@ def test_a_certificate_issued_after_history_was_rewritten_is_refused(lethe: Cont
         c.kms,
         c.keyring,
         c.pseudonyms,
-        extra_steps=[compacted_step(c.compactor), reported_step(c.audit, reports.signer, reports)],
+        erasure_pipeline(c.compactor, certify=certificate_work(c.audit, reports.signer, reports)),
         log=c.log,
     )
     job = service.request(officer(), ALICE, "gdpr-art17-1a", None)

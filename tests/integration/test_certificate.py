@@ -24,11 +24,12 @@ from lethe.api.settings import Settings
 from lethe.keys.signing import Ed25519Signer
 from lethe.vault.audit.certificate_format import KEYED_SCHEME, keyed_subject_commitment
 from lethe.vault.audit.checkpoint import Checkpoint, key_id, sign_checkpoint
+from lethe.vault.audit.step_names import Step
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import parse_iso
 from lethe.vault.erasure.deadlines import add_months
-from lethe.vault.oversight.certificate import REPORTED, sign_certificate
+from lethe.vault.oversight.certificate import sign_certificate
 from lethe.vault.oversight.render import render_html, render_pdf
 from lethe.vault.store.events import Event, SqlEventLog
 from lethe.vault.store.tables import backups
@@ -94,7 +95,7 @@ def test_a_completed_forget_produces_a_certificate_that_verifies_offline(lethe: 
     assert result.ok, result.summary()
     doc = report.parsed()
     covered = [s["name"] for s in doc["steps"]]
-    assert covered == [s.step for s in job.steps][:-1] and job.steps[-1].step == REPORTED
+    assert covered == [s.step for s in job.steps][:-1] and job.steps[-1].step == Step.REPORTED
     assert covered[:5] == ["received", "tombstoned", "derived_purged", "key_destroyed", "verified"]
     names = {c.name for c in result.checks}
     assert {f"inclusion:{n}" for n in covered} <= names and {f"event:{n}" for n in covered} <= names
@@ -179,7 +180,7 @@ def test_the_reported_step_is_not_inside_its_own_certificate_but_logs_its_digest
         "checkpoint_tree_size": size,
         "certificate_sha256": hashlib.sha256(report.document).hexdigest(),
     }
-    assert REPORTED in doc["covers"]
+    assert Step.REPORTED in doc["covers"]
     # Issuing again (a rerun after a crash) returns the same certificate, byte for byte.
     filed = lethe.erasure.get(officer(), job.id)
     with lethe.uow.maintenance("erasure runner"):  # the runner is the certificate's one issuer

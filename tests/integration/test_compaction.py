@@ -16,7 +16,8 @@ from freezegun import freeze_time
 from lethe.keys.filescan import find_in_files
 from lethe.vault import errors
 from lethe.vault.erasure.backup import create_backup, restore_backup
-from lethe.vault.erasure.compaction import ErasedScope, reclaim_space, slices_of, sqlite_files
+from lethe.vault.erasure.compaction_disk import reclaim_space, slices_of, sqlite_files
+from lethe.vault.erasure.compaction_repository import ErasedScope
 from lethe.vault.erasure.forgetting import tombstone_subject
 from lethe.vault.merkle import leaf_hash
 from lethe.vault.store.events import canonical_row

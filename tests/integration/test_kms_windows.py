@@ -22,11 +22,12 @@ import pytest
 from lethe.api.bootstrap import Container, build
 from lethe.api.report_formats import ReportFormat, render_report
 from lethe.api.settings import Settings
+from lethe.vault.audit.step_names import Step
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.canonical import canonical_json
 from lethe.vault.clock import parse_iso, utcnow
 from lethe.vault.erasure.model import ErasureJob
-from lethe.vault.oversight.certificate import KEY_IRRECOVERABLE, sign_certificate
+from lethe.vault.oversight.certificate import sign_certificate
 from tests.conftest import agent, officer, write_cmd
 from tests.integration.test_certificate import run_lethe
 from tests.integration.test_result_classes import pdf_text
@@ -115,7 +116,7 @@ def test_a_scheduled_destruction_states_its_window_and_a_chained_final_certifica
         time.sleep(0.2)
     c.erasure.run_pending()
     done = c.erasure.get(officer(), job.id)
-    assert done.final_report_id is not None and done.steps[-1].step == KEY_IRRECOVERABLE
+    assert done.final_report_id is not None and done.steps[-1].step == Step.KEY_IRRECOVERABLE
     final = c.reports.get(officer(), done.final_report_id).document
     doc = json.loads(final)
     assert doc["supersedes"] == {

@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from lethe.keys.filescan import find_in_files
-from lethe.vault.erasure.compaction import sqlite_files
+from lethe.vault.erasure.compaction_disk import sqlite_files
 from lethe.vault.memory.reindex import IndexCheck
 from lethe.vault.memory.review import QueueQuery
 from lethe.vault.model import Provenance, SearchQuery, SourceType

@@ -20,7 +20,7 @@ from lethe.api.bootstrap import build
 from lethe.api.settings import Settings
 from lethe.keys.filescan import find_in_files
 from lethe.vault.custody.sealing import open_vectors
-from lethe.vault.erasure.compaction import sqlite_files
+from lethe.vault.erasure.compaction_disk import sqlite_files
 from lethe.vault.memory import embedding, search
 from lethe.vault.model import Provenance, SearchQuery, SourceType
 from lethe.vault.store.tables import index_recipes, memory_vectors

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from lethe.vault.erasure import compaction
-from lethe.vault.erasure.compaction import reclaim_space
+from lethe.vault.erasure import compaction_disk
+from lethe.vault.erasure.compaction_disk import reclaim_space
 from tests.conftest import agent, logical_forget, write_cmd
 
 ALICE = "alice@example.com"
@@ -79,7 +79,7 @@ def test_reclaim_waits_out_another_process_checkpoint_and_empties_the_wal(lethe)
 def test_reclaim_says_the_wal_was_not_emptied_when_the_lock_never_came_free(lethe, monkeypatch):
     c = lethe
     database = notes_written(c, 5)
-    monkeypatch.setattr(compaction, "WAL_TRUNCATE_WAIT_S", 0.3)
+    monkeypatch.setattr(compaction_disk, "WAL_TRUNCATE_WAIT_S", 0.3)
     with checkpoint_lock_held(database, 30):
         result = reclaim_space(c.uow.engine, vacuum=False)
         still = wal_bytes(database)
@@ -100,7 +100,7 @@ def test_lethe_compact_says_when_the_wal_was_not_emptied(lethe, monkeypatch):
     logical_forget(c, ALICE)
     monkeypatch.setenv("LETHE_DATA_DIR", str(c.settings.data_dir))
     monkeypatch.delenv("LETHE_DATABASE_URL", raising=False)
-    monkeypatch.setattr(compaction, "WAL_TRUNCATE_WAIT_S", 0.3)
+    monkeypatch.setattr(compaction_disk, "WAL_TRUNCATE_WAIT_S", 0.3)
     with checkpoint_lock_held(database, 30):
         held = CliRunner().invoke(cli, ["compact"])
     assert held.exit_code == 0, held.output
@@ -120,7 +120,7 @@ def test_scheduled_compaction_logs_a_wal_it_could_not_empty_and_empties_it_on_it
     c = lethe
     database = notes_written(c, 3)
     logical_forget(c, ALICE)
-    monkeypatch.setattr(compaction, "WAL_TRUNCATE_WAIT_S", 0.3)
+    monkeypatch.setattr(compaction_disk, "WAL_TRUNCATE_WAIT_S", 0.3)
     with caplog.at_level(logging.WARNING, logger="lethe.api"), checkpoint_lock_held(database, 30):
         assert scheduled_compaction(c) == 3
         still = wal_bytes(database)

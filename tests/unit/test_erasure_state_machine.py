@@ -10,25 +10,23 @@ prove the same claims against real SQLite, PostgreSQL and OpenBao.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from lethe.vault.audit.step_names import CORE_STEP_ORDER, Step
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
 from lethe.vault.erasure.deadlines import add_months
 from lethe.vault.erasure.model import (
     BLOCKED,
-    CORE_STEPS,
-    KEY_DESTROYED,
     KEY_PENDING,
-    RECEIVED,
-    VERIFIED,
     ErasureJob,
 )
+from lethe.vault.erasure.pipeline import Pipeline, core_steps
 from lethe.vault.erasure.service import ErasureService
 from lethe.vault.erasure.steps import StepContext, StepFailed, StepSpec
 from lethe.vault.errors import LegalHoldActive, NotFound
@@ -41,6 +39,8 @@ from tests.unit.fakes import FakeClock, FakeKms
 
 OFFICER = Caller("t1", Role.PRIVACY_OFFICER, None, frozenset(), principal="officer-1")
 AGENT = Caller("t1", Role.AGENT, "a1", frozenset({"support"}), principal="tok-a1")
+
+CORE_STEPS = CORE_STEP_ORDER[1:]  # tombstoned -> verified
 
 
 class FakeStep:
@@ -57,7 +57,7 @@ class FakeStep:
         return {"step_names": list(ctx.step_names), "status_seen": ctx.job.status}
 
     def spec(self) -> StepSpec:
-        return StepSpec(self.name, self, transactional=False)
+        return StepSpec(Step(self.name), self, transactional=False)
 
 
 @dataclass
@@ -75,7 +75,7 @@ class World:
             self.kms,
             keyring,
             pseudonyms,
-            extra_steps=[s.spec() for s in extra],
+            Pipeline((*core_steps(), *(s.spec() for s in extra))),
             clock=self.clock,
             log=self.memories.log,
         )
@@ -112,11 +112,11 @@ def test_the_core_steps_then_the_extra_ones_run_in_order_and_the_last_completes_
     report = FakeStep("reported")
     erasure = world.erasure(FakeStep("compacted"), report)
     job = erasure.request(OFFICER, "alice", "gdpr-art17-1a", None)
-    assert (job.status, names(job), job.completed_at) == (RECEIVED, [RECEIVED], None)
+    assert (job.status, names(job), job.completed_at) == (Step.RECEIVED, [Step.RECEIVED], None)
     world.clock.advance(5)
     assert erasure.run_pending() == 1
     done = erasure.get(OFFICER, job.id)
-    assert names(done) == [RECEIVED, *CORE_STEPS, "compacted", "reported"]
+    assert names(done) == [Step.RECEIVED, *CORE_STEPS, "compacted", "reported"]
     assert done.status == erasure.final_status == "reported"
     assert done.completed_at == world.clock.now and done.last_error is None
     assert [s.event_seq for s in done.steps] == sorted(s.event_seq for s in done.steps)
@@ -133,9 +133,9 @@ def test_a_step_that_cannot_finish_keeps_the_status_records_why_and_stops_the_st
     for attempt in (1, 2):
         assert erasure.advance(job.id) is False
         parked = erasure.get(OFFICER, job.id)
-        assert parked.status == VERIFIED and parked.completed_at is None
+        assert parked.status == Step.VERIFIED and parked.completed_at is None
         assert parked.last_error == "compacted cannot finish yet"
-        assert names(parked) == [RECEIVED, *CORE_STEPS]
+        assert names(parked) == [Step.RECEIVED, *CORE_STEPS]
         assert world.attempts(job.id) == attempt
         assert after.runs == 0
     assert erasure.advance(job.id) is True
@@ -152,13 +152,13 @@ def test_a_kms_outage_parks_the_job_in_key_destruction_pending_until_the_kms_is_
     assert erasure.run_pending() == 0
     parked = erasure.get(OFFICER, job.id)
     assert parked.status == KEY_PENDING and "KMS unavailable" in (parked.last_error or "")
-    assert names(parked) == [RECEIVED, "tombstoned", "derived_purged"]
+    assert names(parked) == [Step.RECEIVED, "tombstoned", "derived_purged"]
     assert world.kms.destroyed == set()
     world.kms.down = False
     assert erasure.run_pending() == 1
     done = erasure.get(OFFICER, job.id)
-    assert done.status == VERIFIED and done.completed_at is not None
-    receipt = next(s for s in done.steps if s.step == KEY_DESTROYED).evidence["receipts"][0]
+    assert done.status == Step.VERIFIED and done.completed_at is not None
+    receipt = next(s for s in done.steps if s.step == Step.KEY_DESTROYED).evidence["receipts"][0]
     assert len(world.kms.destroyed) == 1 and receipt["key_unusable"] is True
     # The receipt names the key under the request's own reference, not the KMS name, which
     # embeds the stable subject_ref (docs/verifying-erasure.md, "What a certificate can be linked to").
@@ -175,12 +175,49 @@ def test_a_hold_placed_after_the_request_blocks_the_job_before_anything_is_destr
     assert erasure.run_pending() == 0
     blocked = erasure.get(OFFICER, job.id)
     assert blocked.status == BLOCKED and hold.id in (blocked.last_error or "")
-    assert names(blocked) == [RECEIVED] and world.kms.destroyed == set()
+    assert names(blocked) == [Step.RECEIVED] and world.kms.destroyed == set()
     assert erasure.run_pending() == 0  # a blocked job is not picked up again
     erasure.lift_hold(OFFICER, hold.id)
-    assert erasure.get(OFFICER, job.id).status == RECEIVED
+    assert erasure.get(OFFICER, job.id).status == Step.RECEIVED
     assert erasure.run_pending() == 1
     assert erasure.get(OFFICER, job.id).completed_at is not None
+
+
+def test_the_runner_reads_the_hold_check_and_the_waiting_status_from_the_step_not_its_name(world: World):
+    """A pipeline that moves the hold check to ``compacted`` and gives it a waiting status:
+    the runner follows the declaration (it used to test ``tombstoned``/``key_destroyed``)."""
+    world.remember()
+    core = tuple(replace(s, checks_holds=False, waiting_status=None) for s in core_steps())
+    flaky = FakeStep("compacted", failures=1)
+    spec = replace(flaky.spec(), checks_holds=True, waiting_status="compaction_pending")
+    erasure = ErasureService(
+        world.uow,
+        world.kms,
+        world.memories.keyring,
+        world.memories.pseudonyms,
+        Pipeline((*core, spec)),
+        clock=world.clock,
+        log=world.memories.log,
+    )
+    job = erasure.request(OFFICER, "alice", "gdpr-art17-1a", None)
+    erasure.place_hold(OFFICER, "alice", "litigation 2026-17")
+    assert erasure.advance(job.id) is False
+    held = erasure.get(OFFICER, job.id)
+    assert held.status == BLOCKED and names(held) == [Step.RECEIVED, *CORE_STEPS]
+    assert flaky.runs == 0
+    (hold,) = erasure.holds(OFFICER, active=True)
+    erasure.lift_hold(OFFICER, hold.id)
+    assert erasure.advance(job.id) is False
+    assert erasure.get(OFFICER, job.id).status == "compaction_pending"
+    assert erasure.advance(job.id) is True
+
+
+def test_a_pipeline_refuses_steps_out_of_the_declared_order() -> None:
+    tomb, purge, *_ = core_steps()
+    with pytest.raises(ValueError, match="order"):
+        Pipeline((purge, tomb))
+    with pytest.raises(ValueError, match="order"):
+        Pipeline((tomb, tomb))
 
 
 def test_a_request_under_an_active_hold_is_refused_and_files_nothing(world: World):

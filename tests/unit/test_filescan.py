@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from lethe.keys import filescan
 from lethe.keys.filescan import find_in_files, greppable
-from lethe.vault.erasure.compaction import slices_of
+from lethe.vault.erasure.compaction_disk import slices_of
 
 
 def write_with(tmp: Path, planted: list[bytes], size: int = 3 << 20, seed: int = 1) -> Path:

@@ -20,9 +20,10 @@ from lethe.api.settings import Settings
 from lethe.keys.key_copies import inventory
 from lethe.keys.protocol import DestructionReceipt, KeyManager, KmsForbidden
 from lethe.vault.audit.certificate_format import result_of
+from lethe.vault.audit.step_names import Step
 from lethe.vault.audit.verify import verify_certificate
 from lethe.vault.erasure import refusals
-from lethe.vault.erasure.model import DERIVED_PURGED, ErasureJob, ErasureStep
+from lethe.vault.erasure.model import ErasureJob, ErasureStep
 from tests.conftest import agent, officer, write_cmd
 
 T0 = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
@@ -45,7 +46,7 @@ class FakeRefusingKms:
 
 
 def job_due_at(when: datetime) -> ErasureJob:
-    purged = ErasureStep(DERIVED_PURGED, when, 4, {})
+    purged = ErasureStep(Step.DERIVED_PURGED, when, 4, {})
     return ErasureJob(
         "j", "t1", "key_destruction_pending", "gdpr-art17-1a", None, "o", T0, T0, T0, None, None, None,
         [purged], False,

@@ -34,9 +34,10 @@ from lethe.vault.audit.log import AuditLog
 from lethe.vault.custody.keyring import DekCache, SubjectKeyring
 from lethe.vault.custody.opened_vectors import OpenedVectors
 from lethe.vault.custody.pseudonyms import Pseudonymizer, create_pepper
-from lethe.vault.erasure.compaction import Compactor, compacted_step
+from lethe.vault.erasure.compaction import Compactor
 from lethe.vault.erasure.deadline_service import ErasureDeadlines
 from lethe.vault.erasure.legal_bases import LegalBases
+from lethe.vault.erasure.pipeline import erasure_pipeline
 from lethe.vault.erasure.service import ErasureService
 from lethe.vault.errors import StoreNotReady
 from lethe.vault.memory.agent_sessions import AgentSessions
@@ -50,7 +51,7 @@ from lethe.vault.memory.search import SearchService
 from lethe.vault.memory.service import MemoryService
 from lethe.vault.memory.vector_fill import VectorFill
 from lethe.vault.memory.vectors import VectorIndex
-from lethe.vault.oversight.certificate import ErasureReports, reported_step
+from lethe.vault.oversight.certificate import ErasureReports, certificate_work
 from lethe.vault.oversight.final_certificate import FinalCertificates
 from lethe.vault.oversight.kpis import KpiService
 from lethe.vault.store.db import UnitOfWork, make_engine
@@ -245,9 +246,12 @@ def build(
             kms,
             keyring,
             pseudonyms,
-            extra_steps=[compacted_step(compactor), reported_step(audit, signer, reports)],
+            erasure_pipeline(
+                compactor,
+                certify=certificate_work(audit, signer, reports),
+                after_run=[FinalCertificates(uow, kms, reports, log).run_due],
+            ),
             log=log,
-            after_run=[FinalCertificates(uow, kms, reports, log).run_due],
             legal_bases=LegalBases(settings.extra_legal_bases),
             kms_refusal_window=timedelta(seconds=settings.erasure_kms_refusal_window_seconds),
         ),

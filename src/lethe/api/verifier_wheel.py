@@ -31,7 +31,12 @@ MODULES = {
         "audit/__init__.py",
         "audit/checkpoint.py",
         "audit/certificate_format.py",
+        "audit/step_evidence.py",
+        "audit/step_names.py",
         "audit/verify.py",
+        "audit/verify_checkpoint.py",
+        "audit/verify_evidence.py",
+        "audit/verify_result.py",
         "audit/verify_main.py",
     ),
 }

@@ -21,7 +21,8 @@ from lethe.api.bench.context import BenchError, RunContext
 from lethe.api.bench.stats import ratio
 from lethe.api.bench.workload import LEGAL_BASIS, REFERENCE, load_subjects, officer_caller
 from lethe.api.bootstrap import Container
-from lethe.vault.erasure.compaction import reclaim_space, scan_store
+from lethe.vault.erasure.compaction_disk import reclaim_space, scan_store
+from lethe.vault.erasure.pipeline import erasure_pipeline
 from lethe.vault.erasure.service import ErasureService
 from lethe.vault.store.tables import events
 
@@ -93,7 +94,7 @@ def measure(ctx: RunContext) -> dict[str, Any]:
 
 def _forget_core_only(c: Container, subjects: list[str]) -> None:
     """Forget with the core steps only (no compaction step), so the ciphertext is left for us."""
-    core = ErasureService(c.uow, c.kms, c.keyring, c.pseudonyms, log=c.log)
+    core = ErasureService(c.uow, c.kms, c.keyring, c.pseudonyms, erasure_pipeline(), log=c.log)
     officer = officer_caller(TENANT)
     for subject in subjects:
         job = core.request(officer, subject, LEGAL_BASIS, REFERENCE)

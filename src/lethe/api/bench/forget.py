@@ -21,14 +21,14 @@ from lethe.api.bench.scales import search_store_name
 from lethe.api.bench.stats import ratio
 from lethe.api.bench.workload import LEGAL_BASIS, REFERENCE, load_subjects, officer_caller
 from lethe.api.bootstrap import Container
+from lethe.vault.audit.step_names import CORE_STEP_ORDER, Step
 from lethe.vault.clock import utcnow
-from lethe.vault.erasure.compaction import COMPACTED
-from lethe.vault.erasure.model import CORE_STEPS, RECEIVED
-from lethe.vault.oversight.certificate import REPORTED
+from lethe.vault.erasure.pipeline import ORDER
 from lethe.vault.store.tables import memories
 
-HEADLINE_STEPS = (RECEIVED, *CORE_STEPS)  # received -> verified
-STEPS = (*HEADLINE_STEPS, COMPACTED, REPORTED)  # every step of a job, in order
+HEADLINE_STEPS = CORE_STEP_ORDER  # received -> verified
+# every step of a job the bench files (no identifiers attached: no residue hunt), in order
+STEPS = (Step.RECEIVED.value, *(s.value for s in ORDER if s is not Step.RESIDUE_HUNTED))
 TENANT = "bench-forget"
 
 
@@ -46,15 +46,15 @@ def forget(c: Container, tenant: str, subject: str) -> dict[str, Any]:
     for st in job.steps:
         steps[st.step] = round((st.completed_at - prev).total_seconds() * 1000, 2)
         prev = st.completed_at
-    compaction = next((st.evidence for st in job.steps if st.step == COMPACTED), {})
+    compaction = next((st.evidence for st in job.steps if st.step == Step.COMPACTED), {})
     return {
         "completed": done,
         "status": job.status,
         "headline_ms": round(sum(steps.get(k, 0.0) for k in HEADLINE_STEPS), 2),
         "steps_ms": steps,
         "wall_ms": round(wall * 1000, 2),
-        "compaction_ms": steps.get(COMPACTED),
-        "report_ms": steps.get(REPORTED),
+        "compaction_ms": steps.get(Step.COMPACTED),
+        "report_ms": steps.get(Step.REPORTED),
         "events_compacted": compaction.get("events_rewritten"),
         "store_bytes_before_compaction": compaction.get("bytes_before"),
     }

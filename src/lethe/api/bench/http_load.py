@@ -36,7 +36,7 @@ from lethe.api.bench.stats import ratio
 from lethe.api.bench.subprocesses import clean_env, free_port, terminate
 from lethe.api.bench.workload import query_words
 from lethe.api.bootstrap import Container
-from lethe.vault.erasure.compaction import reclaim_space
+from lethe.vault.erasure.compaction_disk import reclaim_space
 from lethe.vault.model import Role
 from lethe.vault.store.schema import downgrade, schema_state, upgrade
 from lethe.vault.store.tables import memories

@@ -21,6 +21,7 @@ from rich.table import Column, Table
 
 from lethe.api.cli.common import ExitCode, console, container, officer, print_json
 from lethe.api.http.schemas.erasure import ErasureFiled, ErasureJobList, ErasureJobOut, ErasurePreviewOut
+from lethe.vault.audit.step_names import Step
 from lethe.vault.erasure.deadlines import MAX_EXTENSION_MONTHS
 from lethe.vault.erasure.legal_bases import words
 from lethe.vault.erasure.model import ErasureJob
@@ -64,7 +65,7 @@ def _show(job: ErasureJob, basis: Callable[[str], str] = words) -> None:
         summary = ", ".join(f"{k}={v}" for k, v in s.evidence.items() if isinstance(v, int | bool | str))
         table.add_row(s.step, f"{s.completed_at:%Y-%m-%d %H:%M:%S}", str(s.event_seq), summary[:120])
     console.print(table)
-    refused = next((s.evidence.get("refused") for s in job.steps if s.step == "key_destroyed"), None)
+    refused = next((s.evidence.get("refused") for s in job.steps if s.step == Step.KEY_DESTROYED), None)
     if refused:  # no line may say the key is destroyed: the KMS refused past the window
         gens = ", ".join(str(r.get("generation")) for r in refused)
         console.print(

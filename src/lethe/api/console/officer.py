@@ -24,6 +24,7 @@ from lethe.api.http.schemas.numbers import ExtensionMonths, from_form
 from lethe.api.report_formats import ReportFormat, officer_name, render_report, render_subject_export
 from lethe.vault.access.one_time import OneTimeValues
 from lethe.vault.access.principals import display_name
+from lethe.vault.audit.step_names import Step
 from lethe.vault.erasure.model import ErasureJob
 from lethe.vault.erasure.preview import preview_erasure
 from lethe.vault.errors import InvalidCommand
@@ -31,7 +32,7 @@ from lethe.vault.errors import InvalidCommand
 router = APIRouter()
 EXTENSION_REFUSAL = "an extension is 1 or 2 months"
 
-FINISHED = ("reported", "verified")
+FINISHED = (Step.REPORTED, Step.VERIFIED)
 
 
 def _required(act: Act, name: str, label: str) -> str:

@@ -31,6 +31,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from lethe.vault.audit.checkpoint import Checkpoint
+from lethe.vault.audit.step_names import Step
 from lethe.vault.canonical import canonical_json
 
 _T = TypeVar("_T")
@@ -53,9 +54,7 @@ SALTED_SCHEME = "sha256-salted"
 COMMITMENT_DOMAIN = b"lethe-subject-commitment/v2\n"
 CODE_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"  # Crockford base32: no I, L, O, U
 CODE_CHARS = 25  # 125 bits
-CORE_STEP_ORDER = ("received", "tombstoned", "derived_purged", "key_destroyed", "verified")
 RECEIVED_EVENT, STEP_EVENT = "erasure.received", "erasure.step"
-KEY_IRRECOVERABLE = "key_irrecoverable"  # the step logged when a KMS's waiting window closed
 MAX_DOCUMENT_BYTES = 32 * 1024 * 1024
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
@@ -171,13 +170,13 @@ def result_of(steps: list[dict[str, Any]]) -> tuple[str, list[tuple[str, int | N
             raise CheckFailed("a key generation in the evidence is not a whole number")
         return g
 
-    receipts, probes = items("key_destroyed", "receipts"), items("verified", "key_probes")
-    final, refused = items(KEY_IRRECOVERABLE, "receipts"), items("key_destroyed", "refused")
+    receipts, probes = items(Step.KEY_DESTROYED, "receipts"), items(Step.VERIFIED, "key_probes")
+    final, refused = items(Step.KEY_IRRECOVERABLE, "receipts"), items(Step.KEY_DESTROYED, "refused")
     generations = {generation(x) for x in receipts + probes + refused}
     confirmed = {generation(p) for p in probes if p.get("destroyed") is True} | {
         generation(r) for r in final if r.get("material_destroyed") is True
     }
-    memories = evidence.get("tombstoned", {}).get("memories_forgotten")
+    memories = evidence.get(Step.TOMBSTONED, {}).get("memories_forgotten")
     if not generations:
         if type(memories) is int and memories == 0:  # not False, not 0.0: as the browser twin reads it
             return NOTHING_HELD, []
@@ -186,16 +185,13 @@ def result_of(steps: list[dict[str, Any]]) -> tuple[str, list[tuple[str, int | N
     return (PARTIAL, missing) if missing else (ERASED, [])
 
 
-RESIDUE_STEP = "residue_hunted"
-
-
 def check_residue(doc: dict[str, Any], steps: list[dict[str, Any]]) -> str:
     """v3's optional ``residue`` counts say what the ``residue_hunted`` step's evidence says:
     the same identifiers, choice and memories found; ``retract``: every one retracted by the
     hunt, none kept or pending; ``review``: each queued memory counted once as retracted
     (rejected), kept (with a reviewer's reason), pending or expired. A hunt without counts,
     or counts without a hunt, fails. Raises ``CheckFailed``; returns a summary in words."""
-    step = next((s for s in steps if s.get("name") == RESIDUE_STEP), None)
+    step = next((s for s in steps if s.get("name") == Step.RESIDUE_HUNTED), None)
     counts = doc.get("residue")
     if step is None and counts is None:
         return "no identifiers were attached"
@@ -229,7 +225,11 @@ def refused_generations(steps: list[dict[str, Any]]) -> set[Any]:
     the ``key_destroyed`` evidence): missing for good, as Lethe stopped asking."""
     for s in steps:
         ev = s.get("evidence")
-        if s.get("name") == "key_destroyed" and isinstance(ev, dict) and isinstance(ev.get("refused"), list):
+        if (
+            s.get("name") == Step.KEY_DESTROYED
+            and isinstance(ev, dict)
+            and isinstance(ev.get("refused"), list)
+        ):
             return {r.get("generation") for r in ev["refused"] if isinstance(r, dict)}
     return set()
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from lethe.vault.audit.step_names import Step
+
 REFUSED_BACKUP_STATEMENT = (
     "Backups hold the database only, never the key dir or the KMS. The subject's content in any "
     "backup taken before the forget event is ciphertext; under the key generation(s) the KMS refused "
@@ -30,7 +32,7 @@ def refused_of(steps: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
     """The refusals the ``key_destroyed`` step logged, by generation."""
     for s in steps:
         ev = s.get("evidence")
-        if s.get("name") == "key_destroyed" and isinstance(ev, dict):
+        if s.get("name") == Step.KEY_DESTROYED and isinstance(ev, dict):
             return {r.get("generation"): r for r in ev.get("refused") or [] if isinstance(r, dict)}
     return {}
 
@@ -73,7 +75,7 @@ def with_refusals(document: dict[str, Any]) -> dict[str, Any]:
     missing = [{**m, "final": m.get("generation") in refused} for m in document.get("missing") or []]
     if not refused:
         return {**document, "missing": missing} if missing else document
-    compacted = any(isinstance(s, dict) and s.get("name") == "compacted" for s in steps)
+    compacted = any(isinstance(s, dict) and s.get("name") == Step.COMPACTED for s in steps)
     missing = [
         {**m, "why": refused_why(refused[m.get("generation")], compacted)} if m["final"] else m
         for m in missing

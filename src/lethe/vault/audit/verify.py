@@ -54,8 +54,13 @@ The step events are checked against the signed log head *and* against the certif
 own claims, so a certificate re-signed by a dishonest holder of the key still fails
 wherever its claims contradict the log it embeds.
 
-Standalone: auditors get this module (with ``certificate_format``, ``checkpoint``,
-``canonical``, ``merkle`` and ``errors`` of ``lethe.vault``, and ``lethe.keys.signing``)
+Here: the checks of the document's form, signatures, events, order and subject; the
+evidence checks (``evidence``, ``result``, ``chain``) are in ``audit.verify_evidence``, the
+older checkpoint's in ``audit.verify_checkpoint``, the answer's shape in ``audit.verify_result``.
+
+Standalone: auditors get this module (with those three, ``certificate_format``,
+``step_names``, ``checkpoint``, ``canonical``, ``merkle`` and ``errors`` of
+``lethe.vault``, and ``lethe.keys.signing``)
 as an offline verifier, so it must stay importable without the rest of Lethe: no
 database, no web framework, no KMS client. Its imports are the standard library,
 ``cryptography`` (Ed25519, through ``keys/signing.py``), ``rfc8785`` (the canonical JSON
@@ -71,23 +76,18 @@ from __future__ import annotations
 import functools
 import hashlib
 import itertools
-import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from lethe.keys.signing import SigningKeyError, load_public_key_pem, verify_ed25519
 from lethe.vault.audit.certificate_format import (
-    CORE_STEP_ORDER,
     FORMAT,
     FORMAT_V1,
     FORMAT_V3,
     FORMATS,
-    KEY_IRRECOVERABLE,
     KEYED_SCHEME,
     MAX_DOCUMENT_BYTES,
     RECEIVED_EVENT,
-    RESIDUE_STEP,
     RESULTS,
     SALTED_SCHEME,
     SIGNATURE_DOMAIN,
@@ -102,10 +102,7 @@ from lethe.vault.audit.certificate_format import (
     json_object,
     keyed_subject_commitment,
     note_checkpoint,
-    older_note_of,
     optional_str,
-    refused_generations,
-    result_of,
     signed_bytes,
     step_name,
     steps_of,
@@ -113,8 +110,12 @@ from lethe.vault.audit.certificate_format import (
     timestamp,
 )
 from lethe.vault.audit.checkpoint import key_id, parse_and_verify
+from lethe.vault.audit.step_names import CORE_STEP_ORDER, Step
+from lethe.vault.audit.verify_checkpoint import check_older_checkpoint
+from lethe.vault.audit.verify_evidence import check_chain, check_evidence, check_result
+from lethe.vault.audit.verify_result import Check, VerificationResult
 from lethe.vault.canonical import canonical_json
-from lethe.vault.merkle import leaf_hash, verify_consistency, verify_inclusion
+from lethe.vault.merkle import leaf_hash, verify_inclusion
 
 __all__ = [
     "CORE_STEP_ORDER",
@@ -126,39 +127,6 @@ __all__ = [
     "signed_bytes",
     "verify_certificate",
 ]
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    ok: bool
-    detail: str
-
-
-@dataclass(frozen=True)
-class VerificationResult:
-    checks: tuple[Check, ...]
-    report_id: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.checks) and all(c.ok for c in self.checks)
-
-    @property
-    def first_failure(self) -> Check | None:
-        return next((c for c in self.checks if not c.ok), None)
-
-    @property
-    def failed(self) -> list[str]:
-        return [c.name for c in self.checks if not c.ok]
-
-    def summary(self) -> str:
-        if self.ok:
-            return f"VERIFIED: all {len(self.checks)} checks passed"
-        first = self.first_failure
-        assert first is not None
-        counts = f"{len(self.failed)} of {len(self.checks)} checks failed"
-        return f"FAILED: {first.name}: {first.detail} ({counts})"
 
 
 # -- the checks -------------------------------------------------------------------------------
@@ -406,126 +374,13 @@ class _Verifier:
         return " -> ".join(names)
 
     def evidence(self) -> str:
-        by_name: dict[str, dict[str, Any]] = {}
-        for i, step in enumerate(steps_of(self.doc)):
-            evidence = field_of(step, "evidence", dict)
-            if not evidence:
-                raise CheckFailed(f"step {step_name(step, i)} carries no evidence")
-            by_name[step_name(step, i)] = evidence
-        tomb = by_name.get("tombstoned", {})
-        if tomb.get("index_entries_after") != 0:
-            raise CheckFailed("tombstoned: search index entries remained after the tombstone")
-        destroyed = by_name.get("key_destroyed", {})
-        receipts = destroyed.get("receipts")
-        if not isinstance(receipts, list) or destroyed.get("keys_destroyed") != len(receipts):
-            raise CheckFailed("key_destroyed: the receipts do not match the number of keys destroyed")
-        if any(not isinstance(r, dict) or r.get("key_unusable") is not True for r in receipts):
-            raise CheckFailed("key_destroyed: a receipt does not show the key unusable")
-        scheduled = {
-            r.get("generation")
-            for r in receipts
-            if r.get("destruction") == "scheduled" and r.get("material_destroyed") is not True
-        }
-        refused = destroyed.get("refused", [])
-        if not isinstance(refused, list) or any(not isinstance(r, dict) for r in refused):
-            raise CheckFailed("key_destroyed: the refused generations are not a list of objects")
-        refused_gens = {r.get("generation") for r in refused}
-        if refused_gens & {r.get("generation") for r in receipts}:
-            raise CheckFailed("key_destroyed: a generation has both a receipt and a refusal")
-        verified = by_name.get("verified", {})
-        probes = verified.get("key_probes")
-        if not isinstance(probes, list) or any(not _probe_ok(p, scheduled, refused_gens) for p in probes):
-            raise CheckFailed("verified: a key probe does not show the key destroyed")
-        self.key_destruction(destroyed, scheduled)
-        for key in ("retrievable_memories", "projection_rows_with_ciphertext", "index_entries"):
-            if verified.get(key) != 0:
-                raise CheckFailed(f"verified: {key} is not 0")
-        if verified.get("erasure_fence") is not True:
-            raise CheckFailed("verified: the erasure fence is not up")
-        if not receipts and not probes:
-            return "no key to destroy; nothing retrievable, no index entries"
-        if refused:
-            done = f", {len(receipts)} other(s) destroyed" if receipts else ""
-            return f"{len(refused)} key(s) refused by the KMS{done}; {len(probes)} probe(s) say which"
-        return f"{len(receipts)} key(s) destroyed, {len(probes)} probe(s) show them gone"
+        return check_evidence(self.doc)
 
     def result(self) -> str:
-        """v3: the stated class, and the parts said missing, are those the evidence supports."""
-        stated = field_of(self.doc, "result", str)
-        missing = field_of(self.doc, "missing", list)
-        derived, parts = result_of(steps_of(self.doc))
-        if stated != derived:
-            raise CheckFailed(f"the certificate says {stated!r} but its evidence shows {derived!r}")
-        named = []
-        refused = refused_generations(steps_of(self.doc))
-        for i, m in enumerate(missing):
-            why = field_of(m, "why", str, f"missing[{i}].")
-            if not why.strip():
-                raise CheckFailed(f"missing[{i}] does not say why")
-            named.append((field_of(m, "part", str, f"missing[{i}]."), m.get("generation")))
-            # "final" (no later certificate will supply it) only where the KMS's refusal is logged
-            if "final" in m and m["final"] is not (m.get("generation") in refused):
-                raise CheckFailed(f"missing[{i}] is said final or not against the logged refusals")
-        if named != parts:
-            raise CheckFailed("the parts said missing are not those the evidence shows not done")
-        if derived == "partial":
-            return f"partial: {len(parts)} part(s) missing, each named"
-        return derived
-
-    def key_destruction(self, destroyed: dict[str, Any], scheduled: set[Any]) -> None:
-        """v2's ``key_destruction`` summary says what the logged receipts say."""
-        summary = self.doc.get("key_destruction")
-        if summary is None:
-            return
-        if not isinstance(summary, dict):
-            raise CheckFailed("key_destruction is not an object")
-        mode = "scheduled" if scheduled else "immediate"
-        if summary.get("mode") != mode or destroyed.get("destruction", mode) != mode:
-            raise CheckFailed(
-                f"key_destruction: the receipts show {mode} destruction, not {summary.get('mode')!r}"
-            )
-        if summary.get("key_copies") != destroyed.get("key_copies"):
-            raise CheckFailed("key_destruction: the key copies differ from the logged inventory")
-        closed = summary.get("window_closed")
-        if mode == "immediate" and closed is not True:
-            raise CheckFailed("key_destruction: an immediate destruction has no open window")
-        if mode == "scheduled" and closed is True:
-            final = next((st for st in steps_of(self.doc) if st.get("name") == KEY_IRRECOVERABLE), None)
-            evidence = final.get("evidence") if isinstance(final, dict) else None
-            receipts = evidence.get("receipts") if isinstance(evidence, dict) else None
-            if not receipts or any(
-                not isinstance(r, dict) or r.get("material_destroyed") is not True for r in receipts
-            ):
-                raise CheckFailed(
-                    f"key_destruction: the window is said closed but no {KEY_IRRECOVERABLE} step shows "
-                    "the key material destroyed"
-                )
+        return check_result(self.doc)
 
     def chain(self) -> str:
-        """A final certificate names the first by its SHA-256, as its logged steps do."""
-        sup = field_of(self.doc, "supersedes", dict)
-        report_id = field_of(sup, "report_id", str, "supersedes.")
-        digest = field_of(sup, "certificate_sha256", str, "supersedes.")
-        by_name = {step_name(st, i): st.get("evidence") for i, st in enumerate(steps_of(self.doc))}
-        reported = by_name.get("reported")
-        if not isinstance(reported, dict) or (
-            reported.get("report_id"),
-            reported.get("certificate_sha256"),
-        ) != (
-            report_id,
-            digest,
-        ):
-            raise CheckFailed("the logged reported step names another first certificate")
-        final = by_name.get(KEY_IRRECOVERABLE)
-        if not isinstance(final, dict) or final.get("previous_certificate_sha256") != digest:
-            raise CheckFailed(f"the logged {KEY_IRRECOVERABLE} step names another first certificate")
-        if self.previous is not None:
-            if hashlib.sha256(bytes(self.previous)).hexdigest() != digest:
-                raise CheckFailed("the first certificate given is not the one this certificate follows")
-            return f"follows certificate {report_id} (SHA-256 {digest[:16]}…, the one given)"
-        return f"follows certificate {report_id} (SHA-256 {digest[:16]}…)"
-
-    # what only the auditor knows ---------------------------------------------------------------
+        return check_chain(self.doc, self.previous)
 
     def subject_commitment(self) -> str:
         subject = field_of(self.doc, "subject", dict)
@@ -568,73 +423,7 @@ class _Verifier:
         return tenant
 
     def older_checkpoint(self) -> str:
-        public = self.pinned_key()
-        origin = field_of(field_of(self.doc, "issuer", dict), "origin", str, "issuer.")
-        older_note = older_note_of(self.older)
-        try:
-            older = parse_and_verify(older_note, origin, public, origin=origin)
-        except ValueError as exc:
-            raise CheckFailed(f"the older checkpoint does not verify under the pinned key: {exc}") from exc
-        note = field_of(field_of(self.doc, "checkpoint", dict), "note", str, "checkpoint.")
-        try:
-            current = parse_and_verify(note, origin, public, origin=origin)
-        except ValueError as exc:
-            raise CheckFailed("the certificate's own checkpoint does not verify") from exc
-        m, n = older.size, current.size
-        if m == n:
-            if older.root != current.root:
-                raise CheckFailed(f"two different trees signed at size {m}: the log forked")
-            return f"same tree head as the older checkpoint (size {m})"
-        if m < n:
-            proof = self._embedded_proof(m)
-            if proof is None:
-                proof = self._given_proof(m, n)
-            if not verify_consistency(m, n, older.root, current.root, proof):
-                raise CheckFailed(f"the tree of size {n} does not extend the older checkpoint of size {m}")
-            return f"size {n} extends the older checkpoint of size {m}"
-        proof = self._given_proof(n, m)
-        if not verify_consistency(n, m, current.root, older.root, proof):
-            raise CheckFailed(
-                f"the given checkpoint of size {m} does not extend the certificate's (size {n})"
-            )
-        return f"the given checkpoint (size {m}) extends the certificate's (size {n})"
-
-    def _embedded_proof(self, size: int) -> list[bytes] | None:
-        for entry in field_of(self.doc, "consistency_proofs", list):
-            if isinstance(entry, dict) and entry.get("tree_size") == size:
-                return [b64_bytes(p, "a consistency proof hash") for p in field_of(entry, "proof", list)]
-        return None
-
-    def _given_proof(self, first: int, second: int) -> list[bytes]:
-        given = self.consistency_proof
-        if given is None:
-            raise CheckFailed(
-                f"no consistency proof from size {first} to {second}: the certificate embeds proofs "
-                "only from earlier stored checkpoints; fetch one from /v1/audit/proofs/consistency "
-                "and pass it with --consistency-proof"
-            )
-        if isinstance(given, bytes | str):
-            given = json.loads(given)
-        if field_of(given, "first", int) != first or field_of(given, "second", int) != second:
-            raise CheckFailed(f"the consistency proof given is not from size {first} to {second}")
-        return [b64_bytes(p, "a consistency proof hash") for p in field_of(given, "proof", list)]
-
-
-def _probe_ok(probe: Any, scheduled: set[Any], refused: set[Any]) -> bool:
-    """Destroyed; or (its destruction scheduled by the KMS) unusable and pending; or (the KMS
-    refused its destruction, as the key_destroyed step logged) said refused. The last two
-    make the result ``partial``, which the ``result`` check holds the certificate to."""
-    if not isinstance(probe, dict):
-        return False
-    if probe.get("destroyed") is True:
-        return True
-    if probe.get("refused") is True:
-        return probe.get("generation") in refused
-    return (
-        probe.get("pending") is True
-        and probe.get("unwrap_failed") is True
-        and probe.get("generation") in scheduled
-    )
+        return check_older_checkpoint(self.doc, self.pinned_key(), self.older, self.consistency_proof)
 
 
 def verify_certificate(
@@ -686,7 +475,7 @@ def verify_certificate(
     if v.doc.get("format") == FORMAT_V3:
         v.run("result", v.result)
         names = [s.get("name") for s in steps if isinstance(s, dict)] if isinstance(steps, list) else []
-        if "residue" in v.doc or RESIDUE_STEP in names:
+        if "residue" in v.doc or Step.RESIDUE_HUNTED in names:
             v.run("residue", lambda: check_residue(v.doc, steps_of(v.doc)))
     if "supersedes" in v.doc or previous is not None:
         v.run("chain", v.chain)

@@ -25,6 +25,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from lethe.vault.audit.step_names import Step
 from lethe.vault.clock import from_db, iso, utcnow
 from lethe.vault.erasure import repository as repo
 from lethe.vault.erasure.deadlines import MAX_EXTENSION_MONTHS, due_date, first_month_ends
@@ -33,7 +34,6 @@ from lethe.vault.erasure.model import (
     ERASURE_EXTENDED,
     ERASURE_PAUSED,
     ERASURE_RESUMED,
-    RECEIVED,
     ErasureExtension,
     ErasureJob,
 )
@@ -45,7 +45,7 @@ from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.tenancy import for_caller
 
 CLOCK_SKEW = timedelta(minutes=5)  # a notification time this far ahead of our clock is still "now"
-PAUSABLE = (RECEIVED, BLOCKED)
+PAUSABLE = (Step.RECEIVED.value, BLOCKED)
 
 
 class ErasureDeadlines:

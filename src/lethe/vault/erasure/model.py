@@ -1,8 +1,9 @@
 """The erasure workflow's domain objects: jobs, their steps, legal holds, reinstatements.
 
-Plain dataclasses and the names of steps and statuses, shared by the service, the steps,
-compaction and the certificate; no storage here. A job's deadline (``due_at``,
-``days_left``, ``overdue``, extensions, a paused clock) follows ``erasure.deadlines``.
+Plain dataclasses and the names of statuses (the steps' names are ``audit.step_names.Step``),
+shared by the service, the steps, compaction and the certificate; no storage here. A job's
+deadline (``due_at``, ``days_left``, ``overdue``, extensions, a paused clock) follows
+``erasure.deadlines``.
 Who acted is stored as a principal id (``requested_by``, ``placed_by``, ``extended_by``);
 the ``*_name`` fields carry that principal's display name, resolved when the record is
 loaded (``vault.access.principals``), or None.
@@ -17,10 +18,9 @@ from typing import Any
 
 from lethe.vault.audit.certificate_format import KEYED_SCHEME, SALTED_SCHEME
 
-RECEIVED, TOMBSTONED, DERIVED_PURGED = "received", "tombstoned", "derived_purged"
-KEY_PENDING, KEY_DESTROYED, VERIFIED = "key_destruction_pending", "key_destroyed", "verified"
-BLOCKED = "blocked"
-CORE_STEPS = (TOMBSTONED, DERIVED_PURGED, KEY_DESTROYED, VERIFIED)
+# A job's status is the last step it recorded (``Step``), or one of these two:
+KEY_PENDING = "key_destruction_pending"  # the KMS could not destroy the key yet; the runner retries
+BLOCKED = "blocked"  # a legal hold placed after the request stopped it before anything was destroyed
 
 ERASURE_STEP = "erasure.step"
 LEGAL_HOLD_PLACED = "legal_hold.placed"

@@ -20,15 +20,16 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from lethe.vault.audit.step_names import Step
 from lethe.vault.clock import iso
-from lethe.vault.erasure.model import DERIVED_PURGED, KEY_DESTROYED, ErasureJob
+from lethe.vault.erasure.model import ErasureJob
 
 REFUSAL_WINDOW = timedelta(days=7)
 
 
 def due_since(job: ErasureJob) -> datetime:
     """When the key's destruction became due: the step before it completed."""
-    step = next((s for s in job.steps if s.step == DERIVED_PURGED), None)
+    step = next((s for s in job.steps if s.step == Step.DERIVED_PURGED), None)
     return step.completed_at if step is not None else job.received_at
 
 
@@ -63,6 +64,6 @@ def refusal(
 def refused_generations(job: ErasureJob) -> set[int]:
     """Generations whose destruction the KMS refused past the window (key_destroyed evidence)."""
     for step in job.steps:
-        if step.step == KEY_DESTROYED:
+        if step.step == Step.KEY_DESTROYED:
             return {r["generation"] for r in step.evidence.get("refused", []) if isinstance(r, dict)}
     return set()

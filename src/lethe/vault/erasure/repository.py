@@ -20,11 +20,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from lethe.vault.access.principals import display_names
+from lethe.vault.audit.step_names import Step
 from lethe.vault.clock import from_db, iso, parse_iso, to_db
 from lethe.vault.erasure.deadlines import standing
 from lethe.vault.erasure.model import (
     BLOCKED,
-    RECEIVED,
     ErasureExtension,
     ErasureJob,
     ErasureStep,
@@ -146,7 +146,7 @@ def insert_job(
             legal_basis=legal_basis,
             reference=reference,
             requested_by=requested_by,
-            status=RECEIVED,
+            status=Step.RECEIVED.value,
             received_at=to_db(received_at),
             due_at=to_db(due_at),
             updated_at=to_db(received_at),
@@ -174,7 +174,7 @@ def load_job(conn: Connection, job_id: str, now: datetime) -> ErasureJob | None:
 
 def event_ref(conn: Connection, job: ErasureJob) -> str:
     """The subject reference the job's received event carries (``ErasureJob.event_subject_ref``)."""
-    seq = next((s.event_seq for s in job.steps if s.step == RECEIVED), None)
+    seq = next((s.event_seq for s in job.steps if s.step == Step.RECEIVED), None)
     if seq is None:
         return job.subject_ref
     ref = conn.execute(sa.select(events.c.subject_ref).where(events.c.seq == seq)).scalar_one_or_none()
@@ -300,7 +300,7 @@ def unblock_jobs_of(conn: Connection, tenant_id: str, subject_ref: str, at: date
         conn.execute(
             erasure_jobs.update()
             .where(_job.tenant_id == tenant_id, _job.subject_ref == subject_ref, _job.status == BLOCKED)
-            .values(status=RECEIVED, last_error=None, updated_at=to_db(at))
+            .values(status=Step.RECEIVED.value, last_error=None, updated_at=to_db(at))
             .returning(_job.id)
         ).scalars()
     )
@@ -341,12 +341,17 @@ def release_lease(conn: Connection, job_id: str, owner: str) -> None:
 
 
 def insert_step(
-    conn: Connection, job_id: str, step: str, completed_at: datetime, event_seq: int, evidence: dict[str, Any]
+    conn: Connection,
+    job_id: str,
+    step: Step,
+    completed_at: datetime,
+    event_seq: int,
+    evidence: dict[str, Any],
 ) -> None:
     conn.execute(
         erasure_steps.insert().values(
             job_id=job_id,
-            step=step,
+            step=step.value,
             completed_at=iso(completed_at),
             event_seq=event_seq,
             evidence=json.dumps(evidence),
@@ -354,8 +359,9 @@ def insert_step(
     )
 
 
-def step_done(conn: Connection, job_id: str, step: str) -> bool:
-    q = sa.select(erasure_steps.c.step).where(erasure_steps.c.job_id == job_id, erasure_steps.c.step == step)
+def step_done(conn: Connection, job_id: str, step: Step) -> bool:
+    done = erasure_steps.c.step == step.value
+    q = sa.select(erasure_steps.c.step).where(erasure_steps.c.job_id == job_id, done)
     return conn.execute(q).first() is not None
 
 

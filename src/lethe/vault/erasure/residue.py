@@ -48,7 +48,6 @@ RETRACT, REVIEW = "retract", "review"
 ACTIONS = (RETRACT, REVIEW)
 MAX_IDENTIFIERS = 20
 MAX_IDENTIFIER_CHARS = 200
-RESIDUE_HUNTED = "residue_hunted"  # the erasure step that hunts, after ``verified``
 CAUSE = "erasure_residue"  # the cause a queued memory's event names
 LOOKUP = "keyed term index"
 _FOUND = (Status.ACTIVE.value, Status.QUARANTINED.value)  # what the index holds

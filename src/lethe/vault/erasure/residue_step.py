@@ -3,7 +3,7 @@ request with identifiers attached, after ``verified`` and before the certificate
 
 Its evidence (in the step's audit event and the certificate) holds counts and the found
 memories' ids, never an identifier or a term hash. A request without identifiers has no
-such step (``StepSpec.applies``), so its certificate is as before.
+such step (``StepSpec.applies``: ``has_identifiers``), so its certificate is as before.
 
 Exceptions: none of its own (a database failure surfaces as ``StoreUnavailable``).
 """
@@ -16,19 +16,15 @@ from sqlalchemy.engine import Connection
 
 from lethe.vault.erasure import residue
 from lethe.vault.erasure.model import ErasureJob
-from lethe.vault.erasure.steps import StepContext, StepSpec
+from lethe.vault.erasure.steps import StepContext
 
 
-def _has_identifiers(conn: Connection, job: ErasureJob) -> bool:
+def has_identifiers(conn: Connection, job: ErasureJob) -> bool:
     return residue.load(conn, job.id) is not None
 
 
-def _hunt(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
+def hunt_residue(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     assert conn is not None
     attached = residue.load(conn, ctx.job.id)
     assert attached is not None  # the step applies only then
     return residue.act(conn, ctx.deps.log, ctx.job, attached, ctx.deps.clock())
-
-
-def residue_step() -> StepSpec:
-    return StepSpec(residue.RESIDUE_HUNTED, _hunt, applies=_has_identifiers)

@@ -25,7 +25,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from lethe.vault.erasure.model import RECEIVED
+from lethe.vault.audit.step_names import Step
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
 from lethe.vault.store.projection import ERASURE_RECEIVED, apply
@@ -105,7 +105,7 @@ def restart_unfinished(conn: Connection, log: EventLog, records: LiveRecords, fo
         mine = steps.get(job["id"], [])
         if job["completed_at"] is not None or all(r["event_seq"] <= fork_size for r in mine):
             continue
-        received = next((r for r in mine if r["step"] == RECEIVED), None)
+        received = next((r for r in mine if r["step"] == Step.RECEIVED), None)
         if received is None:
             continue
         evidence = json.loads(received["evidence"])
@@ -131,7 +131,7 @@ def restart_unfinished(conn: Connection, log: EventLog, records: LiveRecords, fo
         conn.execute(
             erasure_steps.insert().values(
                 job_id=job["id"],
-                step=RECEIVED,
+                step=Step.RECEIVED.value,
                 completed_at=received["completed_at"],
                 event_seq=ev.seq,
                 evidence=received["evidence"],
@@ -140,7 +140,7 @@ def restart_unfinished(conn: Connection, log: EventLog, records: LiveRecords, fo
         conn.execute(
             erasure_jobs.update()
             .where(erasure_jobs.c.id == job["id"])
-            .values(status=RECEIVED, last_error=None, lease_owner=None, lease_until=None)
+            .values(status=Step.RECEIVED.value, last_error=None, lease_owner=None, lease_until=None)
         )
         restarted.append(job["id"])
     return restarted

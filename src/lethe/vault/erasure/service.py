@@ -7,10 +7,10 @@ done. The one step outside the database, destroying the key, is idempotent at th
 so repeating it after a crash changes nothing. A KMS outage parks the job in
 ``key_destruction_pending``; the runner retries it.
 
-Steps: received -> tombstoned -> derived_purged -> key_destroyed -> verified, then any
-``extra_steps`` (compaction, the signed report) added by their own modules. This module
-holds the rules (who may, in which order, when a job is done, leases); the domain
-objects live in ``erasure.model``, the steps in ``erasure.steps``, the SQL in
+The steps, their order and how the runner treats each (a hold checked first, the status a
+job waits in) are declared in ``erasure.pipeline`` and run by ``erasure.runner`` (leases,
+when a job is done). This module holds the commands and who may use them; the domain
+objects live in ``erasure.model``, the steps' work in ``erasure.steps``, the SQL in
 ``erasure.repository``, the deadline rules in ``erasure.deadlines`` and the deadline
 commands (extend, pause, resume) in ``erasure.deadline_service``. A paused job (its
 clock stopped while the subject's identity is verified) is never advanced: the check
@@ -25,14 +25,11 @@ explained in ``ErasureService``'s docstring.
 from __future__ import annotations
 
 import builtins
-import logging
-import threading
 import unicodedata
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
@@ -40,32 +37,30 @@ from sqlalchemy.exc import IntegrityError
 from lethe.keys.protocol import KeyManager
 from lethe.vault.access.principals import display_names
 from lethe.vault.audit.certificate_format import keyed_subject_commitment, new_verification_code
+from lethe.vault.audit.step_evidence import ReceivedEvidence
+from lethe.vault.audit.step_names import Step
 from lethe.vault.clock import iso, utcnow
 from lethe.vault.custody.keyring import SubjectKeyring
 from lethe.vault.custody.pseudonyms import Pseudonymizer
 from lethe.vault.custody.subject_aliases import aliases_of
-from lethe.vault.erasure import filings, leases, residue
+from lethe.vault.erasure import filings, residue
 from lethe.vault.erasure import repository as repo
 from lethe.vault.erasure.deadline_service import identity_ref
 from lethe.vault.erasure.deadlines import due_date
-from lethe.vault.erasure.leases import Claim
 from lethe.vault.erasure.legal_bases import LegalBases
 from lethe.vault.erasure.model import (
     BLOCKED,
-    KEY_DESTROYED,
-    KEY_PENDING,
     LEGAL_HOLD_LIFTED,
     LEGAL_HOLD_PLACED,
-    RECEIVED,
-    TOMBSTONED,
     ErasureJob,
     LegalHold,
     Reinstatement,
 )
+from lethe.vault.erasure.pipeline import Pipeline, erasure_pipeline
 from lethe.vault.erasure.refusals import REFUSAL_WINDOW
 from lethe.vault.erasure.request_ref import log_receipt, request_ref
-from lethe.vault.erasure.residue_step import residue_step
-from lethe.vault.erasure.steps import StepContext, StepDeps, StepFailed, StepSpec, core_steps, record_step
+from lethe.vault.erasure.runner import ErasureRunner
+from lethe.vault.erasure.steps import StepDeps
 from lethe.vault.errors import LegalHoldActive, NotFound, OutOfScope, VersionConflict
 from lethe.vault.memory.validation import normal_subject_id, require_text
 from lethe.vault.model import Caller, Role
@@ -75,15 +70,10 @@ from lethe.vault.store.projection import SUBJECT_REINSTATED, apply
 from lethe.vault.store.tenancy import for_caller, maintenance_job
 from lethe.vault.webhooks.events import status_changed
 
-log = logging.getLogger("lethe.erasure")
 
-
-class ErasureService:
-    """Files right-to-forget requests and legal holds, reinstates subjects, and runs the jobs.
-
-    The runner (``run_pending``, ``advance``) holds a job's lease while it runs its steps
-    in order; a step that cannot finish now leaves the job where it is with its reason in
-    ``last_error`` (``StepFailed`` never reaches the caller).
+class ErasureService(ErasureRunner):
+    """Files right-to-forget requests and legal holds, reinstates subjects, and runs the jobs
+    (``run_pending``, ``advance``: ``erasure.runner``).
 
     Exceptions:
     - ``OutOfScope`` (403): the caller's role may not do that (requests and holds are for
@@ -105,37 +95,23 @@ class ErasureService:
         kms: KeyManager,
         keyring: SubjectKeyring,
         pseudonyms: Pseudonymizer,
-        extra_steps: Sequence[StepSpec] = (),
+        pipeline: Pipeline | None = None,
         clock: Callable[[], datetime] = utcnow,
         *,
         log: EventLog,
-        after_run: Sequence[Callable[[], object]] = (),
         legal_bases: LegalBases | None = None,
         kms_refusal_window: timedelta = REFUSAL_WINDOW,
     ) -> None:
-        """``after_run``: work the runner does after each pass over the jobs (e.g. issuing
-        final certificates when a KMS's waiting window closes). ``legal_bases``: the codes a
+        """``pipeline``: the steps and the work after each pass (``erasure.pipeline``; without
+        one, the core steps only). ``legal_bases``: the codes a
         request may cite (the standard list unless the deployment adds its own).
         ``kms_refusal_window``: how long a KMS that refuses a key's destruction is asked
         again before the job ends in a ``partial`` certificate (``erasure.refusals``)."""
+        deps = StepDeps(uow, kms, keyring, log, clock, kms_refusal_window)
+        super().__init__(deps, pipeline or erasure_pipeline())
         self.legal_bases = legal_bases or LegalBases()
-        self.uow = uow
         self.keyring = keyring
         self.pseudonyms = pseudonyms
-        self.clock = clock
-        self.log = log
-        self.runner_id = leases.new_runner_id()
-        # The lease keeps other processes out; the threads of this one share its runner id
-        # (a server's runner and a request, or a test, on the same container), so they take
-        # turns here instead: a second thread waits and then finds the steps recorded.
-        self._advancing = threading.Lock()
-        self.deps = StepDeps(uow, kms, keyring, self.log, clock, kms_refusal_window)
-        self.steps: list[StepSpec] = [*core_steps(), residue_step(), *extra_steps]
-        self.after_run = list(after_run)
-
-    @property
-    def final_status(self) -> str:  # the last step every job has (the residue hunt is not one)
-        return next(s.name for s in reversed(self.steps) if s.applies is None)
 
     # -- requests ---------------------------------------------------------------------
 
@@ -292,9 +268,9 @@ class ErasureService:
         event_ref = request_ref(self.pseudonyms, caller.tenant_id, job_id, ref)
         ev = log_receipt(conn, self.log, caller.tenant_id, payload, ref, event_ref, iso(now))
         repo.insert_step(
-            conn, job_id, RECEIVED, now, ev.seq, {"legal_basis": legal_basis, "due_at": iso(due)}
+            conn, job_id, Step.RECEIVED, now, ev.seq, ReceivedEvidence(legal_basis, iso(due)).to_dict()
         )
-        status_changed(conn, caller.tenant_id, job_id, RECEIVED, None, now)  # the webhooks' outbox
+        status_changed(conn, caller.tenant_id, job_id, Step.RECEIVED, None, now)  # the webhooks' outbox
 
     @for_caller
     def get(self, caller: Caller, job_id: str) -> ErasureJob:
@@ -367,7 +343,7 @@ class ErasureService:
                 ),
             )
             for job_id in repo.unblock_jobs_of(conn, hold.tenant_id, hold.subject_ref, now):
-                status_changed(conn, hold.tenant_id, job_id, RECEIVED, BLOCKED, now)
+                status_changed(conn, hold.tenant_id, job_id, Step.RECEIVED, BLOCKED, now)
 
     @for_caller
     def reinstate(self, caller: Caller, subject_id: str, reason: str) -> Reinstatement:
@@ -398,130 +374,6 @@ class ErasureService:
             )
             apply(conn, ev)
         return Reinstatement(caller.tenant_id, generation, now)
-
-    # -- the runner ---------------------------------------------------------------------
-
-    @maintenance_job("erasure runner")
-    def run_pending(self) -> int:
-        """Advance every unfinished job as far as it goes now; returns how many finished."""
-        with self.uow.read() as conn:
-            ids = repo.runnable_job_ids(conn)
-        finished = sum(1 for job_id in ids if self.advance(job_id))
-        for work in self.after_run:
-            work()
-        return finished
-
-    @maintenance_job("erasure runner")
-    def advance(self, job_id: str) -> bool:
-        """Run the job's remaining steps in order; True once it is complete, whoever ran them.
-
-        Only the runner holding the job's lease runs its steps (a server's runner, a CLI
-        ``forget``, another node); the others return False and leave it to the holder. A
-        lease left by a runner that died expires after ``leases.LEASE``. The threads of one
-        process advance jobs one at a time. A finished job takes no lease (there is nothing
-        left to run) and answers True.
-        """
-        with self._advancing:
-            return self._advance(job_id)
-
-    def _advance(self, job_id: str) -> bool:
-        claim = self._claim(job_id)
-        if claim is not Claim.TAKEN:  # held by another runner, finished, or no such job
-            return claim is Claim.FINISHED
-        try:
-            job = self._load(job_id)
-            if job is None:
-                return False
-            # The steps this job has, read once a pass (the residue hunt's needs a query).
-            names = tuple(s.name for s in self.steps if s.applies_to(self.uow, job))
-            for spec in self.steps:
-                job = self._load(job_id)
-                if job is None or job.completed_at is not None:
-                    return job is not None
-                if any(s.step == spec.name for s in job.steps) or spec.name not in names:
-                    continue
-                claim = self._claim(job_id)  # renewed before each step; lost if it expired
-                if claim is not Claim.TAKEN:
-                    return claim is Claim.FINISHED
-                if spec.name == TOMBSTONED and not self._hold_check(job):
-                    return False
-                try:
-                    if not self._run_step(job, spec, names):
-                        return False
-                except StepFailed as exc:
-                    self._note_failure(job, spec, str(exc))
-                    return False
-        finally:
-            self._release(job_id)
-        return self._finished(job_id)
-
-    def _finished(self, job_id: str) -> bool:
-        job = self._load(job_id)
-        return job is not None and job.completed_at is not None
-
-    def _claim(self, job_id: str) -> Claim:
-        return leases.claim(self.uow, job_id, self.runner_id, self.clock())
-
-    def _release(self, job_id: str) -> None:
-        leases.release(self.uow, job_id, self.runner_id)
-
-    def _run_step(self, job: ErasureJob, spec: StepSpec, names: tuple[str, ...]) -> bool:
-        """Run one step of the job's ``names`` and record it; False if the job's clock was
-        stopped first (paused)."""
-        ctx = StepContext(job, self.deps, names)
-        if spec.transactional:
-            with self.uow.write() as conn:
-                if repo.step_done(conn, job.id, spec.name):
-                    return True  # another runner finished it first
-                if repo.is_paused(conn, job.id):
-                    return False  # identity is being verified: nothing is destroyed meanwhile
-                self._record(conn, job, spec.name, spec.run(ctx, conn), names[-1])
-        else:
-            evidence = spec.run(ctx, None)
-            with self.uow.write() as conn:
-                if not repo.step_done(conn, job.id, spec.name):
-                    self._record(conn, job, spec.name, evidence, names[-1])
-        return True
-
-    def _record(self, conn: Connection, job: ErasureJob, step: str, ev: dict[str, Any], last: str) -> None:
-        """Record a step; the job is complete at ``last``, the last step that applies to it."""
-        now = self.clock()
-        record_step(conn, self.log, job, step, now, ev)
-        repo.record_progress(conn, job.id, step, now, completed=step == last)
-        status_changed(conn, job.tenant_id, job.id, step, job.status, now, completed=step == last)
-        if step == last:
-            residue.forget(conn, job.id)  # the identifiers' hashes live as long as the request
-        log.info("erasure step completed", extra={"request_id": job.id, "step": step})
-        if step == KEY_DESTROYED and ev.get("refused"):
-            log.warning(
-                "the KMS refused key destruction past its window: the certificate will be partial",
-                extra={"request_id": job.id, "step": step, "refused": len(ev["refused"])},
-            )
-
-    def _note_failure(self, job: ErasureJob, spec: StepSpec, reason: str) -> None:
-        status = KEY_PENDING if spec.name == KEY_DESTROYED else job.status
-        now = self.clock()
-        with self.uow.write() as conn:
-            repo.note_failure(conn, job.id, status, reason, now)
-            status_changed(conn, job.tenant_id, job.id, status, job.status, now)
-        log.warning(
-            "erasure step deferred", extra={"request_id": job.id, "step": spec.name, "reason": reason}
-        )
-
-    def _hold_check(self, job: ErasureJob) -> bool:
-        """A hold placed after the request blocks the job before anything is destroyed."""
-        with self.uow.write() as conn:
-            hold = repo.active_hold(conn, job.tenant_id, job.subject_ref)
-            if hold is None:
-                return True
-            now = self.clock()
-            repo.block(conn, job.id, f"legal hold {hold.id}: {hold.reason}", now)
-            status_changed(conn, job.tenant_id, job.id, BLOCKED, job.status, now)
-        return False
-
-    def _load(self, job_id: str) -> ErasureJob | None:
-        with self.uow.read() as conn:
-            return repo.load_job(conn, job_id, self.clock())
 
 
 def _require(caller: Caller, *roles: Role) -> None:

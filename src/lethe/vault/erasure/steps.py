@@ -1,11 +1,13 @@
-"""The core steps of an erasure job: tombstone, derived purge, key destruction, verification.
+"""The work of the core steps of an erasure job: tombstone, derived purge, key destruction,
+verification.
 
 A step does its work and returns its evidence; the runner (``ErasureService``) records
-both. ``StepSpec`` is the shape every step takes, the core ones here (``core_steps``)
-and those added by their own modules (``compacted_step``, ``reported_step``). A step
-receives a ``StepContext``: the job as it stands, the names of the job's steps in order,
-and ``StepDeps``, only what steps may use (store, KMS, keyring, event log, clock), never
-the service itself.
+both. ``StepSpec`` is the shape every step takes: its name, its work and how the runner
+treats it (a legal hold checked first, the status a job waits in when it fails); the whole
+pipeline, these steps and those of other modules (``compaction_run``, the certificate's),
+is declared in ``erasure.pipeline``. A step receives a ``StepContext``: the job as it
+stands, the names of the job's steps in order, and ``StepDeps``, only what steps may use
+(store, KMS, keyring, event log, clock), never the service itself.
 
 Exceptions: ``StepFailed``, control flow only (see ``vault.errors``): a step raises it to
 say "not now", and the runner records the message as the job's ``last_error``.
@@ -23,20 +25,20 @@ from sqlalchemy.engine import Connection
 
 from lethe.keys.key_copies import inventory
 from lethe.keys.protocol import DestructionReceipt, KeyManager, KmsError, KmsUnavailable
+from lethe.vault.audit.step_evidence import (
+    DerivedPurgedEvidence,
+    KeyDestroyedEvidence,
+    TombstonedEvidence,
+    VerifiedEvidence,
+)
+from lethe.vault.audit.step_names import Step
 from lethe.vault.clock import iso
 from lethe.vault.custody import plaintext_expiry
 from lethe.vault.custody.keyring import DESTROYED, SubjectKeyring, key_name
 from lethe.vault.erasure import refusals, vector_samples
 from lethe.vault.erasure import repository as erasure_repo
 from lethe.vault.erasure.forgetting import purge_derived, tombstone_subject
-from lethe.vault.erasure.model import (
-    DERIVED_PURGED,
-    ERASURE_STEP,
-    KEY_DESTROYED,
-    TOMBSTONED,
-    VERIFIED,
-    ErasureJob,
-)
+from lethe.vault.erasure.model import ERASURE_STEP, ErasureJob
 from lethe.vault.memory import repository as memory_repo
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import Event, EventLog
@@ -65,7 +67,7 @@ class StepContext:
 
     job: ErasureJob
     deps: StepDeps
-    step_names: tuple[str, ...]
+    step_names: tuple[Step, ...]
 
 
 # A step does its work and returns its evidence. Steps that run inside one DB
@@ -76,13 +78,21 @@ StepFn = Callable[[StepContext, Connection | None], dict[str, Any]]
 
 @dataclass(frozen=True)
 class StepSpec:
-    """A step; ``applies`` (None: always) says whether a job has it at all (the residue hunt
-    runs only for requests with identifiers attached)."""
+    """A step, as the runner treats it.
 
-    name: str
+    ``applies`` (None: always) says whether a job has it at all (the residue hunt runs only
+    for requests with identifiers attached). ``checks_holds``: a legal hold placed after the
+    request blocks the job before this step runs (the first destructive one).
+    ``waiting_status``: the status a job takes while this step cannot finish (None: it keeps
+    the one it has), so a KMS outage shows as ``key_destruction_pending``.
+    """
+
+    name: Step
     run: StepFn
     transactional: bool = True
     applies: Callable[[Connection, ErasureJob], bool] | None = None
+    checks_holds: bool = False
+    waiting_status: str | None = None
 
     def applies_to(self, uow: UnitOfWork, job: ErasureJob) -> bool:
         """Whether ``job`` has this step at all."""
@@ -93,7 +103,7 @@ class StepSpec:
 
 
 def record_step(
-    conn: Connection, log: EventLog, job: ErasureJob, step: str, now: datetime, evidence: dict[str, Any]
+    conn: Connection, log: EventLog, job: ErasureJob, step: Step, now: datetime, evidence: dict[str, Any]
 ) -> None:
     """A step's ``erasure.step`` event (its evidence in the log the certificate proves) and
     its row in ``erasure_steps``, in the caller's transaction. The event carries the subject
@@ -103,7 +113,7 @@ def record_step(
         Event(
             ERASURE_STEP,
             job.tenant_id,
-            {"request_id": job.id, "step": step, "evidence": evidence},
+            {"request_id": job.id, "step": step.value, "evidence": evidence},
             subject_ref=job.event_subject_ref or erasure_repo.event_ref(conn, job),
             occurred_at=iso(now),
         ),
@@ -111,50 +121,40 @@ def record_step(
     erasure_repo.insert_step(conn, job.id, step, now, ev.seq, evidence)
 
 
-def core_steps() -> list[StepSpec]:
-    """tombstoned -> derived_purged -> key_destroyed -> verified, in that order."""
-    return [
-        StepSpec(TOMBSTONED, _tombstone),
-        StepSpec(DERIVED_PURGED, _purge_derived),
-        StepSpec(KEY_DESTROYED, _destroy_keys, transactional=False),
-        StepSpec(VERIFIED, _verify),
-    ]
-
-
-def _tombstone(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
+def tombstone(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     assert conn is not None
     deps, job = ctx.deps, ctx.job
     vector_samples.hold(job.id, memory_repo.sealed_vectors(conn, job.tenant_id, job.subject_ref))
     ev = tombstone_subject(conn, deps.log, deps.keyring, job.tenant_id, job.subject_ref, job.id)
-    return {
-        "event_seq": ev.seq,
-        "key_generation": ev.generation,
-        "memories_forgotten": ev.memories_forgotten,
-        "index_entries_before": ev.index_entries_before,
-        "index_entries_after": ev.index_entries_after,
-        "sealed_vectors_before": ev.sealed_vectors_before,
-        "sealed_vectors_after": ev.sealed_vectors_after,
-    }
+    return TombstonedEvidence(
+        event_seq=ev.seq,
+        key_generation=ev.generation,
+        memories_forgotten=ev.memories_forgotten,
+        index_entries_before=ev.index_entries_before,
+        index_entries_after=ev.index_entries_after,
+        sealed_vectors_before=ev.sealed_vectors_before,
+        sealed_vectors_after=ev.sealed_vectors_after,
+    ).to_dict()
 
 
-def _purge_derived(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
+def purge_summaries(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     """Tombstone summaries built from any forgotten memory, transitively, whoever their subject."""
     assert conn is not None
     job = ctx.job
     own = memory_repo.count_index(conn, job.tenant_id, job.subject_ref)
     purge = purge_derived(conn, ctx.deps.log, job.tenant_id, job.subject_ref, job.id, ctx.deps.clock())
     vector_samples.hold(job.id, list(purge.sealed))
-    return {
-        "derived_tombstoned": len(purge.ids),
-        "derived_ids": purge.ids,
-        "index_entries_before": own + purge.index_entries_removed,
-        "index_entries_after": memory_repo.count_index(conn, job.tenant_id, job.subject_ref, purge.ids),
-        "sealed_vectors_purged": purge.sealed_vectors_removed,
-        "sealed_vectors_after": memory_repo.count_vectors(conn, job.tenant_id, job.subject_ref, purge.ids),
-    }
+    return DerivedPurgedEvidence(
+        derived_tombstoned=len(purge.ids),
+        derived_ids=purge.ids,
+        index_entries_before=own + purge.index_entries_removed,
+        index_entries_after=memory_repo.count_index(conn, job.tenant_id, job.subject_ref, purge.ids),
+        sealed_vectors_purged=purge.sealed_vectors_removed,
+        sealed_vectors_after=memory_repo.count_vectors(conn, job.tenant_id, job.subject_ref, purge.ids),
+    ).to_dict()
 
 
-def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
+def destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
     """Destroy every live generation of the subject's key at the KMS, then record it: each
     receipt with its waiting window (immediate, or scheduled by the KMS), and the inventory
     of every copy of the key material and its fate (``keys.key_copies``)."""
@@ -200,14 +200,14 @@ def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
             }
         )
     scheduled = [r for r in done if r.scheduled and not r.material_destroyed]
-    return {
-        "kms_backend": deps.kms.backend,
-        "keys_destroyed": len(receipts),
-        "receipts": receipts,
+    return KeyDestroyedEvidence(
+        kms_backend=deps.kms.backend,
+        keys_destroyed=len(receipts),
+        receipts=receipts,
         # generations the KMS refused to destroy past the refusal window (``erasure.refusals``)
-        **({"refused": refused} if refused else {}),
-        "destruction": "scheduled" if scheduled else "immediate",
-        "key_copies": inventory(
+        refused=refused or None,
+        destruction="scheduled" if scheduled else "immediate",
+        key_copies=inventory(
             backend=deps.kms.backend,
             receipts=done,
             wrapped_in_store=len(gens),
@@ -216,9 +216,9 @@ def _destroy_keys(ctx: StepContext, _: Connection | None) -> dict[str, Any]:
             sweep_seconds=plaintext_expiry.SWEEP_SECONDS,
             refused=len(refused),
         ),
-        "key_config": {"exportable": False, "plaintext_backup_allowed": False},
-        "dek_cache": "revoked in this process; other processes refuse theirs and drop them on expiry",
-    }
+        key_config={"exportable": False, "plaintext_backup_allowed": False},
+        dek_cache="revoked in this process; other processes refuse theirs and drop them on expiry",
+    ).to_dict()
 
 
 def _refused(ctx: StepContext, g: Any, error: str) -> dict[str, Any]:
@@ -246,7 +246,7 @@ def key_label(job: ErasureJob, generation: int, name: str) -> str:
     return key_name(job.tenant_id, job.event_subject_ref, generation)
 
 
-def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
+def probe_and_verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
     """Probe, don't assume: every key gone, nothing retrievable, no index entries."""
     assert conn is not None
     deps, job = ctx.deps, ctx.job
@@ -293,23 +293,21 @@ def _verify(ctx: StepContext, conn: Connection | None) -> dict[str, Any]:
         failures.append("erasure fence is not up")
     if failures:
         raise StepFailed("verification failed: " + "; ".join(failures))
-    return {
-        "key_probes": probes,
-        "retrievable_memories": retrievable,
-        "projection_rows_with_ciphertext": with_ciphertext,
-        "index_entries": index_entries,
-        "sealed_vectors": sealed_vectors,
-        "erasure_fence": fenced,
-    }
+    return VerifiedEvidence(
+        key_probes=probes,
+        retrievable_memories=retrievable,
+        projection_rows_with_ciphertext=with_ciphertext,
+        index_entries=index_entries,
+        sealed_vectors=sealed_vectors,
+        erasure_fence=fenced,
+    ).to_dict()
 
 
 def _scheduled_generations(job: ErasureJob) -> set[int]:
     """Generations whose destruction the KMS scheduled rather than did (key_destroyed receipts)."""
     for step in job.steps:
-        if step.step == KEY_DESTROYED:
+        if step.step == Step.KEY_DESTROYED:
             return {
-                r["generation"]
-                for r in step.evidence.get("receipts", [])
-                if r.get("destruction") == "scheduled" and not r.get("material_destroyed")
+                r["generation"] for r in KeyDestroyedEvidence.from_dict(step.evidence).scheduled_receipts()
             }
     return set()

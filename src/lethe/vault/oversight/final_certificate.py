@@ -23,10 +23,11 @@ from typing import Any
 import sqlalchemy as sa
 
 from lethe.keys.protocol import KeyManager, KmsError
-from lethe.vault.audit.certificate_format import KEY_IRRECOVERABLE
+from lethe.vault.audit.step_evidence import KeyDestroyedEvidence, KeyIrrecoverableEvidence
+from lethe.vault.audit.step_names import Step
 from lethe.vault.clock import iso, parse_iso, utcnow
 from lethe.vault.erasure import repository as erasure_repo
-from lethe.vault.erasure.model import KEY_DESTROYED, ErasureJob
+from lethe.vault.erasure.model import ErasureJob
 from lethe.vault.erasure.steps import StepFailed, record_step
 from lethe.vault.oversight.certificate import ErasureReports
 from lethe.vault.store.db import UnitOfWork
@@ -39,9 +40,8 @@ log = logging.getLogger("lethe.erasure")
 
 def scheduled_receipts(job: ErasureJob) -> list[dict[str, Any]]:
     """The key_destroyed receipts whose destruction the KMS scheduled rather than did."""
-    step = next((s for s in job.steps if s.step == KEY_DESTROYED), None)
-    receipts = step.evidence.get("receipts", []) if step is not None else []
-    return [r for r in receipts if r.get("destruction") == "scheduled" and not r.get("material_destroyed")]
+    step = next((s for s in job.steps if s.step == Step.KEY_DESTROYED), None)
+    return [] if step is None else KeyDestroyedEvidence.from_dict(step.evidence).scheduled_receipts()
 
 
 class FinalCertificates:
@@ -78,7 +78,7 @@ class FinalCertificates:
         if job is None or job.report_id is None:
             return False
         first = self.reports.load(job.report_id)
-        if not any(s.step == KEY_IRRECOVERABLE for s in job.steps):
+        if not any(s.step == Step.KEY_IRRECOVERABLE for s in job.steps):
             pending = scheduled_receipts(job)
             if not pending:
                 return False
@@ -103,12 +103,12 @@ class FinalCertificates:
                         "details": now_r.details,
                     }
                 )
-            evidence = {
-                "receipts": receipts,
-                "previous_report_id": first.id,
-                "previous_certificate_sha256": first.sha256,
-            }
-            self._record(job, evidence)
+            evidence = KeyIrrecoverableEvidence(
+                receipts=receipts,
+                previous_report_id=first.id,
+                previous_certificate_sha256=first.sha256,
+            )
+            self._record(job, evidence.to_dict())
             with self.uow.read() as conn:
                 job = erasure_repo.load_job(conn, job_id, self.clock())
             assert job is not None
@@ -129,9 +129,9 @@ class FinalCertificates:
     def _record(self, job: ErasureJob, evidence: dict[str, Any]) -> None:
         now = self.clock()
         with self.uow.write() as conn:
-            if erasure_repo.step_done(conn, job.id, KEY_IRRECOVERABLE):
+            if erasure_repo.step_done(conn, job.id, Step.KEY_IRRECOVERABLE):
                 return
-            record_step(conn, self.log, job, KEY_IRRECOVERABLE, now, evidence)
+            record_step(conn, self.log, job, Step.KEY_IRRECOVERABLE, now, evidence)
 
     def _candidates(self) -> list[str]:
         """Certified jobs with a scheduled key destruction and no final certificate yet."""
@@ -140,7 +140,7 @@ class FinalCertificates:
                 sa.select(erasure_steps.c.job_id)
                 .join(erasure_jobs, erasure_jobs.c.id == erasure_steps.c.job_id)
                 .where(
-                    erasure_steps.c.step == KEY_DESTROYED,
+                    erasure_steps.c.step == Step.KEY_DESTROYED.value,
                     erasure_steps.c.evidence.like('%"scheduled"%'),
                     erasure_jobs.c.report_id.is_not(None),
                     erasure_steps.c.job_id.not_in(sa.select(erasure_final_reports.c.job_id)),

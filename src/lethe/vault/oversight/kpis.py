@@ -39,9 +39,8 @@ from typing import Protocol
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from lethe.vault.audit.step_names import Step
 from lethe.vault.clock import from_db, parse_iso, to_db, utcnow
-from lethe.vault.erasure.compaction import COMPACTED
-from lethe.vault.erasure.model import DERIVED_PURGED, KEY_DESTROYED, TOMBSTONED
 from lethe.vault.errors import OutOfScope
 from lethe.vault.model import Caller, Role, SourceType, Status
 from lethe.vault.store.db import UnitOfWork
@@ -50,7 +49,9 @@ from lethe.vault.store.tables import erasure_jobs, erasure_steps, events, memori
 from lethe.vault.store.tenancy import for_caller, maintenance_job
 
 EXPIRY_GRACE = timedelta(hours=1)
-REMOVAL_STEPS = (TOMBSTONED, DERIVED_PURGED, KEY_DESTROYED, COMPACTED)
+REMOVAL_STEPS = tuple(
+    s.value for s in (Step.TOMBSTONED, Step.DERIVED_PURGED, Step.KEY_DESTROYED, Step.COMPACTED)
+)
 _LIVE = (Status.ACTIVE.value, Status.QUARANTINED.value)
 _NOT_DUE = (Status.SUPERSEDED.value, Status.RETRACTED.value, Status.FORGOTTEN.value)
 

@@ -27,38 +27,43 @@ from typing import Any
 
 from lethe.vault.audit.certificate_format import NOTHING_HELD, PARTIAL, RESULTS, CheckFailed, result_of
 from lethe.vault.audit.refused_wording import refused_of, still_held
+from lethe.vault.audit.step_names import Step
 from lethe.vault.audit.verify import VerificationResult
 from lethe.vault.erasure.legal_bases import words as legal_basis_words
 from lethe.vault.oversight.render_kit import as_list, as_object
 
-STEP_NAMES = {
-    "received": "Request received",
-    "tombstoned": "Memories marked forgotten and taken out of search",
-    "derived_purged": "Summaries built on them removed",
-    "key_destroyed": "The subject's encryption key destroyed",
-    "verified": "Checked: nothing readable remains",
-    "residue_hunted": "Other people's memories that name them looked up",
-    "compacted": "Leftover ciphertext removed from the database files",
-    "reported": "Certificate issued",
+STEP_NAMES: dict[str, str] = {
+    Step.RECEIVED: "Request received",
+    Step.TOMBSTONED: "Memories marked forgotten and taken out of search",
+    Step.DERIVED_PURGED: "Summaries built on them removed",
+    Step.KEY_DESTROYED: "The subject's encryption key destroyed",
+    Step.VERIFIED: "Checked: nothing readable remains",
+    Step.RESIDUE_HUNTED: "Other people's memories that name them looked up",
+    Step.COMPACTED: "Leftover ciphertext removed from the database files",
+    Step.REPORTED: "Certificate issued",
 }
 KMS_NAMES = {
     "local": "Lethe's local key store",
     "vault": "HashiCorp Vault / OpenBao Transit",
 }
 # the steps of a request that found nothing: no sentence may claim what did not happen
-NOTHING_STEP_NAMES = {
-    "tombstoned": "No memories to mark forgotten; new writes about the subject refused",
-    "derived_purged": "No summaries built on them",
-    "key_destroyed": "No encryption key existed: none to destroy",
-    "verified": "Checked: nothing readable is held",
-    "compacted": "Database files compacted",
+NOTHING_STEP_NAMES: dict[str, str] = {
+    Step.TOMBSTONED: "No memories to mark forgotten; new writes about the subject refused",
+    Step.DERIVED_PURGED: "No summaries built on them",
+    Step.KEY_DESTROYED: "No encryption key existed: none to destroy",
+    Step.VERIFIED: "Checked: nothing readable is held",
+    Step.COMPACTED: "Database files compacted",
 }
 # a partial request's key: unusable, its destruction not confirmed (the final certificate says so)
-PARTIAL_STEP_NAMES = {"key_destroyed": "The subject's encryption key made unusable; its destruction pending"}
+PARTIAL_STEP_NAMES: dict[str, str] = {
+    Step.KEY_DESTROYED: "The subject's encryption key made unusable; its destruction pending"
+}
 # a key the KMS refused to destroy past Lethe's window: said so, and that Lethe stopped asking
-REFUSED_STEP_NAMES = {
-    "key_destroyed": "The key manager refused to destroy the subject's encryption key; Lethe stopped asking",
-    "verified": "Checked: nothing readable through Lethe; the refused key still works at the key manager",
+REFUSED_STEP_NAMES: dict[str, str] = {
+    Step.KEY_DESTROYED: (
+        "The key manager refused to destroy the subject's encryption key; Lethe stopped asking"
+    ),
+    Step.VERIFIED: "Checked: nothing readable through Lethe; the refused key still works at the key manager",
 }
 ERASED, WITH_EXCEPTIONS, NOTHING_HELD_OUTCOME, PARTIAL_OUTCOME, NOT_ERASED, NOT_VERIFIED = (
     "Erased",
@@ -146,7 +151,7 @@ def outcome(doc: dict[str, Any], result: VerificationResult) -> tuple[str, list[
         why = f"the check '{first.name}' failed: {first.detail}" if first else "no check ran"
         return NOT_VERIFIED, [why]
     ev = _evidence(doc)
-    if "key_destroyed" not in ev or "verified" not in ev:
+    if Step.KEY_DESTROYED not in ev or Step.VERIFIED not in ev:
         return NOT_ERASED, ["the certificate records no key destruction and verification"]
     cls = result_class(doc)
     if cls == NOTHING_HELD:
@@ -155,18 +160,18 @@ def outcome(doc: dict[str, Any], result: VerificationResult) -> tuple[str, list[
         missing = [str(m.get("why")) for m in as_list(doc.get("missing")) if isinstance(m, dict)]
         return PARTIAL_OUTCOME, missing or ["a part of the erasure could not be confirmed (see the appendix)"]
     exceptions: list[str] = []
-    verified = ev["verified"]
+    verified = ev[Step.VERIFIED]
     if _int(verified.get("retrievable_memories")) or _int(verified.get("projection_rows_with_ciphertext")):
         return NOT_ERASED, ["the verification step still found readable memories"]
-    for receipt in ev["key_destroyed"].get("receipts") or []:
+    for receipt in ev[Step.KEY_DESTROYED].get("receipts") or []:
         if isinstance(receipt, dict) and receipt.get("material_destroyed") is False:
             gen = receipt.get("generation", "?")
             exceptions.append(
                 f"key generation {gen} is unusable now, but the key manager keeps its material until a "
                 "waiting period ends (see the key_destroyed evidence in the appendix)"
             )
-    scan = (ev.get("compacted") or {}).get("scan") or {}
-    if "compacted" not in ev:
+    scan = (ev.get(Step.COMPACTED) or {}).get("scan") or {}
+    if Step.COMPACTED not in ev:
         exceptions.append(
             "the leftover ciphertext was not yet removed from the database files; it is unreadable, "
             "because its key is destroyed"
@@ -220,8 +225,8 @@ def summarise(
     keys_label = {NOTHING_HELD: "Encryption keys", PARTIAL: "Encryption keys made unusable"}.get(
         cls, "Encryption keys destroyed"
     )
-    tombstoned, derived = ev.get("tombstoned") or {}, ev.get("derived_purged") or {}
-    keys = ev.get("key_destroyed") or {}
+    tombstoned, derived = ev.get(Step.TOMBSTONED) or {}, ev.get(Step.DERIVED_PURGED) or {}
+    keys = ev.get(Step.KEY_DESTROYED) or {}
     index_removed = sum(
         max(_int(e.get("index_entries_before")) - _int(e.get("index_entries_after")), 0)
         for e in (tombstoned, derived)
@@ -256,7 +261,7 @@ def summarise(
     )
     compacted = (
         " Lethe then removed the leftover ciphertext from the database files and checked them byte by byte."
-        if "compacted" in ev
+        if Step.COMPACTED in ev
         else ""
     )
     if nothing:
@@ -299,7 +304,7 @@ def summarise(
         for s in steps
         if isinstance(s, dict)
     ]
-    timeline.append((_when(doc.get("issued_at")), STEP_NAMES["reported"]))
+    timeline.append((_when(doc.get("issued_at")), STEP_NAMES[Step.REPORTED]))
     remains_raw = as_list(doc.get("what_remains"))
     remains = [
         (str(i.get("item") or "-"), _first_sentence(i.get("why"))) for i in remains_raw if isinstance(i, dict)
