@@ -276,7 +276,7 @@ def test_without_the_extra_a_subscription_is_refused_naming_it(api: Api) -> None
     problem = assert_problem(
         api.client.post("/v1/admin/webhooks", json=body, headers=bearer(api.mint("admin"))), 501
     )
-    assert "lethe-vault[webhooks]" in problem["detail"]
+    assert "'.[webhooks]'" in problem["detail"]
 
 
 def test_a_delivery_another_worker_holds_is_not_sent_twice(api: Api, receiver: Receiver) -> None:

@@ -17,8 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from lethe.vault.audit.certificate_wording import OTHER_PROCESSES
 from lethe.vault.custody.plaintext_expiry import SWEEP_SECONDS
+from lethe.vault.oversight.certificate_wording import OTHER_PROCESSES
 from tests.api.test_serve import memory, start_server
 
 pytestmark = pytest.mark.slow

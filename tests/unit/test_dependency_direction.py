@@ -95,10 +95,11 @@ def test_the_checker_can_fail(tmp_path):
 # ``api/settings.py``...) are its ground floor. A new subpackage must be placed here.
 FLOORS = {
     "vault": [
-        {"lethe.vault"},  # canonical, clock, errors, merkle, model, policy
+        {"lethe.vault"},  # canonical, clock, errors, merkle, model, policy, runner ids
         {"lethe.vault.store"},  # tables, the unit of work, the event log's rows, tenancy
         {"lethe.vault.audit"},  # the log: checkpoints, leaves, forks, certificate format, verifier
         {"lethe.vault.access", "lethe.vault.custody"},  # tokens and sessions; subject keys
+        {"lethe.vault.webhooks"},  # the outbox state changes write to, its delivery
         {"lethe.vault.memory"},
         {"lethe.vault.erasure", "lethe.vault.subject_access"},
         {"lethe.vault.oversight"},  # certificate issuers, KPIs, renderings: they read erasure

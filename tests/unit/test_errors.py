@@ -29,6 +29,8 @@ STATUSES = {
     "InvalidConfidence": 422,
     "InvalidPurpose": 422,
     "ForbiddenContent": 422,
+    "DestinationRefused": 422,
+    "FeatureUnavailable": 501,
     "Unauthenticated": 401,
     "ContentTooLarge": 413,
     "PolicyRefused": 403,

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 from lethe.keys.key_copies import inventory
 from lethe.keys.protocol import DestructionReceipt
-from lethe.vault.audit.certificate_wording import OTHER_PROCESSES, other_processes
 from lethe.vault.erasure.model import ErasureStep
+from lethe.vault.oversight.certificate_wording import OTHER_PROCESSES, other_processes
 
 RECEIPT = DestructionReceipt("k", "local", "2026-12-06T00:00:00Z", True, True, False)
 

@@ -14,9 +14,10 @@ contain memory content, subject ids or key material. The tree (status in bracket
     │   ├── UnknownKind              kind outside preference, fact, skill, task_summary, working_note
     │   ├── InvalidConfidence        confidence not a number between 0 and 1
     │   ├── InvalidPurpose           purpose not 1-64 characters of a-z 0-9 _ . : -
-    │   └── ForbiddenContent         the text holds a class the data policy forbids (a secret,
-    │                                a card number, a configured pattern or identifier); its
-    │                                problem's ``forbidden_class`` names the class, never the text
+    │   ├── ForbiddenContent         the text holds a class the data policy forbids (a secret,
+    │   │                            a card number, a configured pattern or identifier); its
+    │   │                            problem's ``forbidden_class`` names the class, never the text
+    │   └── DestinationRefused       a webhook URL the deployment's address rule refuses
     ├── Unauthenticated [401]        no credential, or one unknown, expired or revoked (one error for all)
     ├── ContentTooLarge [413]        content exceeds the configured limit
     ├── PolicyRefused [403]          the policy table has no rule for this role and source type
@@ -39,6 +40,7 @@ contain memory content, subject ids or key material. The tree (status in bracket
     │                                manifest or file that does not match, the KMS unreachable);
     │                                nothing was changed, and the same command fails again until
     │                                the cause named in the message is fixed
+    ├── FeatureUnavailable [501]     a feature whose optional extra is not installed (webhooks)
     ├── StoreUnavailable [503]       the database or the KMS cannot be reached
     ├── StoreNotReady [503]          the store cannot be opened as it is: no data dir, missing key
     │                                files, or a schema another release wrote (the message names
@@ -236,6 +238,11 @@ class BackupError(VaultError):
 class StoreUnavailable(VaultError):
     status = 503
     title = "Service unavailable"
+
+
+class DestinationRefused(InvalidCommand):
+    """A webhook URL the deployment's rule refuses (``vault.webhooks.guard``): a 422 when an
+    admin subscribes it."""
 
 
 class FeatureUnavailable(VaultError):

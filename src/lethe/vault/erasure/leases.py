@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import socket
-import uuid
 from datetime import datetime, timedelta
 from enum import Enum
 
@@ -23,11 +22,6 @@ from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.tenancy import maintenance_job
 
 LEASE = timedelta(minutes=10)  # a runner's claim on a job, renewed before every step
-
-
-def new_runner_id() -> str:
-    """``host:pid:nonce``: unique per runner, and tells whether its process is still alive here."""
-    return f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
 
 class Claim(Enum):

@@ -31,6 +31,7 @@ from lethe.vault.erasure.leases import Claim
 from lethe.vault.erasure.model import BLOCKED, ErasureJob
 from lethe.vault.erasure.pipeline import Pipeline
 from lethe.vault.erasure.steps import StepContext, StepDeps, StepFailed, StepSpec, record_step
+from lethe.vault.runner_ids import new_runner_id
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.events import EventLog
 from lethe.vault.store.tenancy import maintenance_job
@@ -48,7 +49,7 @@ class ErasureRunner:
         self.uow: UnitOfWork = deps.uow
         self.clock: Callable[[], datetime] = deps.clock
         self.log: EventLog = deps.log
-        self.runner_id = leases.new_runner_id()
+        self.runner_id = new_runner_id()
         # The lease keeps other processes out; the threads of this one share its runner id
         # (a server's runner and a request, or a test, on the same container), so they take
         # turns here instead: a second thread waits and then finds the steps recorded.

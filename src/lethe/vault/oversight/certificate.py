@@ -43,7 +43,6 @@ from sqlalchemy.engine import Connection
 
 from lethe.keys.signing import Ed25519Signer
 from lethe.vault.audit import certificate_repository as repo
-from lethe.vault.audit.certificate_document import CertifiedStep, build_certificate, sign_certificate
 from lethe.vault.audit.certificate_repository import ErasureReport
 from lethe.vault.audit.log import AuditLog
 from lethe.vault.audit.step_evidence import ReportedEvidence, TombstonedEvidence
@@ -56,6 +55,7 @@ from lethe.vault.erasure.model import ErasureJob, ErasureStep
 from lethe.vault.erasure.steps import StepContext, StepFailed, StepFn
 from lethe.vault.errors import LogInconsistent, NotFound, OutOfScope
 from lethe.vault.model import Caller, Role
+from lethe.vault.oversight.certificate_document import CertifiedStep, build_certificate, sign_certificate
 from lethe.vault.store.tenancy import for_caller, maintenance_job
 from lethe.vault.webhooks.events import reported
 

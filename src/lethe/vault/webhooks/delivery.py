@@ -30,7 +30,7 @@ import sqlalchemy as sa
 
 from lethe.vault.clock import to_db, utcnow
 from lethe.vault.custody.pseudonyms import Pseudonymizer
-from lethe.vault.erasure.leases import new_runner_id
+from lethe.vault.runner_ids import new_runner_id
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.store.tables import webhook_attempts, webhook_deliveries, webhook_endpoints, webhook_events
 from lethe.vault.store.tenancy import maintenance_job

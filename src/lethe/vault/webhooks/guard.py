@@ -21,17 +21,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from lethe.vault.errors import InvalidCommand
+from lethe.vault.errors import DestinationRefused
 
 Resolver = Callable[[str, int], Sequence[str]]  # host, port -> IP addresses as text
 METADATA_NAMES = frozenset(
     {"metadata.google.internal", "metadata", "instance-data", "instance-data.ec2.internal"}
 )
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-
-class DestinationRefused(InvalidCommand):
-    """A webhook URL the deployment's rule refuses (a 422 when an admin subscribes it)."""
 
 
 def system_resolver(host: str, port: int) -> list[str]:

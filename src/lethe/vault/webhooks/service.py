@@ -251,8 +251,8 @@ class WebhookService:
     def _require_available(self) -> None:
         if not self.available:
             raise FeatureUnavailable(
-                "this installation cannot send webhooks: install its extra, "
-                "pip install 'lethe-vault[webhooks]'"
+                "this installation cannot send webhooks: install the webhooks extra into the "
+                "server's environment (from its checkout: pip install -e '.[webhooks]')"
             )
 
     @staticmethod

@@ -25,7 +25,14 @@ from lethe.vault.audit.certificate_format import (
     result_of,
     signed_bytes,
 )
-from lethe.vault.audit.certificate_wording import (
+from lethe.vault.audit.checkpoint import key_id
+from lethe.vault.audit.log import b64
+from lethe.vault.audit.refused_wording import with_refusals
+from lethe.vault.audit.step_names import Step
+from lethe.vault.canonical import canonical_json
+from lethe.vault.clock import iso
+from lethe.vault.erasure.model import ErasureJob, ErasureStep
+from lethe.vault.oversight.certificate_wording import (
     BACKUP_STATEMENT,
     KEYED_SCHEME_TEXT,
     NOT_COMPACTED,
@@ -39,13 +46,6 @@ from lethe.vault.audit.certificate_wording import (
     missing_parts,
     other_processes,
 )
-from lethe.vault.audit.checkpoint import key_id
-from lethe.vault.audit.log import b64
-from lethe.vault.audit.refused_wording import with_refusals
-from lethe.vault.audit.step_names import Step
-from lethe.vault.canonical import canonical_json
-from lethe.vault.clock import iso
-from lethe.vault.erasure.model import ErasureJob, ErasureStep
 
 
 @dataclass(frozen=True)
