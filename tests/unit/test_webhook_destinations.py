@@ -10,7 +10,8 @@ import httpx
 import pytest
 
 from lethe.api.webhooks import HttpSender
-from lethe.vault.webhooks.guard import DestinationRefused, DestinationRule, refused
+from lethe.vault.errors import DestinationRefused
+from lethe.vault.webhooks.guard import DestinationRule, refused
 from tests.webhook_receiver import Receiver
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

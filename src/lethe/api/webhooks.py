@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from lethe.vault.clock import utcnow
 from lethe.vault.custody.pseudonyms import Pseudonymizer
+from lethe.vault.errors import DestinationRefused
 from lethe.vault.store.db import UnitOfWork
 from lethe.vault.webhooks.delivery import Backoff, Dispatcher, Sent
-from lethe.vault.webhooks.guard import DestinationRefused, DestinationRule, Target
+from lethe.vault.webhooks.guard import DestinationRule, Target
 from lethe.vault.webhooks.service import WebhookService
 
 if TYPE_CHECKING:
