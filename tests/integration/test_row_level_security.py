@@ -207,7 +207,9 @@ def test_a_store_migrating_while_another_creates_the_app_role_uses_that_role(pri
     try:
         with admin.connect() as holder:
             holder.execute(sa.text("BEGIN"))
-            holder.execute(sa.text(f"CREATE ROLE {tenancy.APP_ROLE} NOLOGIN NOSUPERUSER NOINHERIT NOBYPASSRLS"))
+            holder.execute(
+                sa.text(f"CREATE ROLE {tenancy.APP_ROLE} NOLOGIN NOSUPERUSER NOINHERIT NOBYPASSRLS")
+            )
             migration = threading.Thread(target=migrate, daemon=True)
             migration.start()
             for _ in range(600):  # until the migration waits on the uncommitted role (or ends)
