@@ -32,11 +32,38 @@ def shared_scope(item: pytest.Item) -> str | None:
     return package or module
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist adds the group to the test's id
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        group = shared_scope(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+        if item.get_closest_marker("xdist_group") is None:
+            group = shared_scope(item)
+            if group is not None:
+                item.add_marker(pytest.mark.xdist_group(group))
+        if getattr(config.option, "loadgroup", False):
+            _name_the_group(item)
+
+
+def _name_the_group(item: pytest.Item) -> None:
+    """Append ``@group`` to the test's id, where xdist's scheduler looks for it.
+
+    xdist 3.8 appends it by assigning ``item._nodeid``; pytest 9.2 keeps the id in ``item._id``
+    (a ``NodeId``) and the assignment is lost, so every group would be split up silently
+    (pytest-dev/pytest-xdist#1386). On such a pytest the id is rewritten here, as xdist would;
+    on an older one xdist's own hook still does it. ``tests/unit/test_parallel.py`` fails if
+    neither does.
+    """
+    from_id = getattr(item, "_id", None)
+    if from_id is None or "_nodeid" in vars(item):
+        return
+    names = sorted(
+        {
+            str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+            for m in item.iter_markers("xdist_group")
+        }
+    )
+    if names and from_id.names:
+        # Built from parts, so that the id reads ``...::test[params]@group`` however it is printed.
+        *outer, last = from_id.names
+        last += "" if from_id.params is None else f"[{from_id.params}]"
+        group = "_".join(names)
+        item._id = type(from_id)(path=from_id.path, names=(*outer, f"{last}@{group}"))  # type: ignore[attr-defined]
