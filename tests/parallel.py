@@ -11,9 +11,18 @@ one by one to whichever worker is free. Serial runs are unaffected (the mark is 
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
-_SHARED = {"module", "package"}
+
+def pytest_configure(config: pytest.Config) -> None:
+    """An xdist worker starts with ``COLUMNS=80`` and ``LINES=24`` in its environment, which a
+    serial run does not have: the CLI's rich consoles, made at import, would keep that width
+    for good and ignore the ``COLUMNS`` a test gives a command. A worker drops them."""
+    if hasattr(config, "workerinput"):
+        for name in ("COLUMNS", "LINES"):
+            os.environ.pop(name, None)
 
 
 def shared_scope(item: pytest.Item) -> str | None:
