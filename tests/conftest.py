@@ -18,7 +18,7 @@ from lethe.api.settings import Settings
 from lethe.vault.model import Caller, Provenance, Role, SourceType, WriteCommand
 from lethe.vault.store.db import UnitOfWork
 
-pytest_plugins = ["tests.conftest_openbao", "tests.tallies", "tests.private_services"]
+pytest_plugins = ["tests.conftest_openbao", "tests.tallies", "tests.private_services", "tests.parallel"]
 
 PG_ADMIN_URL = os.environ.get("LETHE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 

@@ -129,16 +129,16 @@ def test_a_missing_or_wrong_token_is_a_401_pointing_at_the_resource_metadata(ser
     init = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     metadata_url = f"{served.url}/.well-known/oauth-protected-resource/mcp"
     for headers in ({}, {"Authorization": "Bearer lethe_" + "x" * 43}, {"Authorization": "Basic x"}):
-        r = httpx.post(f"{served.url}/mcp", json=init, headers=headers)
+        r = httpx.post(f"{served.url}/mcp", json=init, headers=headers, timeout=30)  # loads the SDK
         assert r.status_code == 401
         challenge = r.headers["www-authenticate"]
         assert challenge.startswith("Bearer ") and f'resource_metadata="{metadata_url}"' in challenge
     for url in (metadata_url, f"{served.url}/.well-known/oauth-protected-resource"):
-        doc = httpx.get(url).json()
+        doc = httpx.get(url, timeout=30).json()
         assert doc["resource"] == f"{served.url}/mcp" and doc["scopes_supported"] == ["mcp"]
         assert doc["bearer_methods_supported"] == ["header"] and doc["authorization_servers"]
     reviewer = {"Authorization": f"Bearer {served.tokens['reviewer']}"}
-    r = httpx.post(f"{served.url}/mcp", json=init, headers=reviewer)
+    r = httpx.post(f"{served.url}/mcp", json=init, headers=reviewer, timeout=30)
     assert r.status_code == 403 and 'error="insufficient_scope"' in r.headers["www-authenticate"]
 
 

@@ -182,3 +182,49 @@ def test_every_table_with_a_tenant_in_the_live_schema_is_walled_or_named_store_w
     unwalled = {name for name, (rls, wall) in rows.items() if not (rls and wall)}
     assert unwalled == {"events"} and "events" in tenancy.STORE_WIDE_TABLES
     assert set(rows) - unwalled == set(tenancy.WALLED_TABLES)
+
+
+def test_a_store_migrating_while_another_creates_the_app_role_uses_that_role(private_postgres: Any) -> None:
+    """Roles are the cluster's: on a fresh cluster (no ``lethe_app`` yet) a store whose migration
+    meets another's uncommitted ``CREATE ROLE lethe_app`` waits for it and, once it is committed,
+    uses that role instead of failing on the duplicate (two vaults, or two test workers, starting
+    together). The other's transaction is held open here, so the meeting is certain."""
+    admin = sa.create_engine(private_postgres.url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text('CREATE DATABASE "lethe_race"'))
+    engine = make_engine(sa.engine.make_url(private_postgres.url).set(database="lethe_race"))
+    waiting = sa.text(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = 'lethe_race' AND wait_event_type = 'Lock'"
+    )
+    failed: list[BaseException] = []
+
+    def migrate() -> None:
+        try:
+            upgrade(engine)
+        except BaseException as exc:  # reported by the test's thread below
+            failed.append(exc)
+
+    try:
+        with admin.connect() as holder:
+            holder.execute(sa.text("BEGIN"))
+            holder.execute(
+                sa.text(f"CREATE ROLE {tenancy.APP_ROLE} NOLOGIN NOSUPERUSER NOINHERIT NOBYPASSRLS")
+            )
+            migration = threading.Thread(target=migrate, daemon=True)
+            migration.start()
+            for _ in range(600):  # until the migration waits on the uncommitted role (or ends)
+                with admin.connect() as watch:  # a transaction of its own: a fresh view of the sessions
+                    if not migration.is_alive() or watch.execute(waiting).scalar_one() > 0:
+                        break
+                time.sleep(0.1)
+            assert migration.is_alive(), f"the migration ended without meeting the role: {failed}"
+            holder.execute(sa.text("COMMIT"))
+        migration.join(120)
+        assert not migration.is_alive()
+        assert failed == []
+        with engine.connect() as conn:
+            walled = "SELECT count(*) FROM pg_class WHERE relrowsecurity AND relname = 'memories'"
+            assert conn.execute(sa.text(walled)).scalar_one() == 1
+    finally:
+        engine.dispose()
+        admin.dispose()

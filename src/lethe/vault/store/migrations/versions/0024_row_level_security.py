@@ -54,17 +54,26 @@ JOB_TABLES = ("erasure_steps", "erasure_extensions")
 def upgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
+    # Roles are the cluster's, not the database's: a second store migrating on the same cluster
+    # at the same moment (two vaults, two test workers) waits on the first one's uncommitted role,
+    # then gets a duplicate; it then uses the role the first one made.
     op.execute(
         f"""DO $$ BEGIN
             IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{APP_ROLE}') THEN
-                CREATE ROLE {APP_ROLE} NOLOGIN NOSUPERUSER NOINHERIT NOBYPASSRLS;
+                BEGIN
+                    CREATE ROLE {APP_ROLE} NOLOGIN NOSUPERUSER NOINHERIT NOBYPASSRLS;
+                EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+                END;
             END IF;
         END $$"""  # noqa: S608 (constants only)
     )
     op.execute(  # a role an administrator created and granted beforehand needs no CREATEROLE here
         f"""DO $$ BEGIN
             IF NOT pg_has_role(current_user, '{APP_ROLE}', 'MEMBER') THEN
-                GRANT {APP_ROLE} TO CURRENT_USER;
+                BEGIN
+                    GRANT {APP_ROLE} TO CURRENT_USER;
+                EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+                END;
             END IF;
         END $$"""
     )
