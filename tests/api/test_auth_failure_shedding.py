@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-import lethe.vault.access.tokens as token_module
+import lethe.vault.access.token_repository as token_module  # where the token lookup reads
 from lethe.api.server.app import create_app
 from lethe.api.settings import Settings
 from lethe.vault.model import Role
