@@ -168,6 +168,7 @@ def _two_workers_run(  # type: ignore[no-untyped-def]
     return ran
 
 
+@pytest.mark.alone  # its gaps are timed: run without the parallel workers beside it
 def test_workers_started_together_sign_checkpoints_at_different_moments(  # type: ignore[no-untyped-def]
     lethe, settings, monkeypatch
 ) -> None:
@@ -189,6 +190,7 @@ def test_workers_started_together_sign_checkpoints_at_different_moments(  # type
     assert len(later) == 2 and later[1] - later[0] > 0.2  # then apart, not both at 1.0
 
 
+@pytest.mark.alone  # its gaps are timed: run without the parallel workers beside it
 def test_a_job_that_waits_first_and_staggers_runs_after_an_interval_and_a_random_part_of_another() -> None:
     """The scheduled compaction's schedule: not while a restarted server takes its first
     requests, and not in every worker that started with it at the same moment."""
@@ -224,6 +226,7 @@ def test_a_job_that_waits_first_and_staggers_runs_after_an_interval_and_a_random
 
 
 @pytest.mark.parametrize("job", ["expiry_sweep", "compaction"])
+@pytest.mark.alone  # its gaps are timed: run without the parallel workers beside it
 def test_workers_started_together_run_a_whole_store_job_once_per_interval_between_them(  # type: ignore[no-untyped-def]
     lethe, settings, monkeypatch, job
 ) -> None:

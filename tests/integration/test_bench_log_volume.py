@@ -9,11 +9,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 
 from lethe.api.bench.baselines import plain_sqlite_engine
 from lethe.api.bench.writes import _logged
 from tests.conftest import PostgresDatabases
+
+pytestmark = pytest.mark.alone  # it measures the machine: run without the parallel workers beside it
 
 ROW_BYTES = 1500  # as hex, 3,000 characters: most of a 4 KiB page, and incompressible
 

@@ -17,6 +17,8 @@ from lethe.api.bench.same_rows import WRITTEN, SameRows, rows_written
 from lethe.api.bootstrap import Container
 from tests.conftest import agent, write_cmd
 
+pytestmark = pytest.mark.alone  # it measures the machine: run without the parallel workers beside it
+
 TENANT = "t1"
 
 

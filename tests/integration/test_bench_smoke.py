@@ -15,6 +15,8 @@ import pytest
 
 from tests.children import clean_env, lethe_command
 
+pytestmark = pytest.mark.alone  # it measures the machine: run without the parallel workers beside it
+
 FIGURES = (
     "write_throughput",
     "write_throughput_postgres",
