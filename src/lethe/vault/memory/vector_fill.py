@@ -99,7 +99,12 @@ class VectorFill:
         ]
         if rows:
             self._write(rows, model)
-        self.missing()
+        if len(page) < PAGE or self.remaining is None:
+            self.missing()  # the last page (or none counted yet): count what is left
+        else:  # a full page: more remain, and a count over every memory per page would cost
+            # as much as the page itself on a large store
+            self.remaining = max(self.remaining - len(rows), 1)
+            self.counted_at = time.monotonic()
         return len(rows)
 
     def _write(self, rows: list[dict[str, object]], model: str) -> None:
